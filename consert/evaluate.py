@@ -1,0 +1,149 @@
+"""The STS evaluation protocol: cosine similarity against gold, Spearman x 100.
+
+For every STS year the paper merges all subsets and computes Spearman once (``all``). SentEval also
+reports the plain mean over subsets (``mean``) and the mean weighted by subset size (``wmean``);
+BERT-flow and BERT-whitening report ``wmean``. STS-B and SICK-R use their test split, for which all
+three coincide. The seven-set average ``Avg`` is taken over the per-set values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from .data import DATASETS, ScoredPair, SentEvalData
+
+#: Columns of the per-dataset/per-subset result frame (provenance columns are appended later).
+RESULT_COLUMNS = ("dataset", "subset", "n_pairs", "spearman", "spearman_mean", "spearman_wmean")
+EmbedFn = Callable[[Sequence[str]], np.ndarray]
+
+
+def spearman_x100(predicted: Sequence[float], gold: Sequence[float]) -> float:
+    """Spearman rank correlation times 100 (scipy's, ties averaged)."""
+    return float(spearmanr(predicted, gold).statistic) * 100.0
+
+
+def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cosine similarity of two N x d arrays (a zero vector gives similarity 0)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    return np.einsum("ij,ij->i", a, b) / np.where(norms > 0, norms, 1.0)
+
+
+def aggregate(groups: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
+    """SentEval's three aggregations over subsets given ``{subset: (predicted, gold)}``.
+
+    ``all``: Spearman of all subsets concatenated; ``mean``: mean of per-subset Spearman;
+    ``wmean``: per-subset Spearman weighted by the number of pairs.
+    """
+    per_subset = {name: spearman_x100(pred, gold) for name, (pred, gold) in groups.items()}
+    sizes = np.array([len(gold) for _, gold in groups.values()], dtype=float)
+    values = np.array(list(per_subset.values()))
+    merged_pred = np.concatenate([pred for pred, _ in groups.values()])
+    merged_gold = np.concatenate([gold for _, gold in groups.values()])
+    return {
+        "all": spearman_x100(merged_pred, merged_gold),
+        "mean": float(values.mean()),
+        "wmean": float((values * sizes).sum() / sizes.sum()),
+        **{f"subset:{name}": value for name, value in per_subset.items()},
+    }
+
+
+def evaluation_sentences(data: SentEvalData) -> list[str]:
+    """Every sentence the protocol needs, each once, in a fixed order."""
+    seen: dict[str, None] = {}
+    for sts in data.sets.values():
+        for pairs in sts.eval_groups.values():
+            for pair in pairs:
+                seen.setdefault(pair.sent1)
+                seen.setdefault(pair.sent2)
+    return list(seen)
+
+
+def score_pairs(pairs: Sequence[ScoredPair], vectors: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Cosine predictions and gold scores for ``pairs`` given ``{sentence: vector}``."""
+    left = np.stack([vectors[p.sent1] for p in pairs])
+    right = np.stack([vectors[p.sent2] for p in pairs])
+    return cosine_rows(left, right), np.array([p.score for p in pairs])
+
+
+def evaluate_vectors(data: SentEvalData, vectors: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Result frame for sentence vectors given as ``{sentence: vector}`` covering every eval sentence.
+
+    One row per dataset (``subset == 'all'``), one per subset, and a final ``Avg`` row; see
+    :data:`RESULT_COLUMNS`.
+    """
+    rows = []
+    for name in (n for n in DATASETS if n in data.sets):
+        groups = {sub: score_pairs(pairs, vectors) for sub, pairs in data.sets[name].eval_groups.items()}
+        scores = aggregate(groups)
+        n_total = sum(len(gold) for _, gold in groups.values())
+        rows.append((name, "all", n_total, scores["all"], scores["mean"], scores["wmean"]))
+        for sub, (_, gold) in groups.items():
+            rows.append((name, sub, len(gold), scores[f"subset:{sub}"], np.nan, np.nan))
+    frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
+    per_set = frame[frame.subset == "all"]
+    if len(per_set) == len(DATASETS):
+        average = ("Avg", "all", int(per_set.n_pairs.sum()), *per_set[list(RESULT_COLUMNS[3:])].mean())
+        frame = pd.concat([frame, pd.DataFrame([average], columns=list(RESULT_COLUMNS))], ignore_index=True)
+    return frame
+
+
+def evaluate_embedder(data: SentEvalData, embed: EmbedFn) -> pd.DataFrame:
+    """Run the protocol with ``embed`` (list of sentences -> N x d array), each sentence encoded once."""
+    sentences = evaluation_sentences(data)
+    matrix = embed(sentences)
+    return evaluate_vectors(data, dict(zip(sentences, matrix)))
+
+
+def summary_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The per-dataset rows as a small table: dataset, pairs, all / mean / wmean Spearman."""
+    table = frame[frame.subset == "all"][["dataset", "n_pairs", "spearman", "spearman_mean", "spearman_wmean"]]
+    return table.rename(columns={"spearman": "all", "spearman_mean": "mean", "spearman_wmean": "wmean"})
+
+
+def evaluate_model(
+    model: str,
+    poolings: Sequence[str] = ("mean:-2,-1",),
+    data: SentEvalData | None = None,
+    max_length: int = 64,
+    dtype: str = "fp32",
+    device: str | None = None,
+    batch_size: int = 128,
+    seed: int | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Evaluate a Hugging Face encoder on the seven STS sets with each pooling, encoding once.
+
+    Returns the tidy result frame (see :func:`evaluate_vectors`) with provenance columns, one block
+    of rows per pooling.
+    """
+    from .data import load_senteval
+    from .encode import SentenceEncoder
+    from .provenance import provenance
+
+    data = data if data is not None else load_senteval()
+    encoder = SentenceEncoder(model, max_length=max_length, dtype=dtype, device=device, batch_size=batch_size)
+    sentences = evaluation_sentences(data)
+    matrices = encoder.encode_poolings(sentences, poolings, progress=progress)
+    frames = []
+    for pooling, matrix in matrices.items():
+        frame = evaluate_vectors(data, dict(zip(sentences, matrix)))
+        columns = provenance(
+            model=str(model),
+            model_sha256=encoder.resolved.weights_sha256,
+            setting=encoder.resolved.setting,
+            pooling=pooling,
+            max_length=max_length,
+            dtype=dtype,
+            device=encoder.device,
+            data_dir=data.root,
+            data_sha256=data.fingerprint,
+            seed=seed,
+        )
+        frames.append(frame.assign(**columns))
+    return pd.concat(frames, ignore_index=True)

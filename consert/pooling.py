@@ -1,0 +1,84 @@
+"""Pooling of token vectors into sentence vectors, named by hidden-state index.
+
+Grammar: ``cls`` (the [CLS] vector of the last layer), ``mean`` (masked mean of the last layer) and
+``mean:I,J,...`` (masked mean of the average of hidden states I, J, ...; 0 is the embedding output,
+-1 the last layer). So ``mean:-2,-1`` is the paper's evaluation pooling and ``mean:0,-1`` is
+ConSERT's "first-last"; BERT-whitening's "first-last" is ``mean:1,-1``. Index names avoid the
+ambiguity of "first-last", which different codebases use for different layers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+#: The ConSERT paper's evaluation pooling: average of the last two layers' token vectors.
+PAPER_POOLING = "mean:-2,-1"
+
+
+@dataclass(frozen=True)
+class Pooling:
+    """A parsed pooling spec: ``kind`` is ``cls`` or ``mean``; ``layers`` are hidden-state indices."""
+
+    kind: str
+    layers: tuple[int, ...]
+
+    @classmethod
+    def parse(cls, spec: str | Pooling) -> Pooling:
+        """Parse ``cls``, ``mean`` or ``mean:I,J,...``; raise ValueError naming the bad spec."""
+        if isinstance(spec, Pooling):
+            return spec
+        text = spec.strip()
+        if text == "cls":
+            return cls("cls", (-1,))
+        if text == "mean":
+            return cls("mean", (-1,))
+        if text.startswith("mean:"):
+            try:
+                layers = tuple(int(part) for part in text[5:].split(","))
+            except ValueError:
+                layers = ()
+            if layers:
+                return cls("mean", layers)
+        raise ValueError(
+            f"unknown pooling {spec!r}: expected 'cls', 'mean' or 'mean:I,J,...' with hidden-state "
+            "indices (0 = embedding output, -1 = last layer), e.g. 'mean:-2,-1'"
+        )
+
+    def __str__(self) -> str:
+        if self.kind == "cls":
+            return "cls"
+        return "mean" if self.layers == (-1,) else "mean:" + ",".join(map(str, self.layers))
+
+    @property
+    def needs_all_hidden_states(self) -> bool:
+        """Whether the model must return every layer (anything but the last layer alone)."""
+        return self.layers != (-1,)
+
+    def check_layers(self, num_hidden_states: int) -> None:
+        """Raise ValueError if a layer index does not exist in a model with that many hidden states."""
+        for layer in self.layers:
+            if not -num_hidden_states <= layer < num_hidden_states:
+                raise ValueError(
+                    f"pooling {self}: hidden-state index {layer} out of range for a model with "
+                    f"{num_hidden_states} hidden states (0..{num_hidden_states - 1})"
+                )
+
+    def __call__(self, hidden_states: Sequence[torch.Tensor], attention_mask: torch.Tensor) -> torch.Tensor:
+        """Pool ``hidden_states`` (each B x L x d) into B x d; ``attention_mask`` (B x L) masks padding."""
+        self.check_layers(len(hidden_states))
+        if self.kind == "cls":
+            return hidden_states[-1][:, 0]
+        tokens = torch.stack([hidden_states[i] for i in self.layers]).float().mean(0)
+        return masked_mean(tokens, attention_mask)
+
+
+def masked_mean(tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``tokens`` (B x L x d) over positions where ``mask`` (B x L) is non-zero.
+
+    A row with no unmasked position gives a zero vector rather than NaN.
+    """
+    weights = mask.to(tokens.dtype).unsqueeze(-1)
+    return (tokens * weights).sum(1) / weights.sum(1).clamp(min=1e-9)

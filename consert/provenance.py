@@ -1,0 +1,73 @@
+"""Provenance of a result: which model, weights, pooling, data, code and settings produced it."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+_PACKAGES = ("consert", "torch", "transformers", "sentence-transformers", "scipy", "numpy")
+
+
+@functools.lru_cache(maxsize=1)
+def git_commit() -> str:
+    """Commit of the harness checkout (``-dirty`` when it has uncommitted changes), or ``unknown``."""
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here, capture_output=True, text=True, check=True, timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return commit + ("-dirty" if dirty else "")
+
+
+@functools.lru_cache(maxsize=1)
+def package_versions() -> str:
+    """``name==version`` of the packages that decide the numbers, separated by ``;``."""
+    found = []
+    for name in _PACKAGES:
+        try:
+            found.append(f"{name}=={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{name}==absent")
+    return ";".join(found)
+
+
+def provenance(
+    *,
+    model: str,
+    model_sha256: str,
+    setting: str,
+    pooling: str,
+    max_length: int,
+    dtype: str,
+    device: str,
+    data_dir: Path | str,
+    data_sha256: str,
+    seed: int | None = None,
+    **extra: object,
+) -> dict[str, object]:
+    """One flat dict of provenance columns, appended to every result row."""
+    return {
+        "model": model,
+        "setting": setting,
+        "model_sha256": model_sha256,
+        "pooling": pooling,
+        "max_length": max_length,
+        "dtype": dtype,
+        "device": device,
+        "data_dir": str(data_dir),
+        "data_sha256": data_sha256,
+        "seed": "" if seed is None else seed,
+        **extra,
+        "harness_commit": git_commit(),
+        "packages": package_versions(),
+        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
