@@ -1,0 +1,39 @@
+"""Shared fixtures: the real SentEval data beside the project and tiny generated SentEval trees."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures import write_senteval_tree
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+REAL_DATA = Path(os.environ.get("CONSERT_DATA", SHARED / "data" / "senteval"))
+PUBLISHED = ROOT / "results" / "published"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def real_data_dir() -> Path:
+    """The real STS data (../shared/data/senteval or $CONSERT_DATA); these tests need it."""
+    if not (REAL_DATA / "downstream" / "STS").is_dir() and not (REAL_DATA / "STS").is_dir():
+        pytest.fail(f"real SentEval data not found at {REAL_DATA}; set CONSERT_DATA")
+    return REAL_DATA
+
+
+@pytest.fixture(scope="session")
+def real_data(real_data_dir):
+    from consert.data import load_senteval
+
+    return load_senteval(real_data_dir)
+
+
+@pytest.fixture()
+def tiny_tree(tmp_path) -> Path:
+    """A complete, tiny SentEval tree written fresh for each test."""
+    return write_senteval_tree(tmp_path / "senteval")

@@ -1,0 +1,56 @@
+"""Generators of tiny, valid SentEval data trees for tests (and the CI workflow config)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from consert.data import SICK_SPLITS, STS_YEAR_SUBSETS
+
+_WORDS = (
+    "a man woman dog cat is are playing running eating guitar piano ball park street the on in with "
+    "small big red blue child children car bike rides sings walks"
+).split()
+
+
+def _sentence(rng: random.Random) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(3, 9))) + " ."
+
+
+def write_senteval_tree(root: Path, pairs_per_file: int = 6, seed: int = 0) -> Path:
+    """Write a valid SentEval layout under ``root/downstream`` with random sentences; return ``root``.
+
+    Every STS year has all its subsets; every other gold line of STS15/16 is blank (unscored).
+    """
+    rng = random.Random(seed)
+    sts = root / "downstream" / "STS"
+    for year, subsets in STS_YEAR_SUBSETS.items():
+        folder = sts / f"{year}-en-test"
+        folder.mkdir(parents=True)
+        for subset in subsets:
+            inputs, golds = [], []
+            for i in range(pairs_per_file):
+                inputs.append(f"{_sentence(rng)}\t{_sentence(rng)}")
+                unscored = year in ("STS15", "STS16") and i % 2 == 1
+                golds.append("" if unscored else f"{rng.uniform(0, 5):.3f}")
+            (folder / f"STS.input.{subset}.txt").write_text("\n".join(inputs) + "\n")
+            (folder / f"STS.gs.{subset}.txt").write_text("\n".join(golds) + "\n")
+    stsb = sts / "STSBenchmark"
+    stsb.mkdir()
+    for split in ("train", "dev", "test"):
+        rows = [
+            f"main-captions\tMSRvid\t2012test\t{i:04d}\t{rng.uniform(0, 5):.3f}\t{_sentence(rng)}\t{_sentence(rng)}"
+            for i in range(pairs_per_file)
+        ]
+        (stsb / f"sts-{split}.csv").write_text("\n".join(rows) + "\n")
+    sick = root / "downstream" / "SICK"
+    sick.mkdir(parents=True)
+    header = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"
+    labels = ("ENTAILMENT", "NEUTRAL", "CONTRADICTION")
+    for split, filename in SICK_SPLITS.items():
+        rows = [
+            f"{i}\t{_sentence(rng)}\t{_sentence(rng)}\t{rng.uniform(1, 5):.1f}\t{labels[i % 3]}"
+            for i in range(pairs_per_file)
+        ]
+        (sick / filename).write_text("\n".join([header, *rows]) + "\n")
+    return root

@@ -1,0 +1,124 @@
+"""The SentEval loaders on generated fixtures and on the real data."""
+
+from __future__ import annotations
+
+import pytest
+
+from consert.data import DATASETS, DataFormatError, load_senteval, resolve_data_dir
+
+STS12 = ("downstream", "STS", "STS12-en-test")
+
+
+def _file(root, *parts):
+    return root.joinpath(*parts)
+
+
+def test_tiny_tree_loads_with_blank_gold_lines_skipped(tiny_tree):
+    data = load_senteval(tiny_tree)
+    assert tuple(data.sets) == DATASETS
+    # STS15/16: 6 pairs per subset, every other gold blank -> 3 scored pairs, but all 12 texts kept
+    sts15 = data.sets["STS15"]
+    assert all(len(pairs) == 3 for pairs in sts15.eval_groups.values())
+    assert len(sts15.texts) == 5 * 6 * 2
+    assert len(data.sets["STS12"].eval_groups["MSRpar"]) == 6
+    assert len(data.sets["STSb"].eval_groups) == 1 and len(data.sets["STSb"].groups["train"]) == 6
+    assert len(data.unlabeled_texts()) == sum(len(s.texts) for s in data.sets.values())
+
+
+def test_crlf_and_whitespace_are_normalised(tiny_tree):
+    path = _file(tiny_tree, *STS12, "STS.input.MSRpar.txt")
+    path.write_bytes(b"a  man\t plays .\r\nthe dog\truns\r\n")
+    _file(tiny_tree, *STS12, "STS.gs.MSRpar.txt").write_bytes(b"4.0\r\n1.5\r\n")
+    pairs = load_senteval(tiny_tree).sets["STS12"].groups["MSRpar"]
+    assert [(p.sent1, p.sent2, p.score) for p in pairs] == [("a man", "plays .", 4.0), ("the dog", "runs", 1.5)]
+
+
+def test_stsb_extra_tab_columns_are_ignored(tiny_tree):
+    path = _file(tiny_tree, "downstream", "STS", "STSBenchmark", "sts-test.csv")
+    path.write_text("g\tf\ty\t1\t3.5\tfirst sentence\tsecond sentence\tsource-a\tsource-b\n")
+    (pair,) = load_senteval(tiny_tree).sets["STSb"].groups["test"]
+    assert (pair.sent1, pair.sent2, pair.score) == ("first sentence", "second sentence", 3.5)
+
+
+def test_tab_inside_sts_sentence_is_a_clear_error(tiny_tree):
+    path = _file(tiny_tree, *STS12, "STS.input.MSRpar.txt")
+    lines = path.read_text().splitlines()
+    lines[2] = lines[2] + "\tstray third field"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataFormatError) as err:
+        load_senteval(tiny_tree)
+    assert err.value.line == 3 and err.value.path == path
+    assert "expected 2 tab-separated fields, found 3" in str(err.value)
+
+
+def test_non_numeric_score_names_file_and_line(tiny_tree):
+    path = _file(tiny_tree, *STS12, "STS.gs.MSRvid.txt")
+    lines = path.read_text().splitlines()
+    lines[4] = "four"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataFormatError, match=r"STS\.gs\.MSRvid\.txt:5: expected a numeric score, found 'four'"):
+        load_senteval(tiny_tree)
+
+
+def test_out_of_range_score_is_rejected(tiny_tree):
+    path = _file(tiny_tree, "downstream", "SICK", "SICK_trial.txt")
+    lines = path.read_text().splitlines()
+    fields = lines[1].split("\t")
+    fields[3] = "7.5"
+    lines[1] = "\t".join(fields)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataFormatError, match=r"SICK_trial\.txt:2: score 7\.5 outside \[1\.0, 5\.0\]"):
+        load_senteval(tiny_tree)
+
+
+def test_missing_file_is_named(tiny_tree):
+    path = _file(tiny_tree, *STS12, "STS.gs.SMTeuroparl.txt")
+    path.unlink()
+    with pytest.raises(DataFormatError, match="STS.gs.SMTeuroparl.txt: file not found"):
+        load_senteval(tiny_tree)
+
+
+def test_line_count_mismatch_is_reported(tiny_tree):
+    path = _file(tiny_tree, *STS12, "STS.gs.MSRpar.txt")
+    path.write_text("1.0\n2.0\n")
+    with pytest.raises(DataFormatError, match="has 2 lines but STS.input.MSRpar.txt has 6"):
+        load_senteval(tiny_tree)
+
+
+def test_empty_and_undecodable_files(tiny_tree):
+    path = _file(tiny_tree, *STS12, "STS.input.MSRvid.txt")
+    path.write_bytes(b"")
+    with pytest.raises(DataFormatError, match="file is empty"):
+        load_senteval(tiny_tree)
+    path.write_bytes(b"ok\tfine\n\xff\xfe bad\tbytes\n")
+    with pytest.raises(DataFormatError, match=r"MSRvid\.txt:2: not valid UTF-8"):
+        load_senteval(tiny_tree)
+
+
+def test_data_dir_resolution_order(tiny_tree, tmp_path, monkeypatch):
+    downstream = tiny_tree / "downstream"
+    assert resolve_data_dir(tiny_tree) == downstream
+    assert resolve_data_dir(downstream) == downstream
+    monkeypatch.setenv("CONSERT_DATA", str(tiny_tree))
+    assert resolve_data_dir() == downstream
+    monkeypatch.delenv("CONSERT_DATA")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DataFormatError, match="download-data"):
+        resolve_data_dir()
+
+
+def test_fingerprint_is_stable_and_changes_with_content(tiny_tree):
+    before = load_senteval(tiny_tree).fingerprint
+    assert load_senteval(tiny_tree).fingerprint == before
+    path = _file(tiny_tree, *STS12, "STS.gs.MSRpar.txt")
+    path.write_text("0.000\n" + "\n".join(path.read_text().splitlines()[1:]) + "\n")
+    assert load_senteval(tiny_tree).fingerprint != before
+
+
+def test_real_data_counts(real_data):
+    counts = {name: sum(len(p) for p in sts.eval_groups.values()) for name, sts in real_data.sets.items()}
+    assert counts == {
+        "STS12": 3108, "STS13": 1500, "STS14": 3750, "STS15": 3000, "STS16": 1186, "STSb": 1379, "SICK-R": 4927
+    }
+    assert len(real_data.unlabeled_texts()) == 89192
+    assert len(real_data.sets["SICK-R"].nli["train"]) == 4500

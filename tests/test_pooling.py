@@ -1,0 +1,54 @@
+"""The pooling grammar on hand-computable tensors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from consert.pooling import Pooling, masked_mean
+
+# 3 hidden states (embedding output + 2 layers), batch of 2, length 3, d = 2
+H0 = torch.tensor([[[1.0, 1.0], [2.0, 2.0], [9.0, 9.0]], [[0.0, 0.0], [4.0, 4.0], [8.0, 8.0]]])
+H1 = H0 * 10
+H2 = H0 + 100
+HIDDEN = (H0, H1, H2)
+MASK = torch.tensor([[1, 1, 0], [1, 1, 1]])  # the first sentence has one padding position
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("cls", [[101.0, 101.0], [100.0, 100.0]]),
+        ("mean", [[101.5, 101.5], [104.0, 104.0]]),  # last layer, padding excluded
+        ("mean:0", [[1.5, 1.5], [4.0, 4.0]]),
+        ("mean:-2,-1", [[(15 + 101.5) / 2] * 2, [(40 + 104) / 2] * 2]),
+        ("mean:0,-1", [[(1.5 + 101.5) / 2] * 2, [(4 + 104) / 2] * 2]),
+        ("mean:1,2", [[(15 + 101.5) / 2] * 2, [(40 + 104) / 2] * 2]),
+    ],
+)
+def test_poolings_by_hidden_state_index(spec, expected):
+    assert torch.allclose(Pooling.parse(spec)(HIDDEN, MASK), torch.tensor(expected))
+
+
+def test_round_trip_names():
+    for spec in ("cls", "mean", "mean:-2,-1", "mean:0,-1"):
+        assert str(Pooling.parse(spec)) == spec
+    assert str(Pooling.parse("mean:-1")) == "mean"
+    assert not Pooling.parse("mean").needs_all_hidden_states
+    assert Pooling.parse("mean:0,-1").needs_all_hidden_states
+
+
+@pytest.mark.parametrize("bad", ["max", "mean:", "mean:a,b", "first-last", ""])
+def test_bad_specs_raise(bad):
+    with pytest.raises(ValueError, match="unknown pooling"):
+        Pooling.parse(bad)
+
+
+def test_layer_out_of_range():
+    with pytest.raises(ValueError, match="index 3 out of range"):
+        Pooling.parse("mean:3")(HIDDEN, MASK)
+
+
+def test_fully_masked_row_is_zero_not_nan():
+    out = masked_mean(H0, torch.zeros(2, 3))
+    assert torch.equal(out, torch.zeros(2, 2))
