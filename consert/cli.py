@@ -14,7 +14,9 @@ from .pooling import PAPER_POOLING
 
 def _add_data_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--data", default=None, metavar="DIR",
+        "--data",
+        default=None,
+        metavar="DIR",
         help="SentEval data directory (default: $CONSERT_DATA, else ./data/senteval)",
     )
 
@@ -26,8 +28,13 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
     data = load_senteval(args.data)
     frame = evaluate_model(
-        args.model, args.pooling or [PAPER_POOLING], data, max_length=args.max_length, dtype=args.dtype,
-        device=args.device, batch_size=args.batch_size,
+        args.model,
+        args.pooling or [PAPER_POOLING],
+        data,
+        max_length=args.max_length,
+        dtype=args.dtype,
+        device=args.device,
+        batch_size=args.batch_size,
     )
     for pooling, block in frame.groupby("pooling", sort=False):
         print(f"\n{args.model}  pooling={pooling}  max_length={args.max_length}  dtype={args.dtype}")
@@ -64,7 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = commands.add_parser("evaluate", help="evaluate an encoder on the 7 STS sets")
     evaluate.add_argument("model", help="hub id or local directory (e.g. an exported ConSERT model)")
     evaluate.add_argument(
-        "--pooling", action="append", metavar="P",
+        "--pooling",
+        action="append",
+        metavar="P",
         help=f"cls | mean | mean:I,J,... (hidden-state indices); repeatable; default {PAPER_POOLING}",
     )
     evaluate.add_argument("--max-length", type=int, default=64)

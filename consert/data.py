@@ -204,7 +204,7 @@ def load_sts_year(reader: _FileReader, year_dir: Path, name: str, subsets: tuple
                 "line (possibly blank) per sentence pair",
             )
         pairs = []
-        for number, (row, gold) in enumerate(zip(inputs, golds), start=1):
+        for number, (row, gold) in enumerate(zip(inputs, golds, strict=True), start=1):
             sent1, sent2 = (normalize_sentence(s) for s in _split_fields(row, input_path, number, 2, exact=True))
             texts.extend((sent1, sent2))
             if gold.strip():
@@ -252,8 +252,12 @@ def load_sick(reader: _FileReader, folder: Path) -> StsData:
             sent1, sent2 = normalize_sentence(fields[1]), normalize_sentence(fields[2])
             label = fields[4].strip().upper()
             if label not in NLI_LABELS:
-                raise DataFormatError(path, f"expected an entailment label in {NLI_LABELS}, found {fields[4]!r}", number)
-            pairs.append(ScoredPair(sent1, sent2, _parse_score(fields[3].strip(), path, number, SICK_RELATEDNESS_RANGE)))
+                raise DataFormatError(
+                    path, f"expected an entailment label in {NLI_LABELS}, found {fields[4]!r}", number
+                )
+            pairs.append(
+                ScoredPair(sent1, sent2, _parse_score(fields[3].strip(), path, number, SICK_RELATEDNESS_RANGE))
+            )
             labelled.append(NliPair(sent1, sent2, label))
             texts.extend((sent1, sent2))
         groups[split], nli[split] = pairs, labelled

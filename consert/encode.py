@@ -72,9 +72,9 @@ class SentenceEncoder:
         specs = [Pooling.parse(p) for p in poolings]
         unique = list(dict.fromkeys(sentences))
         row_of = {sentence: row for row, sentence in enumerate(unique)}
-        token_ids = self.tokenizer(
-            unique, truncation=True, max_length=self.max_length, add_special_tokens=True
-        )["input_ids"]
+        token_ids = self.tokenizer(unique, truncation=True, max_length=self.max_length, add_special_tokens=True)[
+            "input_ids"
+        ]
         order = np.argsort([len(ids) for ids in token_ids], kind="stable")[::-1]
         outputs = {spec: None for spec in specs}
         need_all = any(spec.needs_all_hidden_states for spec in specs)

@@ -97,7 +97,7 @@ def evaluate_embedder(data: SentEvalData, embed: EmbedFn) -> pd.DataFrame:
     """Run the protocol with ``embed`` (list of sentences -> N x d array), each sentence encoded once."""
     sentences = evaluation_sentences(data)
     matrix = embed(sentences)
-    return evaluate_vectors(data, dict(zip(sentences, matrix)))
+    return evaluate_vectors(data, dict(zip(sentences, matrix, strict=True)))
 
 
 def summary_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -132,7 +132,7 @@ def evaluate_model(
     matrices = encoder.encode_poolings(sentences, poolings, progress=progress)
     frames = []
     for pooling, matrix in matrices.items():
-        frame = evaluate_vectors(data, dict(zip(sentences, matrix)))
+        frame = evaluate_vectors(data, dict(zip(sentences, matrix, strict=True)))
         columns = provenance(
             model=str(model),
             model_sha256=encoder.resolved.weights_sha256,

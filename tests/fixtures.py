@@ -47,7 +47,7 @@ def write_senteval_tree(root: Path, pairs_per_file: int = 6, seed: int = 0) -> P
     sick.mkdir(parents=True)
     header = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"
     labels = ("ENTAILMENT", "NEUTRAL", "CONTRADICTION")
-    for split, filename in SICK_SPLITS.items():
+    for filename in SICK_SPLITS.values():
         rows = [
             f"{i}\t{_sentence(rng)}\t{_sentence(rng)}\t{rng.uniform(1, 5):.1f}\t{labels[i % 3]}"
             for i in range(pairs_per_file)

@@ -118,7 +118,13 @@ def test_fingerprint_is_stable_and_changes_with_content(tiny_tree):
 def test_real_data_counts(real_data):
     counts = {name: sum(len(p) for p in sts.eval_groups.values()) for name, sts in real_data.sets.items()}
     assert counts == {
-        "STS12": 3108, "STS13": 1500, "STS14": 3750, "STS15": 3000, "STS16": 1186, "STSb": 1379, "SICK-R": 4927
+        "STS12": 3108,
+        "STS13": 1500,
+        "STS14": 3750,
+        "STS15": 3000,
+        "STS16": 1186,
+        "STSb": 1379,
+        "SICK-R": 4927,
     }
     assert len(real_data.unlabeled_texts()) == 89192
     assert len(real_data.sets["SICK-R"].nli["train"]) == 4500

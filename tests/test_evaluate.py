@@ -24,7 +24,7 @@ def test_all_mean_wmean_differ_as_defined():
     assert scores["mean"] == pytest.approx(0.0)
     assert scores["wmean"] == pytest.approx((4 * 100 - 2 * 100) / 6)
     # merged: preds 0.1 .2 .3 .4 .9 .8 ranks 1 2 3 4 6 5 ; gold 1 2 3 4 .5 4.5 ranks 2 3 4 5 1 6
-    d2 = sum((p - g) ** 2 for p, g in zip([1, 2, 3, 4, 6, 5], [2, 3, 4, 5, 1, 6]))
+    d2 = sum((p - g) ** 2 for p, g in zip([1, 2, 3, 4, 6, 5], [2, 3, 4, 5, 1, 6], strict=True))
     assert scores["all"] == pytest.approx((1 - 6 * d2 / (6 * 35)) * 100)
 
 

@@ -18,8 +18,9 @@ MTEB_ANCHORS = {"STS12": 72.37, "STS13": 80.60, "STS15": 85.39, "STS16": 78.99, 
 @pytest.fixture(scope="module")
 def fp32_csv(real_data_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("anchor") / "fp32.csv"
-    assert main(["evaluate", STAND_IN_MODEL, "--pooling", "mean", "--data", str(real_data_dir),
-                 "--output", str(out)]) == 0
+    assert (
+        main(["evaluate", STAND_IN_MODEL, "--pooling", "mean", "--data", str(real_data_dir), "--output", str(out)]) == 0
+    )
     return pd.read_csv(out)
 
 
@@ -35,8 +36,18 @@ def test_reproduces_mteb_scores(fp32_csv):
 
 
 def test_rows_carry_provenance_and_the_stand_in_label(fp32_csv, real_data):
-    for column in ("model", "model_sha256", "pooling", "max_length", "dtype", "data_sha256", "packages",
-                   "harness_commit", "timestamp", "setting"):
+    for column in (
+        "model",
+        "model_sha256",
+        "pooling",
+        "max_length",
+        "dtype",
+        "data_sha256",
+        "packages",
+        "harness_commit",
+        "timestamp",
+        "setting",
+    ):
         assert fp32_csv[column].notna().all(), column
     assert set(fp32_csv.pooling) == {"mean"} and set(fp32_csv.max_length) == {64}
     assert fp32_csv.setting.str.contains("offline stand-in").all()
