@@ -7,9 +7,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .config import ConfigError
 from .data import DataFormatError
 from .models import ModelNotAvailableError
 from .pooling import PAPER_POOLING
+from .train import TrainingFault
 
 
 def _add_data_argument(parser: argparse.ArgumentParser) -> None:
@@ -42,6 +44,19 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         print(summary_table(block).to_string(index=False, float_format=lambda v: f"{v:6.2f}"))
     if args.output:
         print(f"\nwrote {write_csv(frame, args.output)}")
+    return 0
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from .config import load_train_config
+    from .train import train
+
+    config = load_train_config(args.config, args.set)
+    result = train(config)
+    print(
+        f"best STS-B dev Spearman {result.best_dev_spearman:.2f} at step {result.best_step} "
+        f"({result.steps} steps run); model exported to {result.output_dir}"
+    )
     return 0
 
 
@@ -84,6 +99,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_argument(evaluate)
     evaluate.set_defaults(run=_cmd_evaluate)
 
+    train = commands.add_parser("train", help="train ConSERT (unsup, joint, sup, sup-unsup, joint-unsup)")
+    train.add_argument("--config", default=None, metavar="FILE.yaml", help="training config (see consert/config.py)")
+    train.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key (repeatable), e.g. --set mode=joint --set max_steps=30",
+    )
+    train.set_defaults(run=_cmd_train)
+
     table1 = commands.add_parser("table1", help="regenerate the paper's Table 1 (dataset statistics)")
     table1.add_argument("--output", default="results/table1_datasets.csv", metavar="FILE.csv")
     _add_data_argument(table1)
@@ -100,6 +126,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (DataFormatError, ModelNotAvailableError, ValueError) as err:
+    except (DataFormatError, ConfigError, ModelNotAvailableError, TrainingFault, ValueError) as err:
         print(f"consert {args.command}: error: {err}", file=sys.stderr)
         return 2

@@ -29,33 +29,51 @@ def autocast(device: str, dtype: str):
 
 
 class SentenceEncoder:
-    """A Hugging Face encoder that turns sentences into pooled vectors.
+    """A Hugging Face encoder (tokenizer + ``AutoModel``) that turns sentences into pooled vectors.
+
+    Use :meth:`load` to build one from a hub id or local directory; the constructor wraps an
+    in-memory model (e.g. one being trained). The model's train/eval mode is restored after encoding.
 
     Args:
-        model: hub id or local directory (see :func:`consert.models.resolve_model`), or an
-            already-resolved model.
         max_length: tokens per sentence after truncation (the paper uses 64).
         dtype: ``fp32`` or ``bf16`` (autocast; pooled vectors are returned as float32).
-        device: ``cuda``/``cpu``; default: CUDA when available.
         batch_size: sentences per forward pass.
+        resolved: where the weights came from (for provenance), if known.
     """
 
     def __init__(
         self,
+        tokenizer,
+        model: torch.nn.Module,
+        *,
+        max_length: int = 64,
+        dtype: str = "fp32",
+        batch_size: int = 128,
+        resolved: ResolvedModel | None = None,
+    ):
+        self.tokenizer, self.model = tokenizer, model
+        self.max_length, self.dtype, self.batch_size = max_length, dtype, batch_size
+        self.resolved = resolved
+        autocast(self.device, dtype)  # validate early
+
+    @classmethod
+    def load(
+        cls,
         model: str | ResolvedModel,
         max_length: int = 64,
         dtype: str = "fp32",
         device: str | None = None,
         batch_size: int = 128,
-    ):
-        self.resolved = model if isinstance(model, ResolvedModel) else resolve_model(model)
-        self.device = device or default_device()
-        self.tokenizer, self.model = load_tokenizer_and_model(self.resolved, self.device)
-        self.model.eval()
-        self.max_length = max_length
-        self.dtype = dtype
-        self.batch_size = batch_size
-        autocast(self.device, dtype)  # validate early
+    ) -> SentenceEncoder:
+        """Load ``model`` (hub id, local directory or resolved model) for encoding on ``device``."""
+        resolved = model if isinstance(model, ResolvedModel) else resolve_model(model)
+        tokenizer, network = load_tokenizer_and_model(resolved, device or default_device())
+        return cls(tokenizer, network, max_length=max_length, dtype=dtype, batch_size=batch_size, resolved=resolved)
+
+    @property
+    def device(self) -> str:
+        """Device type the model lives on (``cpu`` or ``cuda``)."""
+        return next(self.model.parameters()).device.type
 
     def encode(self, sentences: Sequence[str], pooling: str = PAPER_POOLING, progress: bool = True) -> np.ndarray:
         """Encode ``sentences`` (N) into an N x d float32 array with one pooling."""
@@ -70,26 +88,32 @@ class SentenceEncoder:
         is minimal; padding positions are masked in every mean pooling.
         """
         specs = [Pooling.parse(p) for p in poolings]
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            return self._encode(sentences, specs, progress)
+        finally:
+            self.model.train(was_training)
+
+    def _encode(self, sentences: Sequence[str], specs: list[Pooling], progress: bool) -> dict[str, np.ndarray]:
         unique = list(dict.fromkeys(sentences))
         row_of = {sentence: row for row, sentence in enumerate(unique)}
         token_ids = self.tokenizer(unique, truncation=True, max_length=self.max_length, add_special_tokens=True)[
             "input_ids"
         ]
         order = np.argsort([len(ids) for ids in token_ids], kind="stable")[::-1]
-        outputs = {spec: None for spec in specs}
+        dim = self.model.config.hidden_size
+        outputs = {spec: np.zeros((len(unique), dim), dtype=np.float32) for spec in specs}
         need_all = any(spec.needs_all_hidden_states for spec in specs)
         batches = range(0, len(order), self.batch_size)
         with torch.inference_mode(), autocast(self.device, self.dtype):
             for start in tqdm(batches, desc="encoding", unit="batch", disable=not progress, leave=False):
                 index = order[start : start + self.batch_size]
                 batch = self.tokenizer.pad({"input_ids": [token_ids[i] for i in index]}, return_tensors="pt")
-                batch = {key: value.to(self.device) for key, value in batch.items()}
+                batch = {key: value.to(self.model.device) for key, value in batch.items()}
                 out = self.model(**batch, output_hidden_states=need_all)
                 hidden = out.hidden_states if need_all else (out.last_hidden_state,)
                 for spec in specs:
-                    pooled = spec(hidden, batch["attention_mask"]).float().cpu().numpy()
-                    if outputs[spec] is None:
-                        outputs[spec] = np.empty((len(unique), pooled.shape[1]), dtype=np.float32)
-                    outputs[spec][index] = pooled
+                    outputs[spec][index] = spec(hidden, batch["attention_mask"]).float().cpu().numpy()
         rows = np.fromiter((row_of[s] for s in sentences), dtype=np.int64, count=len(sentences))
         return {str(spec): matrix[rows] for spec, matrix in outputs.items()}

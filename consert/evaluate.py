@@ -127,7 +127,7 @@ def evaluate_model(
     from .provenance import provenance
 
     data = data if data is not None else load_senteval()
-    encoder = SentenceEncoder(model, max_length=max_length, dtype=dtype, device=device, batch_size=batch_size)
+    encoder = SentenceEncoder.load(model, max_length=max_length, dtype=dtype, device=device, batch_size=batch_size)
     sentences = evaluation_sentences(data)
     matrices = encoder.encode_poolings(sentences, poolings, progress=progress)
     frames = []

@@ -1,0 +1,201 @@
+"""Training configuration: one validated dataclass, filled from YAML files or ``key=value`` overrides.
+
+Defaults are the paper's (SPEC §1) plus the facts from the authors' code that the paper leaves out
+(AdamW eps 1e-6, weight decay 0.01, grad clip 1.0, warm-up over 10% of the planned steps, 10
+epochs with patience 10 evaluations, seed 1, contrastive loss scaled by 0.15 even when alone).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .augment import check_augmentation
+from .encode import DTYPES
+from .models import STAND_IN_MODEL
+from .nli import NLI_SOURCES
+from .pooling import PAPER_POOLING, Pooling
+
+MODES = ("unsup", "joint", "sup", "sup-unsup", "joint-unsup")
+#: Modes trained in two stages: (first stage on NLI, second stage unsupervised on the STS texts).
+TWO_STAGE = {"sup-unsup": "sup", "joint-unsup": "joint"}
+
+
+class ConfigError(ValueError):
+    """A configuration file or value is invalid; says which file/key and what was expected."""
+
+
+@dataclass
+class TrainConfig:
+    """Everything that decides a ConSERT training run."""
+
+    model: str = STAND_IN_MODEL
+    output_dir: str = "runs/consert"
+    mode: str = "unsup"
+    views: tuple[str, str] = ("shuffle", "feature_cutoff")
+    token_cutoff: float = 0.15
+    feature_cutoff: float = 0.2
+    dropout: float = 0.2
+    adversarial_epsilon: float = 1.0
+    temperature: float = 0.1
+    contrastive_weight: float = 0.15  # alpha of joint training; cl_rate scaling when alone
+    remove_dropout: bool = True
+    lr: float = 5e-7
+    weight_decay: float = 0.01
+    adam_eps: float = 1e-6
+    warmup_ratio: float = 0.1
+    max_grad_norm: float = 1.0
+    batch_size: int = 96
+    epochs: int = 10
+    max_steps: int | None = None
+    eval_every: int = 200
+    patience: int = 10
+    eval_at_start: bool = True
+    dev_max_pairs: int | None = None  # evaluate on the first n STS-B dev pairs only (fast smoke runs)
+    max_length: int = 64
+    train_pooling: str = "mean"
+    eval_pooling: str = PAPER_POOLING
+    seed: int = 1
+    dtype: str = "fp32"
+    device: str | None = None
+    data: str | None = None
+    train_texts: str = "sts"  # "sts" (the 89,192 unlabeled STS texts) or a file with one text a line
+    n_texts: int | None = None  # few-shot: a seeded subsample of the training texts
+    nli_source: str = "sick-e"
+    nli_files: list[str] = field(default_factory=list)
+    # the supervised (NLI) stage: SBERT's settings (our choice, recorded in every export)
+    sup_lr: float = 2e-5
+    sup_batch_size: int = 16
+    sup_epochs: int = 1
+    sup_max_steps: int | None = None
+
+    def __post_init__(self) -> None:
+        self.views = tuple(self.views)
+        if len(self.views) != 2:
+            raise ConfigError(f"views: expected two augmentation names, got {list(self.views)}")
+        for view in self.views:
+            try:
+                check_augmentation(view)
+            except ValueError as err:
+                raise ConfigError(f"views: {err}") from None
+        if "adversarial" in self.views and self.mode != "joint":
+            raise ConfigError("views: 'adversarial' needs the supervised loss; use it with mode 'joint' only")
+        _choice("mode", self.mode, MODES)
+        _choice("dtype", self.dtype, DTYPES)
+        _choice("nli_source", self.nli_source, NLI_SOURCES)
+        for name in ("train_pooling", "eval_pooling"):
+            try:
+                Pooling.parse(getattr(self, name))
+            except ValueError as err:
+                raise ConfigError(f"{name}: {err}") from None
+        if Pooling.parse(self.train_pooling).kind == "mean" and Pooling.parse(self.train_pooling).layers != (-1,):
+            raise ConfigError(
+                "train_pooling: the exported model must be loadable by sentence-transformers: cls or mean"
+            )
+        for name in ("batch_size", "epochs", "eval_every", "patience", "max_length", "sup_batch_size", "sup_epochs"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name}: expected a positive integer, got {getattr(self, name)}")
+        for name in ("temperature", "lr", "sup_lr"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name}: expected a positive number, got {getattr(self, name)}")
+        for name in ("token_cutoff", "feature_cutoff", "dropout", "warmup_ratio"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ConfigError(f"{name}: expected a ratio in [0, 1), got {getattr(self, name)}")
+        if self.n_texts is not None and self.n_texts < 1:
+            raise ConfigError(f"n_texts: expected a positive integer or null, got {self.n_texts}")
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any], source: str = "config") -> TrainConfig:
+        """Build from a mapping; unknown keys are an error naming the source and the known keys."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(f"{source}: unknown key(s) {unknown}; known keys: {sorted(known)}")
+        types = {f.name: str(f.type) for f in dataclasses.fields(cls)}
+        values = {key: _coerce(key, value, types[key], source) for key, value in values.items()}
+        try:
+            return cls(**values)
+        except TypeError as err:
+            raise ConfigError(f"{source}: {err}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form (for JSON/YAML records)."""
+        values = dataclasses.asdict(self)
+        values["views"] = list(self.views)
+        return values
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        """A validated copy with ``changes`` applied."""
+        return dataclasses.replace(self, **changes)
+
+
+def _coerce(key: str, value: Any, annotation: str, source: str) -> Any:
+    """Read numbers that YAML 1.1 leaves as strings (``5e-7``) as the field's numeric type."""
+    if isinstance(value, str) and annotation.split(" |")[0] in ("float", "int"):
+        try:
+            return float(value) if annotation.startswith("float") else int(value)
+        except ValueError:
+            raise ConfigError(f"{source}: {key}: expected a number, got {value!r}") from None
+    return value
+
+
+def _choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ConfigError(f"{name}: expected one of {choices}, got {value!r}")
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A YAML loader that rejects duplicate keys instead of silently keeping the last one."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise ConfigError(f"{self.name}:{key_node.start_mark.line + 1}: duplicate key {key!r}")
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML mapping, rejecting duplicate keys and malformed YAML with file:line errors."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: file not found")
+    text = path.read_text(encoding="utf-8")
+    try:
+        loader = _UniqueKeyLoader(text)
+        loader.name = str(path)
+        try:
+            values = loader.get_single_data()
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    if values is None:
+        return {}
+    if not isinstance(values, dict):
+        raise ConfigError(f"{path}: expected a mapping of keys to values at the top level")
+    return values
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """Turn ``["key=value", ...]`` into a dict, reading each value as YAML (``lr=1e-5``, ``views=[a, b]``)."""
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set {pair!r}: expected key=value")
+        values[key.strip()] = yaml.safe_load(raw)
+    return values
+
+
+def load_train_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
+    """The training config from a YAML file (optional) with ``key=value`` overrides applied on top."""
+    values = read_yaml(path) if path else {}
+    values.update(parse_overrides(overrides or []))
+    return TrainConfig.from_dict(values, source=str(path) if path else "--set")

@@ -1,0 +1,313 @@
+"""The ConSERT trainer: unsupervised, NLI-supervised (SBERT-NLI), joint and two-stage variants.
+
+One stage = AdamW with linear warm-up over 10% of the planned steps, gradient clipping, STS-B dev
+evaluation every ``eval_every`` steps with the paper's pooling, the best checkpoint kept in memory,
+early stopping after ``patience`` evaluations without improvement, and an export of the best
+checkpoint in sentence-transformers' format. ``sup-unsup``/``joint-unsup`` run an NLI stage, then
+an unsupervised stage that starts from the first stage's best checkpoint.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from .augment import AugmentationRatios, fgv_perturbation
+from .config import TWO_STAGE, TrainConfig
+from .data import NliPair, SentEvalData, load_senteval
+from .encode import SentenceEncoder, autocast
+from .evaluate import cosine_rows, spearman_x100
+from .export import export_model
+from .losses import NliHead, nt_xent
+from .models import STAND_IN_MODEL, ResolvedModel, default_device, resolve_model
+from .nli import LABEL_INDEX, SICK_E_LABEL, load_nli
+from .pooling import Pooling
+from .provenance import git_commit, package_versions
+from .views import forward_with_embedding_grad, pooled_forward, two_view_forward
+
+#: Dev pairs whose cosine similarities all exceed this mean the embedding has collapsed.
+COLLAPSE_COSINE = 0.999
+
+
+class TrainingFault(RuntimeError):
+    """Training produced a non-finite loss or a collapsed embedding; nothing is exported."""
+
+
+@dataclass
+class TrainResult:
+    """Where the best model went and how it was found."""
+
+    output_dir: Path
+    best_step: int
+    best_dev_spearman: float
+    steps: int
+    log: list[dict]
+    model: nn.Module | None = None  # the in-memory model, holding the best checkpoint
+    tokenizer: object | None = None
+
+
+def set_seed(seed: int) -> None:
+    """Seed Python, NumPy and torch (CPU and CUDA)."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def load_trainable(resolved: ResolvedModel, device: str, remove_dropout: bool):
+    """Tokenizer and model for training; with ``remove_dropout`` every dropout probability is 0."""
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(resolved.path)
+    if remove_dropout:
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout"):
+            if hasattr(config, name):
+                setattr(config, name, 0.0)
+    model = AutoModel.from_pretrained(resolved.path, config=config, attn_implementation="sdpa")
+    if remove_dropout:
+        for module in model.modules():
+            if isinstance(module, nn.Dropout):
+                module.p = 0.0
+    return AutoTokenizer.from_pretrained(resolved.path), model.to(device)
+
+
+def training_texts(config: TrainConfig, data: SentEvalData) -> list[str]:
+    """The unlabeled texts (STS corpus or a file), subsampled to ``n_texts`` with the run's seed."""
+    if config.train_texts == "sts":
+        texts = data.unlabeled_texts()
+    else:
+        path = Path(config.train_texts)
+        if not path.is_file():
+            raise FileNotFoundError(f"train_texts: {path} not found (expected one text per line)")
+        texts = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if config.n_texts is not None and config.n_texts < len(texts):
+        chosen = random.Random(config.seed).sample(range(len(texts)), config.n_texts)
+        texts = [texts[i] for i in sorted(chosen)]
+    return texts
+
+
+class _Stage:
+    """One training stage: model, optimizer, schedule, losses and the dev evaluation."""
+
+    def __init__(self, config: TrainConfig, data: SentEvalData, supervised: bool):
+        self.config, self.supervised = config, supervised
+        self.resolved = resolve_model(config.model)
+        self.device = config.device or default_device()
+        self.tokenizer, self.model = load_trainable(self.resolved, self.device, config.remove_dropout)
+        self.train_pooling = Pooling.parse(config.train_pooling)
+        self.ratios = AugmentationRatios(
+            config.token_cutoff, config.feature_cutoff, config.dropout, config.adversarial_epsilon
+        )
+        self.head = NliHead(self.model.config.hidden_size).to(self.device) if supervised else None
+        dev = data.sets["STSb"].groups["dev"][: config.dev_max_pairs]
+        self.dev_pairs, self.dev_gold = dev, np.array([p.score for p in dev])
+        self.dev_encoder = SentenceEncoder(
+            self.tokenizer, self.model, max_length=config.max_length, dtype=config.dtype, resolved=self.resolved
+        )
+
+    def tokenize(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        batch = self.tokenizer(
+            texts, padding=True, truncation=True, max_length=self.config.max_length, return_tensors="pt"
+        )
+        return batch["input_ids"].to(self.device), batch["attention_mask"].to(self.device)
+
+    def unsupervised_loss(self, texts: list[str]) -> torch.Tensor:
+        """``contrastive_weight * NT-Xent`` of two augmented views of each text."""
+        ids, mask = self.tokenize(texts)
+        view1, view2 = two_view_forward(self.model, ids, mask, self.config.views, self.train_pooling, self.ratios)
+        return self.config.contrastive_weight * nt_xent(view1, view2, self.config.temperature)
+
+    def supervised_loss(self, pairs: list[NliPair], joint: bool) -> torch.Tensor:
+        """NLI cross entropy; with ``joint``, plus ``alpha * NT-Xent`` over views of all NLI texts."""
+        config, count = self.config, len(pairs)
+        ids, mask = self.tokenize([p.premise for p in pairs] + [p.hypothesis for p in pairs])
+        labels = torch.tensor([LABEL_INDEX[p.label] for p in pairs], device=self.device)
+        adversarial = joint and "adversarial" in config.views
+        if adversarial:
+            pooled, embedded = forward_with_embedding_grad(self.model, ids, mask, self.train_pooling)
+        else:
+            pooled = pooled_forward(self.model, ids, mask, self.train_pooling)
+        cross_entropy = self.head.loss(pooled[:count], pooled[count:], labels)
+        if not joint:
+            return cross_entropy
+        perturbation = None
+        if adversarial:
+            (gradient,) = torch.autograd.grad(cross_entropy, embedded, retain_graph=True)
+            perturbation = fgv_perturbation(gradient.detach(), config.adversarial_epsilon)
+        view1, view2 = two_view_forward(
+            self.model, ids, mask, config.views, self.train_pooling, self.ratios, perturbation
+        )
+        return cross_entropy + config.contrastive_weight * nt_xent(view1, view2, config.temperature)
+
+    def dev_spearman(self) -> float:
+        """STS-B dev Spearman x 100 with the evaluation pooling; raises on a collapsed embedding."""
+        sentences = list(dict.fromkeys(s for p in self.dev_pairs for s in (p.sent1, p.sent2)))
+        vectors = dict(
+            zip(sentences, self.dev_encoder.encode(sentences, self.config.eval_pooling, progress=False), strict=True)
+        )
+        cosines = cosine_rows(
+            np.stack([vectors[p.sent1] for p in self.dev_pairs]), np.stack([vectors[p.sent2] for p in self.dev_pairs])
+        )
+        if np.all(cosines > COLLAPSE_COSINE):
+            raise TrainingFault(
+                f"embedding collapsed: every STS-B dev pair has cosine > {COLLAPSE_COSINE} "
+                f"(min {cosines.min():.5f}); not exporting"
+            )
+        return spearman_x100(cosines, self.dev_gold)
+
+
+def _optimizer(parameters: list[tuple[str, nn.Parameter]], lr: float, config: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with weight decay on everything but biases and LayerNorm weights (as BERT/SBERT)."""
+    no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
+    groups = [
+        {
+            "params": [p for n, p in parameters if not any(k in n for k in no_decay)],
+            "weight_decay": config.weight_decay,
+        },
+        {"params": [p for n, p in parameters if any(k in n for k in no_decay)], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=lr, eps=config.adam_eps)
+
+
+def train_stage(config: TrainConfig, data: SentEvalData, supervised_mode: str | None, progress: bool) -> TrainResult:
+    """Run one stage (``supervised_mode`` ``sup``/``joint`` on NLI, or ``None`` for unsupervised)."""
+    from transformers import get_linear_schedule_with_warmup
+
+    set_seed(config.seed)
+    stage = _Stage(config, data, supervised=supervised_mode is not None)
+    if supervised_mode:
+        items: list = load_nli(config.nli_source, data, config.nli_files)
+        lr, batch_size, epochs, max_steps = (
+            config.sup_lr,
+            config.sup_batch_size,
+            config.sup_epochs,
+            config.sup_max_steps,
+        )
+    else:
+        items = training_texts(config, data)
+        lr, batch_size, epochs, max_steps = config.lr, config.batch_size, config.epochs, config.max_steps
+    steps_per_epoch = math.ceil(len(items) / batch_size)
+    planned = epochs * steps_per_epoch if max_steps is None else min(max_steps, epochs * steps_per_epoch)
+    parameters = list(stage.model.named_parameters()) + (list(stage.head.named_parameters()) if stage.head else [])
+    optimizer = _optimizer(parameters, lr, config)
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * planned), planned)
+    order_generator = torch.Generator().manual_seed(config.seed)
+
+    log: list[dict] = []
+    best = {"step": 0, "dev": -math.inf, "state": None}
+    evaluations_without_gain = 0
+    started = time.perf_counter()
+
+    def evaluate(step: int) -> bool:
+        """Evaluate on STS-B dev, keep the best state; return True when patience is exhausted."""
+        nonlocal evaluations_without_gain
+        score = stage.dev_spearman()
+        log.append({"step": step, "dev_spearman": score, "seconds": time.perf_counter() - started})
+        if score > best["dev"]:
+            best.update(
+                step=step,
+                dev=score,
+                state={k: v.detach().to("cpu", copy=True) for k, v in stage.model.state_dict().items()},
+            )
+            evaluations_without_gain = 0
+        else:
+            evaluations_without_gain += 1
+        status.update(dev=f"{score:.2f}", best=f"{best['dev']:.2f}")
+        bar.set_postfix(status)
+        return evaluations_without_gain >= config.patience
+
+    status: dict[str, str] = {}
+    bar = tqdm(total=planned, desc=f"train {supervised_mode or 'unsup'}", unit="step", disable=not progress)
+    stop = config.eval_at_start and evaluate(0)
+    step = 0
+    stage.model.train()
+    while step < planned and not stop:
+        permutation = torch.randperm(len(items), generator=order_generator).tolist()
+        for start in range(0, len(items), batch_size):
+            batch = [items[i] for i in permutation[start : start + batch_size]]
+            with autocast(stage.device, config.dtype):
+                if supervised_mode:
+                    loss = stage.supervised_loss(batch, joint=supervised_mode == "joint")
+                else:
+                    loss = stage.unsupervised_loss(batch)
+            step += 1
+            if not torch.isfinite(loss):
+                raise TrainingFault(f"step {step}: loss is {loss.item()} (non-finite); stopping without export")
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_([p for _, p in parameters], config.max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            log.append(
+                {
+                    "step": step,
+                    "loss": loss.item(),
+                    "lr": scheduler.get_last_lr()[0],
+                    "seconds": time.perf_counter() - started,
+                }
+            )
+            status["loss"] = f"{loss.item():.4f}"
+            bar.set_postfix(status, refresh=False)
+            bar.update(1)
+            if step % config.eval_every == 0 or step == planned:
+                stop = evaluate(step)
+            if stop or step >= planned:
+                break
+    bar.close()
+    if best["state"] is None:
+        raise TrainingFault("no evaluation was run; set eval_at_start or eval_every <= planned steps")
+    stage.model.load_state_dict(best["state"])
+    record = {
+        "base_model": _base_model(stage.resolved),
+        "started_from": config.model,
+        "stage": supervised_mode or "unsup",
+        "nli": SICK_E_LABEL
+        if supervised_mode and config.nli_source == "sick-e"
+        else (config.nli_source if supervised_mode else None),
+        "setting": stage.resolved.setting,
+        "best_step": best["step"],
+        "best_dev_spearman": best["dev"],
+        "steps_run": step,
+        "planned_steps": planned,
+        "train_items": len(items),
+        "eval_pooling": config.eval_pooling,
+        "config": config.to_dict(),
+        "data_sha256": data.fingerprint,
+        "harness_commit": git_commit(),
+        "packages": package_versions(),
+    }
+    output = export_model(
+        stage.model,
+        stage.tokenizer,
+        config.output_dir,
+        pooling=config.train_pooling,
+        max_length=config.max_length,
+        record=record,
+        log=log,
+    )
+    return TrainResult(output, best["step"], best["dev"], step, log, stage.model, stage.tokenizer)
+
+
+def _base_model(resolved: ResolvedModel) -> str:
+    """The original pretrained model a run descends from (for labelling the stand-in)."""
+    return STAND_IN_MODEL if resolved.is_stand_in else resolved.name
+
+
+def train(config: TrainConfig, data: SentEvalData | None = None, progress: bool = True) -> TrainResult:
+    """Train ConSERT as ``config.mode`` says and export the best checkpoint to ``config.output_dir``."""
+    data = data if data is not None else load_senteval(config.data)
+    if config.mode == "unsup":
+        return train_stage(config, data, None, progress)
+    if config.mode in ("sup", "joint"):
+        return train_stage(config, data, config.mode, progress)
+    first = TWO_STAGE[config.mode]
+    stage1_dir = Path(config.output_dir).with_name(Path(config.output_dir).name + ".stage1")
+    stage1 = train_stage(config.replace(mode=first, output_dir=str(stage1_dir)), data, first, progress)
+    return train_stage(config.replace(mode="unsup", model=str(stage1.output_dir)), data, None, progress)

@@ -1,0 +1,108 @@
+"""Short real training runs of the stand-in encoder on the real STS texts (CPU)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from consert.config import TrainConfig
+from consert.train import train
+
+
+def short_config(tmp_path, **changes) -> TrainConfig:
+    values = dict(
+        output_dir=str(tmp_path / "model"),
+        batch_size=16,
+        max_steps=30,
+        eval_every=10,
+        dev_max_pairs=200,
+        lr=5e-5,
+        eval_at_start=False,
+        sup_batch_size=8,
+        sup_max_steps=4,
+    )
+    values.update(changes)
+    return TrainConfig(**values)
+
+
+@pytest.fixture(scope="module")
+def unsup_run(real_data, tmp_path_factory):
+    return train(short_config(tmp_path_factory.mktemp("unsup")), real_data, progress=False)
+
+
+def test_loss_decreases_and_dev_is_logged_at_each_evaluation(unsup_run):
+    losses = [entry["loss"] for entry in unsup_run.log if "loss" in entry]
+    assert len(losses) == 30
+    assert np.mean(losses[-10:]) < np.mean(losses[:10])
+    evaluated = [entry["step"] for entry in unsup_run.log if "dev_spearman" in entry]
+    assert evaluated == [10, 20, 30]
+
+
+def test_best_checkpoint_is_the_highest_dev_score_and_is_what_was_exported(unsup_run, real_data):
+    from consert.encode import SentenceEncoder
+    from consert.evaluate import cosine_rows, spearman_x100
+
+    scores = {e["step"]: e["dev_spearman"] for e in unsup_run.log if "dev_spearman" in e}
+    assert unsup_run.best_step == max(scores, key=scores.get)
+    assert unsup_run.best_dev_spearman == max(scores.values())
+    # re-evaluate the exported folder from disk: it must be that best checkpoint
+    dev = real_data.sets["STSb"].groups["dev"][:200]
+    encoder = SentenceEncoder.load(str(unsup_run.output_dir), device="cpu")
+    a = encoder.encode([p.sent1 for p in dev], "mean:-2,-1", progress=False)
+    b = encoder.encode([p.sent2 for p in dev], "mean:-2,-1", progress=False)
+    rescored = spearman_x100(cosine_rows(a, b), [p.score for p in dev])
+    assert rescored == pytest.approx(unsup_run.best_dev_spearman, abs=1e-3)
+
+
+def test_export_reloads_through_sentence_transformers_with_identical_embeddings(unsup_run, real_data):
+    from sentence_transformers import SentenceTransformer
+
+    from consert.encode import SentenceEncoder
+
+    sentences = real_data.unlabeled_texts()[:64]
+    reloaded = SentenceTransformer(str(unsup_run.output_dir), device="cpu").encode(sentences, batch_size=16)
+    in_memory = SentenceEncoder(unsup_run.tokenizer, unsup_run.model).encode(sentences, "mean", progress=False)
+    np.testing.assert_allclose(reloaded, in_memory, atol=1e-5)
+    record = json.loads((unsup_run.output_dir / "consert_training.json").read_text())
+    assert "offline stand-in" in record["setting"] and record["best_step"] == unsup_run.best_step
+    assert (unsup_run.output_dir / "training_log.json").is_file()
+
+
+def test_same_seed_gives_identical_loss_trace(real_data, tmp_path):
+    runs = [
+        train(short_config(tmp_path / str(i), max_steps=5, eval_every=5, dev_max_pairs=20), real_data, progress=False)
+        for i in range(2)
+    ]
+    traces = [[e["loss"] for e in run.log if "loss" in e] for run in runs]
+    assert traces[0] == traces[1]
+    other = train(
+        short_config(tmp_path / "2", max_steps=5, eval_every=5, dev_max_pairs=20, seed=2), real_data, progress=False
+    )
+    assert [e["loss"] for e in other.log if "loss" in e] != traces[0]
+
+
+@pytest.mark.parametrize(
+    ("mode", "views"),
+    [
+        ("sup", ("shuffle", "feature_cutoff")),
+        ("joint", ("shuffle", "feature_cutoff")),
+        ("joint", ("adversarial", "token_cutoff")),
+        ("sup-unsup", ("shuffle", "feature_cutoff")),
+        ("joint-unsup", ("dropout", "shuffle")),
+    ],
+)
+def test_supervised_settings_run_end_to_end_on_sick_e(real_data, tmp_path, mode, views):
+    config = short_config(tmp_path, mode=mode, views=views, max_steps=3, eval_every=2, dev_max_pairs=50, batch_size=8)
+    result = train(config, real_data, progress=False)
+    record = json.loads((result.output_dir / "consert_training.json").read_text())
+    losses = [e["loss"] for e in result.log if "loss" in e]
+    assert losses and all(np.isfinite(losses))
+    if mode in ("sup", "joint"):
+        assert record["stage"] == mode and "sick-e" in record["nli"] and len(losses) == 4
+    else:
+        stage1 = json.loads((tmp_path / "model.stage1" / "consert_training.json").read_text())
+        assert stage1["stage"] == mode.split("-")[0] and "offline stand-in" in stage1["nli"]
+        assert record["stage"] == "unsup" and record["started_from"].endswith("model.stage1")
+        assert "offline stand-in" in record["setting"]
