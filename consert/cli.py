@@ -9,9 +9,9 @@ from pathlib import Path
 
 from .config import ConfigError
 from .data import DataFormatError
+from .loop import TrainingFault
 from .models import ModelNotAvailableError
 from .pooling import PAPER_POOLING
-from .train import TrainingFault
 
 
 def _add_data_argument(parser: argparse.ArgumentParser) -> None:

@@ -7,7 +7,7 @@ once however many poolings (and baselines built on them) are evaluated.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -88,32 +88,39 @@ class SentenceEncoder:
         is minimal; padding positions are masked in every mean pooling.
         """
         specs = [Pooling.parse(p) for p in poolings]
+        dim = self.model.config.hidden_size
+        unique = list(dict.fromkeys(sentences))
+        outputs = {spec: np.zeros((len(unique), dim), dtype=np.float32) for spec in specs}
+        need_all = any(spec.needs_all_hidden_states for spec in specs)
+        for rows, hidden, batch in self.forward_batches(unique, need_all, progress):
+            for spec in specs:
+                outputs[spec][rows] = spec(hidden, batch["attention_mask"]).float().cpu().numpy()
+        row_of = {sentence: row for row, sentence in enumerate(unique)}
+        rows = np.fromiter((row_of[s] for s in sentences), dtype=np.int64, count=len(sentences))
+        return {str(spec): matrix[rows] for spec, matrix in outputs.items()}
+
+    def forward_batches(
+        self, unique: Sequence[str], all_hidden_states: bool = True, progress: bool = True
+    ) -> Iterator[tuple[np.ndarray, tuple[torch.Tensor, ...], dict[str, torch.Tensor]]]:
+        """Run the model over ``unique`` sentences in length-sorted batches (eval mode, no grad).
+
+        Yields ``(rows, hidden_states, batch)``: the rows of ``unique`` in the batch, the hidden
+        states (all layers, or only the last one), and the padded ``input_ids``/``attention_mask``.
+        """
+        token_ids = (
+            self.tokenizer(list(unique), truncation=True, max_length=self.max_length)["input_ids"] if unique else []
+        )
+        order = np.argsort([len(ids) for ids in token_ids], kind="stable")[::-1]
         was_training = self.model.training
         self.model.eval()
         try:
-            return self._encode(sentences, specs, progress)
+            with torch.inference_mode(), autocast(self.device, self.dtype):
+                starts = range(0, len(order), self.batch_size)
+                for start in tqdm(starts, desc="encoding", unit="batch", disable=not progress, leave=False):
+                    rows = order[start : start + self.batch_size]
+                    batch = self.tokenizer.pad({"input_ids": [token_ids[i] for i in rows]}, return_tensors="pt")
+                    batch = {key: value.to(self.model.device) for key, value in batch.items()}
+                    out = self.model(**batch, output_hidden_states=all_hidden_states)
+                    yield rows, (out.hidden_states if all_hidden_states else (out.last_hidden_state,)), batch
         finally:
             self.model.train(was_training)
-
-    def _encode(self, sentences: Sequence[str], specs: list[Pooling], progress: bool) -> dict[str, np.ndarray]:
-        unique = list(dict.fromkeys(sentences))
-        row_of = {sentence: row for row, sentence in enumerate(unique)}
-        token_ids = self.tokenizer(unique, truncation=True, max_length=self.max_length, add_special_tokens=True)[
-            "input_ids"
-        ]
-        order = np.argsort([len(ids) for ids in token_ids], kind="stable")[::-1]
-        dim = self.model.config.hidden_size
-        outputs = {spec: np.zeros((len(unique), dim), dtype=np.float32) for spec in specs}
-        need_all = any(spec.needs_all_hidden_states for spec in specs)
-        batches = range(0, len(order), self.batch_size)
-        with torch.inference_mode(), autocast(self.device, self.dtype):
-            for start in tqdm(batches, desc="encoding", unit="batch", disable=not progress, leave=False):
-                index = order[start : start + self.batch_size]
-                batch = self.tokenizer.pad({"input_ids": [token_ids[i] for i in index]}, return_tensors="pt")
-                batch = {key: value.to(self.model.device) for key, value in batch.items()}
-                out = self.model(**batch, output_hidden_states=need_all)
-                hidden = out.hidden_states if need_all else (out.last_hidden_state,)
-                for spec in specs:
-                    outputs[spec][index] = spec(hidden, batch["attention_mask"]).float().cpu().numpy()
-        rows = np.fromiter((row_of[s] for s in sentences), dtype=np.int64, count=len(sentences))
-        return {str(spec): matrix[rows] for spec, matrix in outputs.items()}

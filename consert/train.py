@@ -9,23 +9,21 @@ an unsupervised stage that starts from the first stage's best checkpoint.
 
 from __future__ import annotations
 
-import math
 import random
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from .augment import AugmentationRatios, fgv_perturbation
 from .config import TWO_STAGE, TrainConfig
 from .data import NliPair, SentEvalData, load_senteval
-from .encode import SentenceEncoder, autocast
+from .encode import SentenceEncoder
 from .evaluate import cosine_rows, spearman_x100
 from .export import export_model
+from .loop import LoopSettings, TrainingFault, run_loop
 from .losses import NliHead, nt_xent
 from .models import STAND_IN_MODEL, ResolvedModel, default_device, resolve_model
 from .nli import LABEL_INDEX, SICK_E_LABEL, load_nli
@@ -35,10 +33,6 @@ from .views import forward_with_embedding_grad, pooled_forward, two_view_forward
 
 #: Dev pairs whose cosine similarities all exceed this mean the embedding has collapsed.
 COLLAPSE_COSINE = 0.999
-
-
-class TrainingFault(RuntimeError):
-    """Training produced a non-finite loss or a collapsed embedding; nothing is exported."""
 
 
 @dataclass
@@ -163,119 +157,60 @@ class _Stage:
         return spearman_x100(cosines, self.dev_gold)
 
 
-def _optimizer(parameters: list[tuple[str, nn.Parameter]], lr: float, config: TrainConfig) -> torch.optim.AdamW:
-    """AdamW with weight decay on everything but biases and LayerNorm weights (as BERT/SBERT)."""
-    no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
-    groups = [
-        {
-            "params": [p for n, p in parameters if not any(k in n for k in no_decay)],
-            "weight_decay": config.weight_decay,
-        },
-        {"params": [p for n, p in parameters if any(k in n for k in no_decay)], "weight_decay": 0.0},
-    ]
-    return torch.optim.AdamW(groups, lr=lr, eps=config.adam_eps)
+def _loop_settings(config: TrainConfig, supervised: bool) -> LoopSettings:
+    """The stage's optimisation settings: ``sup_*`` keys for an NLI stage, the main keys otherwise."""
+    return LoopSettings(
+        lr=config.sup_lr if supervised else config.lr,
+        batch_size=config.sup_batch_size if supervised else config.batch_size,
+        epochs=config.sup_epochs if supervised else config.epochs,
+        max_steps=config.sup_max_steps if supervised else config.max_steps,
+        warmup_ratio=config.warmup_ratio,
+        weight_decay=config.weight_decay,
+        adam_eps=config.adam_eps,
+        max_grad_norm=config.max_grad_norm,
+        eval_every=config.eval_every,
+        patience=config.patience,
+        eval_at_start=config.eval_at_start,
+        seed=config.seed,
+        dtype=config.dtype,
+    )
 
 
 def train_stage(config: TrainConfig, data: SentEvalData, supervised_mode: str | None, progress: bool) -> TrainResult:
     """Run one stage (``supervised_mode`` ``sup``/``joint`` on NLI, or ``None`` for unsupervised)."""
-    from transformers import get_linear_schedule_with_warmup
-
     set_seed(config.seed)
     stage = _Stage(config, data, supervised=supervised_mode is not None)
     if supervised_mode:
         items: list = load_nli(config.nli_source, data, config.nli_files)
-        lr, batch_size, epochs, max_steps = (
-            config.sup_lr,
-            config.sup_batch_size,
-            config.sup_epochs,
-            config.sup_max_steps,
-        )
+
+        def loss_fn(batch: list) -> torch.Tensor:
+            return stage.supervised_loss(batch, joint=supervised_mode == "joint")
     else:
         items = training_texts(config, data)
-        lr, batch_size, epochs, max_steps = config.lr, config.batch_size, config.epochs, config.max_steps
-    steps_per_epoch = math.ceil(len(items) / batch_size)
-    planned = epochs * steps_per_epoch if max_steps is None else min(max_steps, epochs * steps_per_epoch)
+        loss_fn = stage.unsupervised_loss
     parameters = list(stage.model.named_parameters()) + (list(stage.head.named_parameters()) if stage.head else [])
-    optimizer = _optimizer(parameters, lr, config)
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * planned), planned)
-    order_generator = torch.Generator().manual_seed(config.seed)
-
-    log: list[dict] = []
-    best = {"step": 0, "dev": -math.inf, "state": None}
-    evaluations_without_gain = 0
-    started = time.perf_counter()
-
-    def evaluate(step: int) -> bool:
-        """Evaluate on STS-B dev, keep the best state; return True when patience is exhausted."""
-        nonlocal evaluations_without_gain
-        score = stage.dev_spearman()
-        log.append({"step": step, "dev_spearman": score, "seconds": time.perf_counter() - started})
-        if score > best["dev"]:
-            best.update(
-                step=step,
-                dev=score,
-                state={k: v.detach().to("cpu", copy=True) for k, v in stage.model.state_dict().items()},
-            )
-            evaluations_without_gain = 0
-        else:
-            evaluations_without_gain += 1
-        status.update(dev=f"{score:.2f}", best=f"{best['dev']:.2f}")
-        bar.set_postfix(status)
-        return evaluations_without_gain >= config.patience
-
-    status: dict[str, str] = {}
-    bar = tqdm(total=planned, desc=f"train {supervised_mode or 'unsup'}", unit="step", disable=not progress)
-    stop = config.eval_at_start and evaluate(0)
-    step = 0
-    stage.model.train()
-    while step < planned and not stop:
-        permutation = torch.randperm(len(items), generator=order_generator).tolist()
-        for start in range(0, len(items), batch_size):
-            batch = [items[i] for i in permutation[start : start + batch_size]]
-            with autocast(stage.device, config.dtype):
-                if supervised_mode:
-                    loss = stage.supervised_loss(batch, joint=supervised_mode == "joint")
-                else:
-                    loss = stage.unsupervised_loss(batch)
-            step += 1
-            if not torch.isfinite(loss):
-                raise TrainingFault(f"step {step}: loss is {loss.item()} (non-finite); stopping without export")
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_([p for _, p in parameters], config.max_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            log.append(
-                {
-                    "step": step,
-                    "loss": loss.item(),
-                    "lr": scheduler.get_last_lr()[0],
-                    "seconds": time.perf_counter() - started,
-                }
-            )
-            status["loss"] = f"{loss.item():.4f}"
-            bar.set_postfix(status, refresh=False)
-            bar.update(1)
-            if step % config.eval_every == 0 or step == planned:
-                stop = evaluate(step)
-            if stop or step >= planned:
-                break
-    bar.close()
-    if best["state"] is None:
-        raise TrainingFault("no evaluation was run; set eval_at_start or eval_every <= planned steps")
-    stage.model.load_state_dict(best["state"])
+    settings = _loop_settings(config, supervised_mode is not None)
+    outcome = run_loop(
+        stage.model,
+        parameters,
+        items,
+        loss_fn,
+        stage.dev_spearman,
+        settings,
+        stage.device,
+        desc=f"train {supervised_mode or 'unsup'}",
+        progress=progress,
+    )
     record = {
         "base_model": _base_model(stage.resolved),
         "started_from": config.model,
         "stage": supervised_mode or "unsup",
-        "nli": SICK_E_LABEL
-        if supervised_mode and config.nli_source == "sick-e"
-        else (config.nli_source if supervised_mode else None),
+        "nli": (SICK_E_LABEL if config.nli_source == "sick-e" else config.nli_source) if supervised_mode else None,
         "setting": stage.resolved.setting,
-        "best_step": best["step"],
-        "best_dev_spearman": best["dev"],
-        "steps_run": step,
-        "planned_steps": planned,
+        "best_step": outcome.best_step,
+        "best_dev_spearman": outcome.best_dev,
+        "steps_run": outcome.steps,
+        "planned_steps": outcome.planned,
         "train_items": len(items),
         "eval_pooling": config.eval_pooling,
         "config": config.to_dict(),
@@ -290,9 +225,11 @@ def train_stage(config: TrainConfig, data: SentEvalData, supervised_mode: str | 
         pooling=config.train_pooling,
         max_length=config.max_length,
         record=record,
-        log=log,
+        log=outcome.log,
     )
-    return TrainResult(output, best["step"], best["dev"], step, log, stage.model, stage.tokenizer)
+    return TrainResult(
+        output, outcome.best_step, outcome.best_dev, outcome.steps, outcome.log, stage.model, stage.tokenizer
+    )
 
 
 def _base_model(resolved: ResolvedModel) -> str:

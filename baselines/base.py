@@ -1,0 +1,60 @@
+"""The shape every baseline shares: optionally ``fit`` on texts, then ``encode`` sentences."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from consert.encode import SentenceEncoder
+from consert.pooling import Pooling
+
+
+@runtime_checkable
+class SentenceEmbedder(Protocol):
+    """A sentence-embedding method the evaluation and the DAG treat alike."""
+
+    name: str
+
+    def fit(self, texts: Sequence[str]) -> SentenceEmbedder:
+        """Fit whatever the method fits on ``texts`` (a no-op for methods without parameters)."""
+
+    def encode(self, sentences: Sequence[str]) -> np.ndarray:
+        """N x d float array of sentence vectors."""
+
+    def describe(self) -> dict[str, object]:
+        """Provenance columns: model, setting, pooling, method settings."""
+
+
+class CachedPooledVectors:
+    """Pooled vectors of one encoder and pooling, each distinct sentence encoded once and remembered.
+
+    Baselines that fit on one set of texts and evaluate on another (whitening, flow) share this
+    cache, so a sentence that is in both is encoded once.
+    """
+
+    def __init__(self, encoder: SentenceEncoder, pooling: str, progress: bool = True):
+        self.encoder, self.pooling, self.progress = encoder, str(Pooling.parse(pooling)), progress
+        self._cache: dict[str, np.ndarray] = {}
+
+    def __call__(self, sentences: Sequence[str]) -> np.ndarray:
+        missing = [s for s in dict.fromkeys(sentences) if s not in self._cache]
+        if missing:
+            matrix = self.encoder.encode(missing, self.pooling, progress=self.progress)
+            self._cache.update(zip(missing, matrix, strict=True))
+        if not sentences:
+            return np.zeros((0, self.encoder.model.config.hidden_size), dtype=np.float32)
+        return np.stack([self._cache[s] for s in sentences])
+
+    def describe(self) -> dict[str, object]:
+        resolved = self.encoder.resolved
+        return {
+            "model": resolved.name if resolved else "in-memory",
+            "model_sha256": resolved.weights_sha256 if resolved else "unknown",
+            "setting": resolved.setting if resolved else "unknown",
+            "pooling": self.pooling,
+            "max_length": self.encoder.max_length,
+            "dtype": self.encoder.dtype,
+            "device": self.encoder.device,
+        }

@@ -1,0 +1,58 @@
+"""BERT-whitening (Su et al., 2021): y = (x - mu) W[:, :k] with W = U diag(1 / sqrt(s)), Sigma = U S U^T."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import CachedPooledVectors
+
+
+@dataclass
+class WhiteningTransform:
+    """A fitted whitening: mean ``mu`` (d) and the d x k matrix ``W``."""
+
+    mu: np.ndarray
+    W: np.ndarray
+
+    @classmethod
+    def fit(cls, vectors: np.ndarray, k: int | None = None) -> WhiteningTransform:
+        """Fit on an N x d array; keep the top-``k`` principal directions (all when None)."""
+        x = np.asarray(vectors, dtype=np.float64)
+        if x.ndim != 2 or len(x) < 2:
+            raise ValueError(f"whitening needs an N x d array with N >= 2, got shape {x.shape}")
+        mu = x.mean(axis=0)
+        covariance = np.cov(x - mu, rowvar=False)
+        u, s, _ = np.linalg.svd(covariance)
+        k = x.shape[1] if k is None else k
+        if not 1 <= k <= x.shape[1]:
+            raise ValueError(f"whitening dimension k={k} must be in 1..{x.shape[1]}")
+        return cls(mu, u[:, :k] / np.sqrt(np.maximum(s[:k], 1e-12)))
+
+    def transform(self, vectors: np.ndarray) -> np.ndarray:
+        """Whiten an N x d array into N x k."""
+        return (np.asarray(vectors, dtype=np.float64) - self.mu) @ self.W
+
+
+class WhiteningBaseline:
+    """Pooled encoder vectors, whitened with mu and W fitted on ``fit`` texts (paper: the target texts)."""
+
+    def __init__(self, vectors: CachedPooledVectors, k: int | None = None, fit_on: str = "targets"):
+        self.vectors, self.k, self.fit_on = vectors, k, fit_on
+        self.transform: WhiteningTransform | None = None
+        self.name = f"whitening[{vectors.pooling}, k={k or 'all'}, fit={fit_on}]"
+
+    def fit(self, texts: Sequence[str]) -> WhiteningBaseline:
+        self.transform = WhiteningTransform.fit(self.vectors(list(texts)), self.k)
+        self.fit_texts = len(texts)
+        return self
+
+    def encode(self, sentences: Sequence[str]) -> np.ndarray:
+        if self.transform is None:
+            raise RuntimeError("fit the whitening before encoding")
+        return self.transform.transform(self.vectors(sentences))
+
+    def describe(self) -> dict[str, object]:
+        return {"method": self.name, "whitening_k": self.k or "all", "fit_on": self.fit_on, **self.vectors.describe()}
