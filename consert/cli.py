@@ -60,6 +60,71 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_baseline(args: argparse.Namespace) -> int:
+    from baselines.run import build_baseline, evaluate_baseline, fit_texts
+
+    from .data import load_senteval
+    from .encode import SentenceEncoder
+    from .evaluate import summary_table
+    from .io import write_csv
+
+    data = load_senteval(args.data)
+    encoder = None
+    if args.name != "glove":
+        encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device)
+    embedder = build_baseline(
+        args.name, encoder, pooling=args.pooling, whitening_k=args.k, fit_on=args.fit_on, glove_path=args.glove
+    )
+    frame = evaluate_baseline(embedder, data, fit_texts(args.name, data, args.fit_on))
+    print(f"\n{embedder.name}  ({frame.setting.iloc[0]})")
+    print(summary_table(frame).to_string(index=False, float_format=lambda v: f"{v:6.2f}"))
+    if args.output:
+        print(f"\nwrote {write_csv(frame, args.output)}")
+    return 0
+
+
+def _cmd_topk(args: argparse.Namespace) -> int:
+    from baselines.topk import topk_curve
+
+    from .data import load_senteval
+    from .encode import SentenceEncoder
+    from .io import write_csv
+
+    data = load_senteval(args.data)
+    encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device)
+    curve = topk_curve(encoder, data, range(args.max_k + 1), args.pooling)
+    average = curve[curve.dataset == "Avg"][["k", "spearman", "removed_tokens"]]
+    print(average.to_string(index=False, float_format=lambda v: f"{v:6.2f}"))
+    if args.output:
+        print(f"\nwrote {write_csv(curve.assign(model=args.model, setting=encoder.resolved.setting), args.output)}")
+    return 0
+
+
+def _cmd_sgopt(args: argparse.Namespace) -> int:
+    from baselines.sgopt import SgOptConfig, train_sgopt
+
+    from .config import dataclass_from_dict, parse_overrides, read_yaml
+    from .data import load_senteval
+
+    values = read_yaml(args.config) if args.config else {}
+    values.update(parse_overrides(args.set))
+    data_dir = values.pop("data", None)
+    config = dataclass_from_dict(SgOptConfig, values, source=args.config or "--set")
+    result = train_sgopt(config, load_senteval(data_dir))
+    print(
+        f"best STS-B dev Spearman {result.loop.best_dev:.2f} at step {result.loop.best_step}; "
+        f"model exported to {result.output_dir} (evaluate with --pooling cls)"
+    )
+    return 0
+
+
+def _add_encoder_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-length", type=int, default=64)
+    parser.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32")
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
+    _add_data_argument(parser)
+
+
 def _cmd_table1(args: argparse.Namespace) -> int:
     from .data import load_senteval
     from .io import write_csv
@@ -91,12 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="P",
         help=f"cls | mean | mean:I,J,... (hidden-state indices); repeatable; default {PAPER_POOLING}",
     )
-    evaluate.add_argument("--max-length", type=int, default=64)
-    evaluate.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32")
-    evaluate.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
     evaluate.add_argument("--batch-size", type=int, default=128)
     evaluate.add_argument("--output", default=None, metavar="FILE.csv", help="write the tidy result CSV")
-    _add_data_argument(evaluate)
+    _add_encoder_arguments(evaluate)
     evaluate.set_defaults(run=_cmd_evaluate)
 
     train = commands.add_parser("train", help="train ConSERT (unsup, joint, sup, sup-unsup, joint-unsup)")
@@ -109,6 +171,32 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a config key (repeatable), e.g. --set mode=joint --set max_steps=30",
     )
     train.set_defaults(run=_cmd_train)
+
+    baseline = commands.add_parser("baseline", help="evaluate a baseline: pooling, whitening, flow, glove")
+    baseline.add_argument("name", choices=("pooling", "whitening", "flow", "glove"))
+    baseline.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2", help="encoder (not for glove)")
+    baseline.add_argument("--pooling", default=PAPER_POOLING, metavar="P")
+    baseline.add_argument("--k", type=int, default=None, help="whitening: keep k dimensions (default all)")
+    baseline.add_argument("--fit-on", choices=("targets", "nli"), default="targets", help="whitening fit texts")
+    baseline.add_argument("--glove", default=None, metavar="FILE", help="GloVe text file (default: offline 6B-50d)")
+    baseline.add_argument("--output", default=None, metavar="FILE.csv")
+    _add_encoder_arguments(baseline)
+    baseline.set_defaults(run=_cmd_baseline)
+
+    topk = commands.add_parser("topk", help="Figure 4: Spearman vs k most frequent tokens removed")
+    topk.add_argument("model")
+    topk.add_argument("--max-k", type=int, default=50)
+    topk.add_argument("--pooling", default=PAPER_POOLING, metavar="P")
+    topk.add_argument("--output", default=None, metavar="FILE.csv")
+    _add_encoder_arguments(topk)
+    topk.set_defaults(run=_cmd_topk)
+
+    sgopt = commands.add_parser("sgopt", help="train the SG-OPT baseline (Kim et al., 2021)")
+    sgopt.add_argument("--config", default=None, metavar="FILE.yaml")
+    sgopt.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. --set model=bert-base-uncased"
+    )
+    sgopt.set_defaults(run=_cmd_sgopt)
 
     table1 = commands.add_parser("table1", help="regenerate the paper's Table 1 (dataset statistics)")
     table1.add_argument("--output", default="results/table1_datasets.csv", metavar="FILE.csv")

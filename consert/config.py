@@ -111,16 +111,7 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, values: dict[str, Any], source: str = "config") -> TrainConfig:
         """Build from a mapping; unknown keys are an error naming the source and the known keys."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(f"{source}: unknown key(s) {unknown}; known keys: {sorted(known)}")
-        types = {f.name: str(f.type) for f in dataclasses.fields(cls)}
-        values = {key: _coerce(key, value, types[key], source) for key, value in values.items()}
-        try:
-            return cls(**values)
-        except TypeError as err:
-            raise ConfigError(f"{source}: {err}") from None
+        return dataclass_from_dict(cls, values, source)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (for JSON/YAML records)."""
@@ -131,6 +122,19 @@ class TrainConfig:
     def replace(self, **changes: Any) -> TrainConfig:
         """A validated copy with ``changes`` applied."""
         return dataclasses.replace(self, **changes)
+
+
+def dataclass_from_dict(cls: type, values: dict[str, Any], source: str = "config") -> Any:
+    """Instantiate config dataclass ``cls`` from a mapping: unknown keys and bad numbers are ConfigErrors."""
+    fields = {f.name: str(f.type) for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise ConfigError(f"{source}: unknown key(s) {unknown}; known keys: {sorted(fields)}")
+    values = {key: _coerce(key, value, fields[key], source) for key, value in values.items()}
+    try:
+        return cls(**values)
+    except TypeError as err:
+        raise ConfigError(f"{source}: {err}") from None
 
 
 def _coerce(key: str, value: Any, annotation: str, source: str) -> Any:

@@ -1,0 +1,201 @@
+"""SG-OPT (Kim et al., ACL 2021, ``papers/sgopt.txt`` Section 3): self-guided contrastive learning.
+
+A frozen copy BERT_F yields one view per hidden state k = 0..L of each sentence, h_{i,k} = p(H_{i,k})
+(p = max pooling over real tokens, as the paper says; SPEC §2 says mean, so it is a setting). The
+tuned copy BERT_T (its embedding layer frozen) yields c_i, its last-layer [CLS]. A projection head f
+(Linear d->4096, GELU, Linear 4096->4096, GELU) maps both. With phi(u, v) = exp(cos(f(u), f(v)) / tau):
+
+    L_opt3_{i,k} = -log phi(c_i, h_{i,k}) / (phi(c_i, h_{i,k}) + sum_{m != i} sum_{n=0..L} phi(c_i, h_{m,n}))
+    L_opt = 1 / (B (L + 1)) sum_i sum_k L_opt3_{i,k} + lambda ||theta_T - theta_F||^2
+
+Settings: tau 0.01, lambda 0.1, lr 5e-5, batch 16, 1 epoch, AdamW betas (0.9, 0.9), dev every 50
+steps, 10% warm-up. The final embedding is the tuned copy's [CLS].
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from consert.data import SentEvalData, load_senteval
+from consert.export import export_model
+from consert.loop import LoopResult, LoopSettings, run_loop
+from consert.models import default_device, resolve_model
+from consert.provenance import git_commit, package_versions
+from consert.train import load_trainable, set_seed
+
+
+@dataclass(frozen=True)
+class SgOptConfig:
+    """SG-OPT's settings (paper defaults)."""
+
+    model: str
+    output_dir: str
+    temperature: float = 0.01
+    regularization: float = 0.1
+    lr: float = 5e-5
+    batch_size: int = 16
+    epochs: int = 1
+    max_steps: int | None = None
+    betas: tuple[float, float] = (0.9, 0.9)
+    eval_every: int = 50
+    patience: int = 10**9  # the paper keeps the best of all evaluations
+    warmup_ratio: float = 0.1
+    projection_dim: int = 4096
+    view_pooling: str = "max"
+    train_texts: str = "stsb-train"  # SG-OPT trains on STS-B train sentences; "sts" = all STS texts
+    max_length: int = 64
+    dev_max_pairs: int | None = None
+    seed: int = 1
+    dtype: str = "fp32"
+    device: str | None = None
+
+
+class ProjectionHead(nn.Sequential):
+    """f: Linear(d, p), GELU, Linear(p, p), GELU."""
+
+    def __init__(self, dim: int, projection_dim: int = 4096):
+        super().__init__(
+            nn.Linear(dim, projection_dim), nn.GELU(), nn.Linear(projection_dim, projection_dim), nn.GELU()
+        )
+
+
+def sgopt_loss(c: torch.Tensor, h: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Mean L_opt3 over sentences i and layers k, for projected ``c`` (B x p) and ``h`` (B x (L+1) x p)."""
+    batch, views, _ = h.shape
+    logits = torch.einsum("ip,mnp->imn", F.normalize(c.float(), dim=-1), F.normalize(h.float(), dim=-1)) / temperature
+    positives = logits[torch.arange(batch), torch.arange(batch)]  # B x (L+1): phi(c_i, h_{i,k})
+    others = ~torch.eye(batch, dtype=torch.bool, device=c.device)
+    negatives = torch.logsumexp(logits.masked_fill(~others.unsqueeze(-1), float("-inf")).flatten(1), dim=1)
+    return (torch.logaddexp(positives, negatives.unsqueeze(1)) - positives).mean()
+
+
+def layer_views(hidden_states: Sequence[torch.Tensor], attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    """B x (L+1) x d: one pooled view per hidden state (``max`` or ``mean`` over real tokens)."""
+    stacked = torch.stack(list(hidden_states), dim=1).float()  # B x (L+1) x T x d
+    mask = attention_mask.bool()[:, None, :, None]
+    if pooling == "max":
+        return stacked.masked_fill(~mask, float("-inf")).amax(dim=2)
+    if pooling == "mean":
+        return (stacked * mask).sum(2) / mask.sum(2).clamp(min=1)
+    raise ValueError(f"SG-OPT view pooling must be 'max' or 'mean', got {pooling!r}")
+
+
+def squared_distance(tuned: nn.Module, frozen: nn.Module) -> torch.Tensor:
+    """||theta_T - theta_F||^2 over all parameters."""
+    return sum(((a - b.detach()) ** 2).sum() for a, b in zip(tuned.parameters(), frozen.parameters(), strict=True))
+
+
+class SgOptTrainer:
+    """Holds BERT_T, BERT_F and f; ``loss(texts)`` is the SG-OPT objective on one batch."""
+
+    def __init__(self, config: SgOptConfig, data: SentEvalData):
+        self.config, self.data = config, data
+        self.resolved = resolve_model(config.model)
+        self.device = config.device or default_device()
+        self.tokenizer, self.tuned = load_trainable(self.resolved, self.device, remove_dropout=False)
+        self.frozen = copy.deepcopy(self.tuned).eval().requires_grad_(False)
+        self.tuned.embeddings.requires_grad_(False)  # the 0th layer of BERT_T stays fixed
+        self.head = ProjectionHead(self.tuned.config.hidden_size, config.projection_dim).to(self.device)
+
+    def loss(self, texts: list[str]) -> torch.Tensor:
+        batch = self.tokenizer(
+            texts, padding=True, truncation=True, max_length=self.config.max_length, return_tensors="pt"
+        )
+        batch = {k: v.to(self.device) for k, v in batch.items()}
+        with torch.no_grad():
+            hidden = self.frozen(**batch, output_hidden_states=True).hidden_states
+            views = layer_views(hidden, batch["attention_mask"], self.config.view_pooling)
+        c = self.tuned(**batch).last_hidden_state[:, 0]
+        contrastive = sgopt_loss(self.head(c), self.head(views), self.config.temperature)
+        return contrastive + self.config.regularization * squared_distance(self.tuned, self.frozen)
+
+    def training_texts(self) -> list[str]:
+        if self.config.train_texts == "stsb-train":
+            return [s for p in self.data.sets["STSb"].groups["train"] for s in (p.sent1, p.sent2)]
+        if self.config.train_texts == "sts":
+            return self.data.unlabeled_texts()
+        raise ValueError(f"SG-OPT train_texts must be 'stsb-train' or 'sts', got {self.config.train_texts!r}")
+
+
+@dataclass
+class SgOptResult:
+    """The exported folder, the loop's outcome, and the trainer (tuned/frozen copies and head)."""
+
+    output_dir: Path
+    loop: LoopResult
+    trainer: SgOptTrainer
+
+
+def train_sgopt(config: SgOptConfig, data: SentEvalData | None = None, progress: bool = True) -> SgOptResult:
+    """Train SG-OPT and export BERT_T (pooling ``cls``) to ``config.output_dir``."""
+    from consert.encode import SentenceEncoder
+    from consert.evaluate import cosine_rows, spearman_x100
+
+    data = data if data is not None else load_senteval()
+    set_seed(config.seed)
+    trainer = SgOptTrainer(config, data)
+    dev = data.sets["STSb"].groups["dev"][: config.dev_max_pairs]
+    encoder = SentenceEncoder(trainer.tokenizer, trainer.tuned, max_length=config.max_length, dtype=config.dtype)
+
+    def dev_spearman() -> float:
+        a = encoder.encode([p.sent1 for p in dev], "cls", progress=False)
+        b = encoder.encode([p.sent2 for p in dev], "cls", progress=False)
+        return spearman_x100(cosine_rows(a, b), [p.score for p in dev])
+
+    settings = LoopSettings(
+        lr=config.lr,
+        batch_size=config.batch_size,
+        epochs=config.epochs,
+        max_steps=config.max_steps,
+        warmup_ratio=config.warmup_ratio,
+        weight_decay=0.01,
+        adam_eps=1e-6,
+        max_grad_norm=1.0,
+        eval_every=config.eval_every,
+        patience=config.patience,
+        eval_at_start=True,
+        seed=config.seed,
+        dtype=config.dtype,
+        betas=config.betas,
+    )
+    parameters = list(trainer.tuned.named_parameters()) + list(trainer.head.named_parameters())
+    outcome = run_loop(
+        trainer.tuned,
+        parameters,
+        trainer.training_texts(),
+        trainer.loss,
+        dev_spearman,
+        settings,
+        trainer.device,
+        desc="train sg-opt",
+        progress=progress,
+    )
+    record = {
+        "method": "sg-opt",
+        "base_model": trainer.resolved.name,
+        "setting": trainer.resolved.setting,
+        "best_step": outcome.best_step,
+        "best_dev_spearman": outcome.best_dev,
+        "eval_pooling": "cls",
+        "config": asdict(config),
+        "data_sha256": data.fingerprint,
+        "harness_commit": git_commit(),
+        "packages": package_versions(),
+    }
+    output = export_model(
+        trainer.tuned,
+        trainer.tokenizer,
+        config.output_dir,
+        pooling="cls",
+        max_length=config.max_length,
+        record=record,
+        log=outcome.log,
+    )
+    return SgOptResult(output, outcome, trainer)
