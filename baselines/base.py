@@ -51,6 +51,7 @@ class CachedPooledVectors:
         resolved = self.encoder.resolved
         return {
             "model": resolved.name if resolved else "in-memory",
+            "base_model": resolved.base_model if resolved else "in-memory",
             "model_sha256": resolved.weights_sha256 if resolved else "unknown",
             "setting": resolved.setting if resolved else "unknown",
             "pooling": self.pooling,

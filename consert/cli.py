@@ -47,16 +47,64 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _evaluate_export(output_dir, pooling, data, args, max_length, device, seed, **labels) -> None:
+    """Evaluate a freshly exported model and write the CSV with its training record's key facts."""
+    import json
+
+    from .evaluate import evaluate_model, summary_table
+    from .export import TRAINING_RECORD
+    from .io import write_csv
+
+    record = json.loads((Path(output_dir) / TRAINING_RECORD).read_text())
+    frame = evaluate_model(
+        str(output_dir),
+        [pooling],
+        data,
+        max_length=max_length,
+        dtype=args.eval_dtype,
+        device=device,
+        seed=seed,
+        progress=False,
+    )
+    frame = frame.assign(
+        best_step=record["best_step"],
+        best_dev_spearman=record["best_dev_spearman"],
+        steps_run=record.get("steps_run", ""),
+        nli=record.get("nli") or "",
+        **labels,
+    )
+    print(summary_table(frame).to_string(index=False, float_format=lambda v: f"{v:6.2f}"))
+    print(f"wrote {write_csv(frame, args.evaluate)}")
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
     from .config import load_train_config
+    from .data import load_senteval
     from .train import train
 
     config = load_train_config(args.config, args.set)
-    result = train(config)
+    data = load_senteval(config.data)
+    result = train(config, data)
     print(
         f"best STS-B dev Spearman {result.best_dev_spearman:.2f} at step {result.best_step} "
         f"({result.steps} steps run); model exported to {result.output_dir}"
     )
+    if args.evaluate:
+        _evaluate_export(
+            result.output_dir,
+            config.eval_pooling,
+            data,
+            args,
+            config.max_length,
+            config.device,
+            config.seed,
+            mode=config.mode,
+            views="+".join(config.views),
+            temperature=config.temperature,
+            batch_size=config.batch_size,
+            n_texts=config.n_texts or "all",
+            started_from=config.model,
+        )
     return 0
 
 
@@ -72,8 +120,10 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
     encoder = None
     if args.name != "glove":
         encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device)
+    flow = {k: getattr(args, f"flow_{k}") for k in ("levels", "depth", "width", "lr", "epochs", "batch_size")}
     embedder = build_baseline(
-        args.name, encoder, pooling=args.pooling, whitening_k=args.k, fit_on=args.fit_on, glove_path=args.glove
+        args.name, encoder, pooling=args.pooling, whitening_k=args.k, fit_on=args.fit_on, glove_path=args.glove,
+        **({k: v for k, v in flow.items() if v is not None} if args.name == "flow" else {}),
     )
     frame = evaluate_baseline(embedder, data, fit_texts(args.name, data, args.fit_on))
     print(f"\n{embedder.name}  ({frame.setting.iloc[0]})")
@@ -125,6 +175,52 @@ def _add_encoder_arguments(parser: argparse.ArgumentParser) -> None:
     _add_data_argument(parser)
 
 
+def _cmd_predictions(args: argparse.Namespace) -> int:
+    from .data import load_senteval
+    from .encode import SentenceEncoder
+    from .evaluate import pair_predictions
+    from .io import write_csv
+
+    data = load_senteval(args.data)
+    encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device)
+    sentences = list(
+        dict.fromkeys(s for ps in data.sets[args.dataset].eval_groups.values() for p in ps for s in (p.sent1, p.sent2))
+    )
+    vectors = dict(zip(sentences, encoder.encode(sentences, args.pooling), strict=True))
+    frame = pair_predictions(data, vectors, args.dataset).assign(
+        model=args.model, pooling=args.pooling, setting=encoder.resolved.setting
+    )
+    print(f"wrote {write_csv(frame, args.output)} ({len(frame)} pairs)")
+    return 0
+
+
+def _add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--evaluate", default=None, metavar="FILE.csv", help="then evaluate the export on the 7 sets")
+    parser.add_argument("--eval-dtype", choices=("fp32", "bf16"), default="fp32", help="dtype of that evaluation")
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from .compare import compare, failures
+    from .config import parse_overrides
+    from .io import write_csv
+
+    tolerances = {key: float(value) for key, value in parse_overrides(args.tolerance).items()}
+    table = compare(Path(args.results), Path(args.published), tolerances)
+    write_csv(table, args.output)
+    comparable = table[table.comparable.astype(bool)]
+    failed = failures(table)
+    print(f"{len(table)} cells compared; {len(comparable)} comparable; {len(failed)} comparable cells out of tolerance")
+    if len(comparable) == 0 and len(table):
+        print("no cell is comparable (offline stand-in, other encoder or other NLI data): nothing to gate on")
+    for _, row in failed.iterrows():
+        print(
+            f"  {row.artifact} {row.row} {row.column}: published {row.published:.2f}, reproduced "
+            f"{row.reproduced:.2f} (delta {row.delta:+.2f}, tolerance {row.tolerance})"
+        )
+    print(f"wrote {args.output}")
+    return 1 if args.check and len(failed) else 0
+
+
 def _cmd_table1(args: argparse.Namespace) -> int:
     from .data import load_senteval
     from .io import write_csv
@@ -170,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override a config key (repeatable), e.g. --set mode=joint --set max_steps=30",
     )
+    _add_evaluate_arguments(train)
     train.set_defaults(run=_cmd_train)
 
     baseline = commands.add_parser("baseline", help="evaluate a baseline: pooling, whitening, flow, glove")
@@ -180,6 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
     baseline.add_argument("--fit-on", choices=("targets", "nli"), default="targets", help="whitening fit texts")
     baseline.add_argument("--glove", default=None, metavar="FILE", help="GloVe text file (default: offline 6B-50d)")
     baseline.add_argument("--output", default=None, metavar="FILE.csv")
+    for name, kind in (("levels", int), ("depth", int), ("width", int), ("lr", float), ("epochs", int),
+                       ("batch-size", int)):
+        baseline.add_argument(f"--flow-{name}", type=kind, default=None, help=f"flow: {name} (paper default)")
     _add_encoder_arguments(baseline)
     baseline.set_defaults(run=_cmd_baseline)
 
@@ -196,7 +296,34 @@ def build_parser() -> argparse.ArgumentParser:
     sgopt.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. --set model=bert-base-uncased"
     )
+    _add_evaluate_arguments(sgopt)
     sgopt.set_defaults(run=_cmd_sgopt)
+
+    predictions = commands.add_parser("predictions", help="per-pair gold and cosine of one dataset (Figure 1)")
+    predictions.add_argument("model")
+    predictions.add_argument(
+        "--dataset", default="STSb", choices=("STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R")
+    )
+    predictions.add_argument("--pooling", default=PAPER_POOLING, metavar="P")
+    predictions.add_argument("--output", required=True, metavar="FILE.csv")
+    _add_encoder_arguments(predictions)
+    predictions.set_defaults(run=_cmd_predictions)
+
+    comparison = commands.add_parser("compare", help="compare reproduced artifacts with the published numbers")
+    comparison.add_argument("--results", default="results")
+    comparison.add_argument("--published", default="results/published")
+    comparison.add_argument("--output", default="results/comparison.csv", metavar="FILE.csv")
+    comparison.add_argument(
+        "--tolerance",
+        action="append",
+        default=[],
+        metavar="ARTIFACT=POINTS",
+        help="e.g. table2=1.0 table4_steps=300 (defaults in consert/compare.py)",
+    )
+    comparison.add_argument(
+        "--check", action="store_true", help="exit 1 when a comparable cell is out of tolerance (for CI gates)"
+    )
+    comparison.set_defaults(run=_cmd_compare)
 
     table1 = commands.add_parser("table1", help="regenerate the paper's Table 1 (dataset statistics)")
     table1.add_argument("--output", default="results/table1_datasets.csv", metavar="FILE.csv")

@@ -100,6 +100,26 @@ def evaluate_embedder(data: SentEvalData, embed: EmbedFn) -> pd.DataFrame:
     return evaluate_vectors(data, dict(zip(sentences, matrix, strict=True)))
 
 
+def pair_predictions(data: SentEvalData, vectors: dict[str, np.ndarray], dataset: str) -> pd.DataFrame:
+    """Per-pair gold score and cosine of one dataset's evaluated pairs (e.g. Figure 1's scatter)."""
+    rows = []
+    for subset, pairs in data.sets[dataset].eval_groups.items():
+        cosine, gold = score_pairs(pairs, vectors)
+        rows.append(
+            pd.DataFrame(
+                {
+                    "dataset": dataset,
+                    "subset": subset,
+                    "sent1": [p.sent1 for p in pairs],
+                    "sent2": [p.sent2 for p in pairs],
+                    "gold": gold,
+                    "cosine": cosine,
+                }
+            )
+        )
+    return pd.concat(rows, ignore_index=True)
+
+
 def summary_table(frame: pd.DataFrame) -> pd.DataFrame:
     """The per-dataset rows as a small table: dataset, pairs, all / mean / wmean Spearman."""
     table = frame[frame.subset == "all"][["dataset", "n_pairs", "spearman", "spearman_mean", "spearman_wmean"]]
@@ -135,6 +155,7 @@ def evaluate_model(
         frame = evaluate_vectors(data, dict(zip(sentences, matrix, strict=True)))
         columns = provenance(
             model=str(model),
+            base_model=encoder.resolved.base_model,
             model_sha256=encoder.resolved.weights_sha256,
             setting=encoder.resolved.setting,
             pooling=pooling,

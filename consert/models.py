@@ -43,6 +43,11 @@ class ResolvedModel:
         return self.name == STAND_IN_MODEL or _trained_from(self.path) == STAND_IN_MODEL
 
     @property
+    def base_model(self) -> str:
+        """The pretrained model this one descends from (itself unless our trainer exported it)."""
+        return _trained_from(self.path) or self.name
+
+    @property
     def setting(self) -> str:
         """Label that every result row carries: the stand-in is never passed off as the paper."""
         return STAND_IN_LABEL if self.is_stand_in else "paper setting (model as named)"

@@ -56,11 +56,13 @@ def provenance(
     data_dir: Path | str,
     data_sha256: str,
     seed: int | None = None,
+    base_model: str | None = None,
     **extra: object,
 ) -> dict[str, object]:
     """One flat dict of provenance columns, appended to every result row."""
     return {
         "model": model,
+        "base_model": base_model or model,
         "setting": setting,
         "model_sha256": model_sha256,
         "pooling": pooling,

@@ -34,8 +34,21 @@ def test_baselines_write_tidy_csv_on_a_fixture_tree(tiny_tree, tmp_path, argv):
 
 def test_topk_cli_writes_a_curve(tiny_tree, tmp_path):
     out = tmp_path / "topk.csv"
-    assert main(["topk", "sentence-transformers/all-MiniLM-L6-v2", "--max-k", "3", "--data", str(tiny_tree),
-                 "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "topk",
+                "sentence-transformers/all-MiniLM-L6-v2",
+                "--max-k",
+                "3",
+                "--data",
+                str(tiny_tree),
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     curve = pd.read_csv(out)
     assert sorted(curve[curve.dataset == "Avg"].k) == [0, 1, 2, 3]
 

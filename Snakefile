@@ -1,0 +1,39 @@
+# ConSERT reproduction: every table and figure of the paper, compared with the published numbers.
+#   snakemake --profile profiles/default --configfile config/offline.yaml   (offline stand-in, CPU)
+#   snakemake --profile profiles/default                                   (the paper, GPU box)
+#   snakemake --profile profiles/slurm                                     (the paper, SLURM)
+import re
+
+from snakemake.utils import min_version
+
+min_version("8.20")
+
+
+# The config comes from the profile (profiles/default: config/config.yaml, the paper) or from
+# --configfile (config/offline.yaml, config/test.yaml), never merged with another config file.
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/baselines.smk"
+include: "workflow/rules/consert.smk"
+include: "workflow/rules/paper.smk"
+include: "workflow/rules/report.smk"
+
+
+wildcard_constraints:
+    size="|".join(SIZES),
+    seed=r"\d+",
+    which="bert|consert",
+    k=r"all|\d+",
+    run="|".join(re.escape(run) for run in RUNS) or "no-runs",
+
+
+report: "workflow/report/workflow.rst"
+
+
+rule all:
+    input:
+        "results/table1_datasets.csv",
+        expand("results/{name}.csv", name=list(TABLES) + list(FIGURES)),
+        expand("figures/{name}.{ext}", name=FIGURES, ext=["png", "pdf"]),
+        "results/comparison.csv",
+    default_target: True

@@ -1,0 +1,92 @@
+"""Builders of the paper's tables and figure data from evaluation CSVs.
+
+Each builder takes ``(labels, evaluation frame)`` entries and returns the artifact as a frame whose
+rows carry the provenance of the evaluations behind them. Seeds are averaged: every score column
+``X`` has a companion ``X_std`` (sample standard deviation over seeds, empty for one seed) and
+``n_seeds`` says how many runs each row averages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .data import DATASETS
+
+SCORE_COLUMNS = (*DATASETS, "Avg")
+#: Provenance carried from the evaluation CSVs into every artifact row (first seed's values; the
+#: per-seed details stay in the evaluation CSVs).
+PROVENANCE_COLUMNS = ("setting", "nli", "model", "base_model", "pooling", "data_sha256", "harness_commit", "packages")
+
+Entry = tuple[dict[str, Any], pd.DataFrame]
+
+
+def per_set_scores(evaluation: pd.DataFrame) -> dict[str, float]:
+    """``{dataset: Spearman}`` of the "all" rows (the paper's protocol), Avg included."""
+    rows = evaluation[evaluation.subset == "all"]
+    return dict(zip(rows.dataset, rows.spearman.astype(float), strict=True))
+
+
+def summarize(entries: Iterable[Entry], extra: Sequence[str] = ()) -> pd.DataFrame:
+    """One row per distinct label set (seed ignored): mean and std over seeds of every score column.
+
+    ``extra`` names further numeric columns of the evaluation frames (e.g. ``best_step``) to average.
+    """
+    groups: dict[tuple, list[Entry]] = {}
+    for labels, evaluation in entries:
+        key = tuple(sorted((k, v) for k, v in labels.items() if k != "seed"))
+        groups.setdefault(key, []).append((labels, evaluation))
+    rows = []
+    for key, members in groups.items():
+        row: dict[str, Any] = dict(key)
+        scores = pd.DataFrame([per_set_scores(ev) for _, ev in members])
+        for column in scores.columns:
+            row[column] = scores[column].mean()
+            row[f"{column}_std"] = scores[column].std(ddof=1) if len(members) > 1 else np.nan
+        for column in extra:
+            values = [float(ev[column].iloc[0]) for _, ev in members]
+            row[column] = float(np.mean(values))
+            row[f"{column}_std"] = float(np.std(values, ddof=1)) if len(values) > 1 else np.nan
+        row["n_seeds"] = len(members)
+        row["seeds"] = ";".join(str(labels.get("seed", "")) for labels, _ in members)
+        first = members[0][1]
+        for column in PROVENANCE_COLUMNS:
+            row[column] = first[column].iloc[0] if column in first.columns else ""
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def score_table(entries: Iterable[Entry], label_columns: Sequence[str], extra: Sequence[str] = ()) -> pd.DataFrame:
+    """A wide table (label columns, the 7 sets + Avg and their stds, provenance) in entry order."""
+    frame = summarize(entries, extra)
+    scores = [c for c in SCORE_COLUMNS if c in frame.columns]
+    ordered = [
+        *label_columns,
+        *scores,
+        *extra,
+        *(f"{c}_std" for c in (*scores, *extra)),
+        "n_seeds",
+        "seeds",
+        *PROVENANCE_COLUMNS,
+    ]
+    return frame[[c for c in ordered if c in frame.columns]]
+
+
+def heatmap_matrix(figure5: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:
+    """Figure 5 as a view1 x view2 matrix of average Spearman, rows and columns in ``order``."""
+    return figure5.pivot(index="view1", columns="view2", values="Avg").reindex(index=order, columns=order)
+
+
+def topk_table(curves: Iterable[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
+    """Figure 4 data: one row per (model label, k) with the average Spearman and each set's."""
+    frames = []
+    for label, curve in curves:
+        wide = curve.pivot(index="k", columns="dataset", values="spearman").reset_index()
+        provenance = curve.drop_duplicates("k").set_index("k")
+        wide["setting"] = wide.k.map(provenance["setting"]) if "setting" in provenance else ""
+        frames.append(wide.assign(model=label))
+    table = pd.concat(frames, ignore_index=True)
+    return table[["model", "k", *SCORE_COLUMNS, "setting"]]

@@ -1,0 +1,216 @@
+"""Cell-by-cell comparison of reproduced artifacts with the published numbers.
+
+Every reproduced cell that has a published counterpart becomes one row of ``comparison.csv``:
+artifact, row, column, published, reproduced, delta, tolerance, within_tolerance, comparable and
+the reason when it is not comparable (a different encoder, the offline stand-in, SICK-E instead
+of SNLI+MNLI, GloVe 6B-50d instead of 840B-300d). Only comparable cells can fail a gate.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .data import DATASETS
+
+SCORE_COLUMNS = (*DATASETS, "Avg")
+#: The paper's encoders by size: only runs that descend from these are comparable.
+PAPER_MODELS = {"base": "bert-base-uncased", "large": "bert-large-uncased"}
+DEFAULT_TOLERANCES = {"table2": 1.0, "table3": 1.0, "table4": 1.0, "table4_steps": 300.0, "sgopt": 1.0, "text": 1.0}
+
+COMPARISON_COLUMNS = (
+    "artifact",
+    "row",
+    "column",
+    "published",
+    "reproduced",
+    "delta",
+    "tolerance",
+    "within_tolerance",
+    "comparable",
+    "reason",
+    "setting",
+)
+
+
+def _not_comparable_reason(row: pd.Series, size: str | None) -> str:
+    """Empty when the reproduced row used the paper's encoder and data; else why not."""
+    texts = " ".join(str(row.get(c, "")) for c in ("setting", "nli"))
+    if "stand-in" in texts:
+        return "offline stand-in: " + "; ".join(
+            s for s in (str(row.get("setting", "")), str(row.get("nli", ""))) if "stand-in" in s
+        )
+    if size in PAPER_MODELS:
+        model = str(row.get("base_model", "") or row.get("model", ""))
+        if model != PAPER_MODELS[size]:
+            return f"encoder {model!r} is not the paper's {PAPER_MODELS[size]!r}"
+    return ""
+
+
+def _cells(
+    artifact: str,
+    published: pd.DataFrame,
+    reproduced: pd.DataFrame,
+    key_pairs: list[tuple[str, str, str | None]],
+    columns: list[tuple[str, str]],
+    tolerance: float,
+) -> list[dict[str, Any]]:
+    """Rows for each (published row name, reproduced row name, size) and (published col, reproduced col)."""
+    out = []
+    for published_name, reproduced_name, size in key_pairs:
+        pub = published[published.key == published_name]
+        rep = reproduced[reproduced.key == reproduced_name]
+        if pub.empty or rep.empty:
+            continue
+        pub_row, rep_row = pub.iloc[0], rep.iloc[0]
+        reason = _not_comparable_reason(rep_row, size)
+        for published_column, reproduced_column in columns:
+            value = pd.to_numeric(pub_row.get(published_column), errors="coerce")
+            ours = pd.to_numeric(rep_row.get(reproduced_column), errors="coerce")
+            if pd.isna(value) or pd.isna(ours):
+                continue
+            delta = float(ours) - float(value)
+            out.append(
+                {
+                    "artifact": artifact,
+                    "row": published_name,
+                    "column": published_column,
+                    "published": float(value),
+                    "reproduced": float(ours),
+                    "delta": delta,
+                    "tolerance": tolerance,
+                    "within_tolerance": abs(delta) <= tolerance,
+                    "comparable": not reason,
+                    "reason": reason,
+                    "setting": rep_row.get("setting", ""),
+                }
+            )
+    return out
+
+
+def compare(results: Path, published: Path, tolerances: dict[str, float] | None = None) -> pd.DataFrame:
+    """The comparison table for whatever reproduced artifacts exist under ``results``."""
+    tol = {**DEFAULT_TOLERANCES, **(tolerances or {})}
+    rows: list[dict[str, Any]] = []
+    score_columns = [(c, c) for c in SCORE_COLUMNS]
+
+    def load(name: str) -> pd.DataFrame | None:
+        path = results / name
+        return pd.read_csv(path) if path.is_file() else None
+
+    table2 = load("table2_unsup.csv")
+    if table2 is not None:
+        pub = pd.read_csv(published / "consert_table2_unsup.csv").assign(key=lambda f: f.method)
+        rep = table2.assign(key=table2.method)
+        pairs = [("Avg. GloVe embeddings", "Avg. GloVe embeddings", None)]
+        for size in PAPER_MODELS:
+            pairs += [
+                (f"BERT-{size}", f"BERT-{size} (mean:-2,-1)", size),
+                (f"BERT-{size}-flow", f"BERT-{size}-flow", size),
+                (f"ConSERT-{size}", f"ConSERT-{size}", size),
+            ]
+        rows += _cells("table2", pub, rep, pairs, score_columns, tol["table2"])
+        sgopt = pd.read_csv(published / "sgopt_table1_bert_base.csv")
+        sgopt = sgopt.assign(key=sgopt.model + " | " + sgopt.pooling.astype(str)).rename(columns={"STSb": "STSb"})
+        pairs = [
+            ("BERT-base + contrastive (SG-OPT) | cls", "BERT-base-SG-OPT", "base"),
+            ("BERT-base no tuning | cls", "BERT-base (cls)", "base"),
+            ("BERT-base no tuning | mean", "BERT-base (mean)", "base"),
+        ]
+        rows += _cells("sgopt_table1", sgopt, rep, pairs, score_columns, tol["sgopt"])
+    table3 = load("table3_sup.csv")
+    if table3 is not None:
+        pub = pd.read_csv(published / "consert_table3_sup.csv")
+        pub = pub.assign(key=pub.method + " | " + pub.setting)
+        rep = table3.assign(key=table3.method)
+        pairs = []
+        for size in PAPER_MODELS:
+            pairs += [
+                (f"SBERT-{size}-NLI (re-impl.) | nli", f"ConSERT-{size} sup", size),
+                (f"ConSERT-{size} joint | nli", f"ConSERT-{size} joint", size),
+                (f"ConSERT-{size} sup-unsup | nli+sts_unlabeled", f"ConSERT-{size} sup-unsup", size),
+                (f"ConSERT-{size} joint-unsup | nli+sts_unlabeled", f"ConSERT-{size} joint-unsup", size),
+                (f"BERT-{size}-flow | nli+sts_unlabeled", f"BERT-{size}-flow (NLI)", size),
+            ]
+        rows += _cells("table3", pub, rep, pairs, score_columns, tol["table3"])
+    table4 = load("table4_batch_size.csv")
+    if table4 is not None:
+        pub = pd.read_csv(published / "consert_table4_batch_size.csv")
+        pub = pub.assign(key=pub.batch_size.astype(str))
+        rep = table4[table4["size"] == "base"]
+        rep = rep.assign(key=rep.batch_size.astype(str))
+        pairs = [(k, k, "base") for k in pub.key]
+        rows += _cells("table4", pub, rep, pairs, [("avg_spearman", "Avg")], tol["table4"])
+        rows += _cells("table4", pub, rep, pairs, [("steps", "best_step")], tol["table4_steps"])
+    rows += _text_values(results, published, tol["text"])
+    frame = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
+    return frame
+
+
+def _text_values(results: Path, published: Path, tolerance: float) -> list[dict[str, Any]]:
+    """The numbers the paper states in its text for Figures 4 and 5."""
+    text = pd.read_csv(published / "consert_text_values.csv")
+    stated = dict(zip(text.quantity, text.value, strict=True))
+    rows = []
+    figure4 = results / "figure4_topk.csv"
+    if figure4.is_file():
+        curve = pd.read_csv(figure4)
+        bert = curve[curve.model == "BERT-base"].set_index("k")
+        if not bert.empty:
+            best_k = int(bert.Avg.idxmax())
+            reproduced = {
+                "BERT-base avg spearman with no tokens removed": bert.Avg.get(0, np.nan),
+                "BERT-base best avg spearman (k=34 most frequent tokens removed)": bert.Avg.max(),
+            }
+            for quantity, value in reproduced.items():
+                rows.append(_text_row("figure4_topk", quantity, stated[quantity], value, tolerance, bert.iloc[0]))
+            rows.append(
+                _text_row(
+                    "figure4_topk", "best k for BERT-base", stated["best k for BERT-base"], best_k, np.inf, bert.iloc[0]
+                )
+            )
+    figure5 = results / "figure5_heatmap.csv"
+    if figure5.is_file():
+        heat = pd.read_csv(figure5)
+        heat = heat[heat["size"] == "base"].set_index(["view1", "view2"])
+        pairs = {
+            "None-None avg spearman": ("none", "none"),
+            "best pair (Shuffle + Feature Cutoff) avg spearman": ("shuffle", "feature_cutoff"),
+        }
+        for quantity, cell in pairs.items():
+            if cell in heat.index:
+                rows.append(
+                    _text_row(
+                        "figure5_heatmap", quantity, stated[quantity], heat.loc[cell, "Avg"], tolerance, heat.loc[cell]
+                    )
+                )
+    return [r for r in rows if r is not None]
+
+
+def _text_row(artifact: str, quantity: str, published: Any, reproduced: Any, tolerance: float, source: pd.Series):
+    value, ours = pd.to_numeric(published, errors="coerce"), pd.to_numeric(reproduced, errors="coerce")
+    if pd.isna(value) or pd.isna(ours):
+        return None
+    reason = _not_comparable_reason(source, "base")
+    delta = float(ours) - float(value)
+    return {
+        "artifact": artifact,
+        "row": quantity,
+        "column": "value",
+        "published": float(value),
+        "reproduced": float(ours),
+        "delta": delta,
+        "tolerance": tolerance,
+        "within_tolerance": abs(delta) <= tolerance,
+        "comparable": not reason,
+        "reason": reason,
+        "setting": source.get("setting", ""),
+    }
+
+
+def failures(comparison: pd.DataFrame) -> pd.DataFrame:
+    """Comparable cells outside their tolerance: what a CI gate fails on."""
+    return comparison[comparison.comparable.astype(bool) & ~comparison.within_tolerance.astype(bool)]

@@ -1,0 +1,155 @@
+"""Which ConSERT training runs each paper artifact needs, derived from the workflow config.
+
+A run is identified by what differs from the config's training defaults, so an experiment that
+several artifacts share (the Table 2 run is also the Shuffle + Feature Cutoff cell of Figure 5, the
+tau = 0.1 point of Figure 7 and the "all texts" point of Figure 6) is trained once. Two-stage
+settings (sup-unsup, joint-unsup) start from the checkpoint of the matching one-stage NLI run,
+which is itself the Table 3 ``sup``/``joint`` run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+AUGMENTATION_LABELS = {
+    "none": "None",
+    "shuffle": "Shuffle",
+    "token_cutoff": "Token Cutoff",
+    "feature_cutoff": "Feature Cutoff",
+    "dropout": "Dropout",
+}
+SUPERVISED_SETTINGS = ("sup", "joint", "sup-unsup", "joint-unsup")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One ConSERT training run: model size, setting, and what differs from the defaults."""
+
+    size: str
+    setting: str = "unsup"  # unsup | sup | joint | sup-unsup | joint-unsup
+    views: tuple[str, str] | None = None
+    temperature: float | None = None
+    batch_size: int | None = None
+    n_texts: int | None = None
+    seed: int = 1
+
+    @property
+    def run_id(self) -> str:
+        """A readable, unique name: ``base-unsup-seed1``, ``base-unsup-none+dropout-seed1``, ..."""
+        parts = [self.size, self.setting]
+        if self.views is not None:
+            parts.append("+".join(self.views))
+        if self.temperature is not None:
+            parts.append(f"tau{self.temperature:g}")
+        if self.batch_size is not None:
+            parts.append(f"bs{self.batch_size}")
+        if self.n_texts is not None:
+            parts.append(f"n{self.n_texts}")
+        parts.append(f"seed{self.seed}")
+        return "-".join(parts)
+
+    @property
+    def stage1(self) -> RunSpec | None:
+        """The NLI run a two-stage setting starts from (None for one-stage settings)."""
+        if self.setting not in ("sup-unsup", "joint-unsup"):
+            return None
+        return RunSpec(self.size, self.setting.split("-")[0], seed=self.seed)
+
+    @property
+    def mode(self) -> str:
+        """The trainer mode of this run's own stage."""
+        return "unsup" if self.stage1 else self.setting
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """A run as one artifact uses it: which artifact, the labels of its row or cell, the run."""
+
+    artifact: str
+    labels: dict[str, Any] = field(hash=False)
+    spec: RunSpec
+
+
+def _normalise(spec: RunSpec, defaults: dict[str, Any]) -> RunSpec:
+    """Drop overrides equal to the defaults so identical experiments get identical ids."""
+    changes: dict[str, Any] = {}
+    if spec.views is not None and tuple(spec.views) == tuple(defaults.get("views", ("shuffle", "feature_cutoff"))):
+        changes["views"] = None
+    if spec.temperature is not None and spec.temperature == defaults.get("temperature", 0.1):
+        changes["temperature"] = None
+    if spec.batch_size is not None and spec.batch_size == defaults.get("batch_size", 96):
+        changes["batch_size"] = None
+    return replace(spec, **changes)
+
+
+def plan_runs(config: dict[str, Any]) -> list[PlannedRun]:
+    """Every (artifact, labels, run) the config asks for; ``unique_runs`` dedups them."""
+    defaults = config.get("train", {})
+    sweeps = config["sweeps"]
+    planned: list[PlannedRun] = []
+
+    def add(artifact: str, labels: dict[str, Any], spec: RunSpec) -> None:
+        planned.append(PlannedRun(artifact, labels, _normalise(spec, defaults)))
+
+    for seed in config["seeds"]:
+        for size in config["models"]:
+            add("table2", {"method": f"ConSERT-{size}", "size": size}, RunSpec(size, seed=seed))
+            for setting in SUPERVISED_SETTINGS:
+                add(
+                    "table3",
+                    {"method": f"ConSERT-{size} {setting}", "size": size, "setting": setting},
+                    RunSpec(size, setting, seed=seed),
+                )
+        for size in sweeps["sizes"]:
+            for batch_size in sweeps["batch_sizes"]:
+                add("table4", {"size": size, "batch_size": batch_size}, RunSpec(size, batch_size=batch_size, seed=seed))
+            for first in sweeps["augmentations"]:
+                for second in sweeps["augmentations"]:
+                    add(
+                        "figure5",
+                        {"size": size, "view1": first, "view2": second},
+                        RunSpec(size, views=(first, second), seed=seed),
+                    )
+            for n in sweeps["few_shot"]:
+                for setting in ("unsup", "joint-unsup"):
+                    add(
+                        "figure6",
+                        {"size": size, "setting": setting, "n_texts": n or "all"},
+                        RunSpec(size, setting, n_texts=n, seed=seed),
+                    )
+            for tau in sweeps["temperatures"]:
+                add("figure7", {"size": size, "temperature": tau}, RunSpec(size, temperature=tau, seed=seed))
+    return planned
+
+
+def unique_runs(planned: list[PlannedRun]) -> dict[str, RunSpec]:
+    """``{run_id: spec}`` of every run needed, stage-1 NLI runs included."""
+    runs: dict[str, RunSpec] = {}
+    for item in planned:
+        for spec in (item.spec.stage1, item.spec):
+            if spec is not None:
+                runs.setdefault(spec.run_id, spec)
+    return runs
+
+
+def train_overrides(spec: RunSpec, config: dict[str, Any], runs_dir: str = "runs") -> dict[str, Any]:
+    """The ``TrainConfig`` values of one run (the config's ``train`` defaults, then the run's own)."""
+    values: dict[str, Any] = dict(config.get("train", {}))
+    values.update(
+        model=f"{runs_dir}/{spec.stage1.run_id}/model" if spec.stage1 else config["models"][spec.size],
+        mode=spec.mode,
+        seed=spec.seed,
+        data=config["data_dir"],
+        nli_source=config["nli"]["source"],
+        nli_files=list(config["nli"].get("files") or []),
+    )
+    if spec.views is not None:
+        values["views"] = list(spec.views)
+    if spec.temperature is not None:
+        values["temperature"] = spec.temperature
+    if spec.batch_size is not None:
+        values["batch_size"] = spec.batch_size
+    if spec.n_texts is not None:
+        values["n_texts"] = spec.n_texts
+    return values

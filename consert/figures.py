@@ -1,0 +1,91 @@
+"""The paper's figures drawn from the artifact tables (seaborn/matplotlib), saved as PNG and PDF.
+
+Every title names the setting, so a figure made with the offline stand-in says so on its face.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from .artifacts import heatmap_matrix  # noqa: E402
+from .experiments import AUGMENTATION_LABELS  # noqa: E402
+from .io import atomic_path  # noqa: E402
+
+
+def _setting_line(table: pd.DataFrame) -> str:
+    settings = sorted({str(s) for s in table.get("setting", pd.Series(dtype=str)).dropna() if str(s)})
+    return "; ".join(settings) if settings else "setting unknown"
+
+
+def _save(figure: plt.Figure, paths: Sequence[str | Path]) -> None:
+    for path in paths:
+        with atomic_path(path) as temporary:
+            figure.savefig(temporary, format=Path(path).suffix.lstrip("."), bbox_inches="tight", dpi=150)
+    plt.close(figure)
+
+
+def figure1(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
+    """Gold score vs predicted cosine on STS-B test, one panel per model."""
+    models = list(dict.fromkeys(table.model))
+    figure, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4.2), sharey=True, squeeze=False)
+    for axis, model in zip(axes[0], models, strict=True):
+        part = table[table.model == model]
+        sns.scatterplot(data=part, x="gold", y="cosine", s=6, alpha=0.4, linewidth=0, ax=axis)
+        axis.set(title=model, xlabel="gold similarity (STS-B test)", ylabel="cosine similarity")
+    figure.suptitle(f"Figure 1: gold vs cosine\n{_setting_line(table)}", fontsize=9)
+    _save(figure, paths)
+
+
+def figure4(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
+    """Average Spearman vs number of most frequent tokens removed from the average."""
+    figure, axis = plt.subplots(figsize=(6, 4))
+    sns.lineplot(data=table, x="k", y="Avg", hue="model", marker="o", markersize=3, ax=axis)
+    axis.set(xlabel="k most frequent tokens removed (STS-B test frequencies)", ylabel="avg Spearman x 100")
+    axis.set_title(f"Figure 4: top-k frequency masking\n{_setting_line(table)}", fontsize=9)
+    _save(figure, paths)
+
+
+def figure5(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
+    """5 x 5 heatmap of average Spearman: row = first view's augmentation, column = second's."""
+    order = [a for a in AUGMENTATION_LABELS if a in set(table.view1) | set(table.view2)]
+    matrix = heatmap_matrix(table, order).rename(index=AUGMENTATION_LABELS, columns=AUGMENTATION_LABELS)
+    figure, axis = plt.subplots(figsize=(6.5, 5))
+    sns.heatmap(matrix, annot=True, fmt=".2f", cmap="viridis", ax=axis, cbar_kws={"label": "avg Spearman x 100"})
+    axis.set(xlabel="second augmentation", ylabel="first augmentation")
+    axis.set_title(f"Figure 5: augmentation pairs\n{_setting_line(table)}", fontsize=9)
+    _save(figure, paths)
+
+
+def figure6(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
+    """Average Spearman vs number of unlabeled training texts, unsupervised and supervised."""
+    data = table.copy()
+    full = data.n_texts.astype(str) == "all"
+    sizes = pd.to_numeric(data.n_texts.where(~full), errors="coerce")
+    data["texts"] = sizes.fillna(sizes.max() * 10 if sizes.notna().any() else 1)
+    figure, axis = plt.subplots(figsize=(6, 4))
+    sns.lineplot(data=data.sort_values("texts"), x="texts", y="Avg", hue="setting", marker="o", ax=axis)
+    axis.set_xscale("log")
+    axis.set(xlabel="unlabeled texts (rightmost point: all)", ylabel="avg Spearman x 100")
+    axis.set_title(f"Figure 6: few-shot\n{_setting_line(table)}", fontsize=9)
+    _save(figure, paths)
+
+
+def figure7(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
+    """Average Spearman vs NT-Xent temperature."""
+    figure, axis = plt.subplots(figsize=(6, 4))
+    sns.lineplot(data=table.sort_values("temperature"), x="temperature", y="Avg", marker="o", ax=axis)
+    axis.set_xscale("log")
+    axis.set(xlabel="temperature tau", ylabel="avg Spearman x 100")
+    axis.set_title(f"Figure 7: temperature\n{_setting_line(table)}", fontsize=9)
+    _save(figure, paths)
+
+
+DRAW = {"figure1": figure1, "figure4": figure4, "figure5": figure5, "figure6": figure6, "figure7": figure7}

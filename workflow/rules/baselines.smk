@@ -1,0 +1,157 @@
+rule eval_poolings:
+    """BERT without training: every pooling of the config from one encoding pass."""
+    output:
+        paper.baseline_eval("{size}", "poolings"),
+    log:
+        "logs/baselines/{size}/poolings.log",
+    benchmark:
+        "benchmarks/baselines/{size}/poolings.tsv"
+    params:
+        model=lambda wc: config["models"][wc.size],
+        poolings=pooling_flags(),
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    conda:
+        "../envs/consert.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} consert evaluate {params.model} {params.poolings} --data {DATA} "
+        "--dtype {DTYPE} --output {output} > {log} 2>&1"
+
+
+rule eval_whitening:
+    output:
+        paper.baseline_eval("{size}", "whitening-k{k}"),
+    log:
+        "logs/baselines/{size}/whitening-k{k}.log",
+    benchmark:
+        "benchmarks/baselines/{size}/whitening-k{k}.tsv"
+    params:
+        model=lambda wc: config["models"][wc.size],
+        k=lambda wc: "" if wc.k == "all" else f"--k {wc.k}",
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    conda:
+        "../envs/consert.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} consert baseline whitening --model {params.model} {params.k} --data {DATA} "
+        "--dtype {DTYPE} --output {output} > {log} 2>&1"
+
+
+rule eval_flow:
+    output:
+        paper.baseline_eval("{size}", "flow"),
+    log:
+        "logs/baselines/{size}/flow.log",
+    benchmark:
+        "benchmarks/baselines/{size}/flow.tsv"
+    params:
+        model=lambda wc: config["models"][wc.size],
+        flow=flow_flags(),
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    conda:
+        "../envs/consert.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} consert baseline flow --model {params.model} {params.flow} --data {DATA} "
+        "--dtype {DTYPE} --output {output} > {log} 2>&1"
+
+
+rule eval_flow_nli:
+    """BERT-flow on top of the SBERT-NLI re-implementation (Table 3's flow + NLI row)."""
+    input:
+        lambda wc: paper.run_model(f"{wc.size}-sup-seed{wc.seed}"),
+    output:
+        paper.flow_nli_eval("{size}", "{seed}"),
+    log:
+        "logs/baselines/{size}/flow-nli-seed{seed}.log",
+    benchmark:
+        "benchmarks/baselines/{size}/flow-nli-seed{seed}.tsv"
+    params:
+        flow=flow_flags(),
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    conda:
+        "../envs/consert.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} consert baseline flow --model {input} {params.flow} --data {DATA} "
+        "--dtype {DTYPE} --output {output} > {log} 2>&1"
+
+
+rule eval_glove:
+    output:
+        paper.glove_eval(),
+    log:
+        "logs/baselines/glove.log",
+    params:
+        glove=f"--glove {config['baselines']['glove']}" if config["baselines"].get("glove") else "",
+    conda:
+        "../envs/consert.yaml"
+    shell:
+        "consert baseline glove {params.glove} --data {DATA} --output {output} > {log} 2>&1"
+
+
+rule train_sgopt:
+    output:
+        model=directory(paper.run_model(paper.sgopt_run("{size}", "{seed}"))),
+        evaluation=paper.sgopt_eval("{size}", "{seed}"),
+    log:
+        "logs/sgopt/{size}-seed{seed}.log",
+    benchmark:
+        "benchmarks/sgopt/{size}-seed{seed}.tsv"
+    params:
+        flags=sgopt_flags,
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    conda:
+        "../envs/consert.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} consert sgopt {params.flags} --set output_dir={output.model} "
+        "--evaluate {output.evaluation} --eval-dtype {DTYPE} > {log} 2>&1"
+
+
+rule topk_curve:
+    """Figure 4 data: one encoding pass, re-pooled for every k."""
+    input:
+        topk_inputs,
+    output:
+        paper.topk_eval("{size}", "{which}"),
+    log:
+        "logs/topk/{size}-{which}.log",
+    benchmark:
+        "benchmarks/topk/{size}-{which}.tsv"
+    params:
+        model=topk_model,
+        max_k=config["baselines"]["topk_max"],
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    conda:
+        "../envs/consert.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} consert topk {params.model} --max-k {params.max_k} --data {DATA} "
+        "--dtype {DTYPE} --output {output} > {log} 2>&1"
+
+
+rule stsb_predictions:
+    """Figure 1 data: per-pair gold score and cosine on STS-B test."""
+    input:
+        topk_inputs,
+    output:
+        paper.predictions_eval("{size}", "{which}"),
+    log:
+        "logs/predictions/{size}-{which}.log",
+    params:
+        model=topk_model,
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    conda:
+        "../envs/consert.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} consert predictions {params.model} --dataset STSb --data {DATA} "
+        "--dtype {DTYPE} --output {output} > {log} 2>&1"

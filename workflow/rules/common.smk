@@ -1,0 +1,83 @@
+"""Helpers shared by the rules: config validation, the run plan, and command-line flags."""
+
+import shlex
+
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from consert import paper
+from consert.experiments import plan_runs, train_overrides, unique_runs
+
+
+if not config:
+    raise WorkflowError(
+        "no config: use --profile profiles/default (the paper's config/config.yaml) or "
+        "--configfile config/offline.yaml (the offline stand-in)"
+    )
+validate(config, "../schemas/config.schema.yaml")
+
+PLAN = plan_runs(config)
+RUNS = unique_runs(PLAN)
+SIZES = list(config["models"])
+SEEDS = config["seeds"]
+DATA = config["data_dir"]
+DTYPE = config["dtype"]
+FIGURE_SIZE = paper.figure_size(config)
+TABLES = {"table2_unsup": "table2", "table3_sup": "table3", "table4_batch_size": "table4"}
+FIGURES = {
+    "figure1_scatter": "figure1",
+    "figure4_topk": "figure4",
+    "figure5_heatmap": "figure5",
+    "figure6_fewshot": "figure6",
+    "figure7_temperature": "figure7",
+}
+
+
+def set_flags(values):
+    """`--set key=value` flags (values as YAML) for consert train / consert sgopt."""
+    flags = []
+    for key, value in values.items():
+        text = yaml.safe_dump(value, default_flow_style=True).strip()
+        text = text.removesuffix("...").strip()
+        flags.append(f"--set {shlex.quote(f'{key}={text}')}")
+    return " ".join(flags)
+
+
+def run_flags(wildcards):
+    return set_flags(train_overrides(RUNS[wildcards.run], config))
+
+
+def stage1_model(wildcards):
+    """Two-stage runs start from their NLI run's exported model."""
+    stage1 = RUNS[wildcards.run].stage1
+    return [paper.run_model(stage1.run_id)] if stage1 else []
+
+
+def sgopt_flags(wildcards):
+    values = {"model": config["models"][wildcards.size], "seed": int(wildcards.seed), "data": DATA}
+    values.update(config["baselines"].get("sgopt", {}))
+    return set_flags(values)
+
+
+def topk_model(wildcards):
+    """BERT = the size's encoder; ConSERT = the first seed's Table 2 run."""
+    if wildcards.which == "bert":
+        return config["models"][wildcards.size]
+    return paper.run_model(paper.table2_consert_run(config, wildcards.size))
+
+
+def topk_inputs(wildcards):
+    return [] if wildcards.which == "bert" else [topk_model(wildcards)]
+
+
+def pooling_flags():
+    return " ".join(f"--pooling {shlex.quote(p)}" for p in config["baselines"]["poolings"])
+
+
+def flow_flags():
+    return " ".join(f"--flow-{k.replace('_', '-')} {v}" for k, v in config["baselines"].get("flow", {}).items())
+
+
+def tolerance_flags():
+    return " ".join(f"--tolerance {k}={v}" for k, v in config.get("comparison", {}).items())

@@ -1,0 +1,30 @@
+rule paper_table:
+    input:
+        lambda wc: paper.inputs(TABLES[wc.name], config),
+    output:
+        report("results/{name,table[2-4]_[a-z_]+}.csv", caption="../report/tables.rst", category="Tables"),
+    log:
+        "logs/paper/{name}.log",
+    params:
+        artifact=lambda wc: TABLES[wc.name],
+    conda:
+        "../envs/consert.yaml"
+    script:
+        "../scripts/artifact.py"
+
+
+rule paper_figure:
+    input:
+        lambda wc: paper.inputs(FIGURES[wc.name], config),
+    output:
+        table="results/{name,figure[0-9]_[a-z]+}.csv",
+        png=report("figures/{name}.png", caption="../report/figures.rst", category="Figures"),
+        pdf="figures/{name}.pdf",
+    log:
+        "logs/paper/{name}.log",
+    params:
+        artifact=lambda wc: FIGURES[wc.name],
+    conda:
+        "../envs/consert.yaml"
+    script:
+        "../scripts/artifact.py"

@@ -1,0 +1,30 @@
+rule comparison:
+    """Every reproduced cell next to its published value (never fails: see check_published)."""
+    input:
+        expand("results/{name}.csv", name=list(TABLES) + ["figure4_topk", "figure5_heatmap"]),
+    output:
+        report("results/comparison.csv", caption="../report/comparison.rst", category="Comparison"),
+    log:
+        "logs/comparison.log",
+    params:
+        tolerances=tolerance_flags(),
+    conda:
+        "../envs/consert.yaml"
+    shell:
+        "consert compare --results results --published results/published {params.tolerances} "
+        "--output {output} > {log} 2>&1"
+
+
+rule check_published:
+    """Gate for CI: fails when a comparable cell is out of tolerance (`snakemake check_published`)."""
+    input:
+        "results/comparison.csv",
+    log:
+        "logs/check_published.log",
+    params:
+        tolerances=tolerance_flags(),
+    conda:
+        "../envs/consert.yaml"
+    shell:
+        "consert compare --results results --published results/published {params.tolerances} "
+        "--output {input} --check 2>&1 | tee {log}"

@@ -1,0 +1,11 @@
+"""Snakemake script: build one paper artifact (thin wrapper around consert.paper.write_artifact)."""
+
+import sys
+
+from consert.paper import write_artifact
+
+with open(snakemake.log[0], "w") as log:  # noqa: F821 - injected by Snakemake
+    sys.stderr = log
+    outputs = snakemake.output  # noqa: F821
+    figures = [outputs.png, outputs.pdf] if hasattr(outputs, "png") else None
+    write_artifact(snakemake.params.artifact, snakemake.config, outputs[0], figures)  # noqa: F821
