@@ -122,7 +122,12 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
         encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device)
     flow = {k: getattr(args, f"flow_{k}") for k in ("levels", "depth", "width", "lr", "epochs", "batch_size")}
     embedder = build_baseline(
-        args.name, encoder, pooling=args.pooling, whitening_k=args.k, fit_on=args.fit_on, glove_path=args.glove,
+        args.name,
+        encoder,
+        pooling=args.pooling,
+        whitening_k=args.k,
+        fit_on=args.fit_on,
+        glove_path=args.glove,
         **({k: v for k, v in flow.items() if v is not None} if args.name == "flow" else {}),
     )
     frame = evaluate_baseline(embedder, data, fit_texts(args.name, data, args.fit_on))
@@ -160,11 +165,24 @@ def _cmd_sgopt(args: argparse.Namespace) -> int:
     values.update(parse_overrides(args.set))
     data_dir = values.pop("data", None)
     config = dataclass_from_dict(SgOptConfig, values, source=args.config or "--set")
-    result = train_sgopt(config, load_senteval(data_dir))
+    data = load_senteval(data_dir)
+    result = train_sgopt(config, data)
     print(
         f"best STS-B dev Spearman {result.loop.best_dev:.2f} at step {result.loop.best_step}; "
         f"model exported to {result.output_dir} (evaluate with --pooling cls)"
     )
+    if args.evaluate:
+        _evaluate_export(
+            result.output_dir,
+            "cls",
+            data,
+            args,
+            config.max_length,
+            config.device,
+            config.seed,
+            method="sg-opt",
+            started_from=config.model,
+        )
     return 0
 
 
@@ -277,8 +295,14 @@ def build_parser() -> argparse.ArgumentParser:
     baseline.add_argument("--fit-on", choices=("targets", "nli"), default="targets", help="whitening fit texts")
     baseline.add_argument("--glove", default=None, metavar="FILE", help="GloVe text file (default: offline 6B-50d)")
     baseline.add_argument("--output", default=None, metavar="FILE.csv")
-    for name, kind in (("levels", int), ("depth", int), ("width", int), ("lr", float), ("epochs", int),
-                       ("batch-size", int)):
+    for name, kind in (
+        ("levels", int),
+        ("depth", int),
+        ("width", int),
+        ("lr", float),
+        ("epochs", int),
+        ("batch-size", int),
+    ):
         baseline.add_argument(f"--flow-{name}", type=kind, default=None, help=f"flow: {name} (paper default)")
     _add_encoder_arguments(baseline)
     baseline.set_defaults(run=_cmd_baseline)

@@ -54,7 +54,7 @@ class TrainConfig:
     max_steps: int | None = None
     eval_every: int = 200
     patience: int = 10
-    eval_at_start: bool = True
+    eval_at_start: bool = False  # sentence-transformers (the authors' code) first evaluates after eval_every steps
     dev_max_pairs: int | None = None  # evaluate on the first n STS-B dev pairs only (fast smoke runs)
     max_length: int = 64
     train_pooling: str = "mean"

@@ -98,7 +98,7 @@ def plan_runs(config: dict[str, Any]) -> list[PlannedRun]:
             for setting in SUPERVISED_SETTINGS:
                 add(
                     "table3",
-                    {"method": f"ConSERT-{size} {setting}", "size": size, "setting": setting},
+                    {"method": f"ConSERT-{size} {setting}", "size": size, "variant": setting},
                     RunSpec(size, setting, seed=seed),
                 )
         for size in sweeps["sizes"]:
@@ -115,7 +115,7 @@ def plan_runs(config: dict[str, Any]) -> list[PlannedRun]:
                 for setting in ("unsup", "joint-unsup"):
                     add(
                         "figure6",
-                        {"size": size, "setting": setting, "n_texts": n or "all"},
+                        {"size": size, "variant": setting, "n_texts": n or "all"},
                         RunSpec(size, setting, n_texts=n, seed=seed),
                     )
             for tau in sweeps["temperatures"]:

@@ -71,7 +71,7 @@ def figure6(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
     sizes = pd.to_numeric(data.n_texts.where(~full), errors="coerce")
     data["texts"] = sizes.fillna(sizes.max() * 10 if sizes.notna().any() else 1)
     figure, axis = plt.subplots(figsize=(6, 4))
-    sns.lineplot(data=data.sort_values("texts"), x="texts", y="Avg", hue="setting", marker="o", ax=axis)
+    sns.lineplot(data=data.sort_values("texts"), x="texts", y="Avg", hue="variant", marker="o", ax=axis)
     axis.set_xscale("log")
     axis.set(xlabel="unlabeled texts (rightmost point: all)", ylabel="avg Spearman x 100")
     axis.set_title(f"Figure 6: few-shot\n{_setting_line(table)}", fontsize=9)

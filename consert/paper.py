@@ -109,7 +109,7 @@ def table3_sources(config: dict[str, Any]) -> list[Source]:
     sources = _consert_sources(config, "table3")
     for size in config["models"]:
         for seed in config["seeds"]:
-            labels = {"method": f"BERT-{size}-flow (NLI)", "size": size, "setting": "flow on sup", "seed": seed}
+            labels = {"method": f"BERT-{size}-flow (NLI)", "size": size, "variant": "flow on sup", "seed": seed}
             sources.append((labels, flow_nli_eval(size, seed), None))
     return sources
 
@@ -134,12 +134,12 @@ SOURCES: dict[str, Callable[[dict[str, Any]], list[Source]]] = {
 #: artifact -> (CSV file name, label columns of its rows, extra averaged columns)
 LAYOUT: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "table2": ("table2_unsup.csv", ("method", "size"), ()),
-    "table3": ("table3_sup.csv", ("method", "size", "setting"), ()),
+    "table3": ("table3_sup.csv", ("method", "size", "variant"), ()),
     "table4": ("table4_batch_size.csv", ("size", "batch_size"), ("best_step",)),
     "figure1": ("figure1_scatter.csv", (), ()),
     "figure4": ("figure4_topk.csv", (), ()),
     "figure5": ("figure5_heatmap.csv", ("size", "view1", "view2"), ()),
-    "figure6": ("figure6_fewshot.csv", ("size", "setting", "n_texts"), ()),
+    "figure6": ("figure6_fewshot.csv", ("size", "variant", "n_texts"), ()),
     "figure7": ("figure7_temperature.csv", ("size", "temperature"), ()),
 }
 

@@ -1,6 +1,7 @@
 """Helpers shared by the rules: config validation, the run plan, and command-line flags."""
 
 import shlex
+from pathlib import Path
 
 import yaml
 from snakemake.exceptions import WorkflowError
@@ -24,6 +25,7 @@ SEEDS = config["seeds"]
 DATA = config["data_dir"]
 DTYPE = config["dtype"]
 FIGURE_SIZE = paper.figure_size(config)
+PUBLISHED = str(Path(workflow.basedir) / "results" / "published")
 TABLES = {"table2_unsup": "table2", "table3_sup": "table3", "table4_batch_size": "table4"}
 FIGURES = {
     "figure1_scatter": "figure1",

@@ -11,7 +11,7 @@ rule comparison:
     conda:
         "../envs/consert.yaml"
     shell:
-        "consert compare --results results --published results/published {params.tolerances} "
+        "consert compare --results results --published {PUBLISHED} {params.tolerances} "
         "--output {output} > {log} 2>&1"
 
 
@@ -26,5 +26,5 @@ rule check_published:
     conda:
         "../envs/consert.yaml"
     shell:
-        "consert compare --results results --published results/published {params.tolerances} "
+        "consert compare --results results --published {PUBLISHED} {params.tolerances} "
         "--output {input} --check 2>&1 | tee {log}"

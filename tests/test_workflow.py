@@ -1,0 +1,117 @@
+"""The whole Snakemake DAG, end to end, with the CI config on a tiny generated SentEval tree."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.fixtures import write_senteval_tree
+
+from .conftest import ROOT
+
+ARTIFACTS = [
+    "table1_datasets",
+    "table2_unsup",
+    "table3_sup",
+    "table4_batch_size",
+    "figure1_scatter",
+    "figure4_topk",
+    "figure5_heatmap",
+    "figure6_fewshot",
+    "figure7_temperature",
+    "comparison",
+]
+FIGURES = ["figure1_scatter", "figure4_topk", "figure5_heatmap", "figure6_fewshot", "figure7_temperature"]
+
+
+def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(ROOT / "config" / "test.yaml"),
+        "--cores",
+        "2",
+        "--resources",
+        "gpu=2",
+        *args,
+    ]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"snakemake failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+        )
+    return result
+
+
+@pytest.fixture(scope="module")
+def dag_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("dag")
+    data = write_senteval_tree(workdir / "senteval", pairs_per_file=12)
+    snakemake(workdir, "--config", f"data_dir={data}")
+    return workdir, data
+
+
+def test_every_artifact_is_produced_and_labelled(dag_run):
+    workdir, _ = dag_run
+    for name in ARTIFACTS:
+        frame = pd.read_csv(workdir / "results" / f"{name}.csv")
+        assert len(frame), name
+        if name not in ("table1_datasets", "comparison"):
+            assert frame.setting.astype(str).str.contains("offline stand-in").all(), name
+    for name in FIGURES:
+        for ext in ("png", "pdf"):
+            assert (workdir / "figures" / f"{name}.{ext}").stat().st_size > 1000
+
+
+def test_tables_have_seed_statistics_and_expected_rows(dag_run):
+    workdir, _ = dag_run
+    table2 = pd.read_csv(workdir / "results" / "table2_unsup.csv")
+    consert = table2[table2.method == "ConSERT-base"].iloc[0]
+    assert consert.n_seeds == 2 and consert.seeds == "1;2" and consert.Avg_std >= 0
+    assert {
+        "Avg. GloVe embeddings",
+        "BERT-base (mean:-2,-1)",
+        "BERT-base-flow",
+        "BERT-base-SG-OPT",
+        "BERT-base-whitening",
+        "BERT-base-whitening-16",
+    } <= set(table2.method)
+    table3 = pd.read_csv(workdir / "results" / "table3_sup.csv")
+    assert {"sup", "joint", "sup-unsup", "joint-unsup", "flow on sup"} <= set(table3.variant)
+    assert table3.nli.astype(str).str.contains("sick-e").any()
+    heat = pd.read_csv(workdir / "results" / "figure5_heatmap.csv")
+    assert len(heat) == 4 and set(heat.view1) == {"none", "shuffle"}
+    table4 = pd.read_csv(workdir / "results" / "table4_batch_size.csv")
+    assert sorted(table4.batch_size) == [4, 8] and table4.best_step.notna().all()
+    fewshot = pd.read_csv(workdir / "results" / "figure6_fewshot.csv")
+    assert set(fewshot.n_texts.astype(str)) == {"4", "all"} and set(fewshot.variant) == {"unsup", "joint-unsup"}
+
+
+def test_comparison_marks_the_stand_in_not_comparable(dag_run):
+    workdir, _ = dag_run
+    comparison = pd.read_csv(workdir / "results" / "comparison.csv")
+    assert len(comparison) > 0 and not comparison.comparable.any()
+    assert comparison.reason.str.contains("offline stand-in").all()
+
+
+def test_second_run_has_nothing_to_do(dag_run):
+    workdir, data = dag_run
+    result = snakemake(workdir, "--config", f"data_dir={data}", "-n")
+    assert "Nothing to be done" in result.stdout + result.stderr
