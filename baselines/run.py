@@ -79,6 +79,7 @@ def evaluate_baseline(
         device=described.pop("device", "cpu"),
         data_dir=data.root,
         data_sha256=data.fingerprint,
+        data_verified=data.verified,
         seed=seed,
         fit_texts=len(texts),
         **described,

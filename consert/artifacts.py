@@ -19,7 +19,17 @@ from .data import DATASETS
 SCORE_COLUMNS = (*DATASETS, "Avg")
 #: Provenance carried from the evaluation CSVs into every artifact row (first seed's values; the
 #: per-seed details stay in the evaluation CSVs).
-PROVENANCE_COLUMNS = ("setting", "nli", "model", "base_model", "pooling", "data_sha256", "harness_commit", "packages")
+PROVENANCE_COLUMNS = (
+    "setting",
+    "nli",
+    "model",
+    "base_model",
+    "pooling",
+    "data_sha256",
+    "data_verified",
+    "harness_commit",
+    "packages",
+)
 
 Entry = tuple[dict[str, Any], pd.DataFrame]
 

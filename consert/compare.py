@@ -43,6 +43,8 @@ def _not_comparable_reason(row: pd.Series, size: str | None) -> str:
         return "offline stand-in: " + "; ".join(
             s for s in (str(row.get("setting", "")), str(row.get("nli", ""))) if "stand-in" in s
         )
+    if str(row.get("data_verified", "")).lower() == "false":
+        return "data files differ from SentEval's (data_verified = False)"
     if size in PAPER_MODELS:
         model = str(row.get("base_model", "") or row.get("model", ""))
         if model != PAPER_MODELS[size]:

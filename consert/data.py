@@ -98,13 +98,22 @@ class StsData:
         return {name: self.groups[name] for name in self.eval_subsets}
 
 
+class DataIntegrityError(DataFormatError):
+    """Data files differ from the SentEval files the paper used (by sha256); lists every file."""
+
+
+#: Set to 1 to evaluate on files that differ from SentEval's (your own data, a re-tokenization).
+ALLOW_UNVERIFIED_ENV_VAR = "CONSERT_ALLOW_UNVERIFIED_DATA"
+
+
 @dataclass
 class SentEvalData:
-    """The seven STS sets plus the sha256 of every file that was read."""
+    """The seven STS sets, the sha256 of every file read, and whether they match SentEval's files."""
 
     root: Path
     sets: dict[str, StsData]
     file_hashes: dict[str, str]
+    verified: bool = False
 
     @property
     def fingerprint(self) -> str:
@@ -264,8 +273,31 @@ def load_sick(reader: _FileReader, folder: Path) -> StsData:
     return StsData("SICK-R", groups, eval_subsets=("test",), texts=texts, nli=nli)
 
 
-def load_senteval(path: str | os.PathLike | None = None, datasets: tuple[str, ...] = DATASETS) -> SentEvalData:
-    """Load the STS evaluation sets from a SentEval data directory (see :func:`resolve_data_dir`)."""
+def manifest_mismatches(file_hashes: dict[str, str]) -> list[str]:
+    """Files whose sha256 differs from the manifest of SentEval's files (or that it does not know)."""
+    import json
+    from importlib import resources
+
+    expected = json.loads(resources.files("consert.manifests").joinpath("senteval_sts.json").read_text())["files"]
+    problems = []
+    for name, digest in sorted(file_hashes.items()):
+        if name not in expected:
+            problems.append(f"{name}: not among SentEval's files")
+        elif expected[name] != digest:
+            problems.append(f"{name}: sha256 {digest[:12]}... expected {expected[name][:12]}...")
+    return problems
+
+
+def load_senteval(
+    path: str | os.PathLike | None = None, datasets: tuple[str, ...] = DATASETS, allow_unverified: bool | None = None
+) -> SentEvalData:
+    """Load the STS evaluation sets from a SentEval data directory (see :func:`resolve_data_dir`).
+
+    Every file is checked against the sha256 manifest of the files the paper used: a truncated
+    download or a different tokenization raises :class:`DataIntegrityError` naming each file,
+    unless ``allow_unverified`` (default: ``$CONSERT_ALLOW_UNVERIFIED_DATA``) is set, in which
+    case the data loads with ``verified = False`` and every result says so.
+    """
     root = resolve_data_dir(path)
     unknown = set(datasets) - set(DATASETS)
     if unknown:
@@ -279,4 +311,13 @@ def load_senteval(path: str | os.PathLike | None = None, datasets: tuple[str, ..
             sets[name] = load_stsb(reader, root / "STS" / "STSBenchmark")
         else:
             sets[name] = load_sick(reader, root / "SICK")
-    return SentEvalData(root=root, sets=sets, file_hashes=reader.hashes)
+    problems = manifest_mismatches(reader.hashes)
+    if allow_unverified is None:
+        allow_unverified = os.environ.get(ALLOW_UNVERIFIED_ENV_VAR, "0") not in ("0", "", "false")
+    if problems and not allow_unverified:
+        raise DataIntegrityError(
+            root,
+            "files differ from SentEval's (the paper's) data:\n  " + "\n  ".join(problems) + "\nIf you mean to use "
+            f"other files, set {ALLOW_UNVERIFIED_ENV_VAR}=1 (results then carry data_verified=False).",
+        )
+    return SentEvalData(root=root, sets=sets, file_hashes=reader.hashes, verified=not problems)

@@ -164,6 +164,7 @@ def evaluate_model(
             device=encoder.device,
             data_dir=data.root,
             data_sha256=data.fingerprint,
+            data_verified=data.verified,
             seed=seed,
         )
         frames.append(frame.assign(**columns))

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -115,3 +117,79 @@ def test_second_run_has_nothing_to_do(dag_run):
     workdir, data = dag_run
     result = snakemake(workdir, "--config", f"data_dir={data}", "-n")
     assert "Nothing to be done" in result.stdout + result.stderr
+
+
+def _wait_for(predicate, process: subprocess.Popen, timeout: float = 600) -> None:
+    start = time.time()
+    while not predicate():
+        if process.poll() is not None:
+            raise AssertionError("snakemake ended before the awaited job started")
+        if time.time() - start > timeout:
+            raise AssertionError("timed out waiting for a job to start")
+        time.sleep(0.2)
+
+
+def _interrupt_when(workdir: Path, data: Path, running) -> None:
+    """Start the DAG, send SIGTERM to its process group once ``running(workdir)`` is true, wait."""
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "HF_HUB_OFFLINE": "1",
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(ROOT / "config" / "test.yaml"),
+        "--cores",
+        "2",
+        "--resources",
+        "gpu=2",
+        "--config",
+        f"data_dir={data}",
+    ]
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        _wait_for(lambda: running(workdir), process)
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def _training_running(workdir: Path) -> bool:
+    logs = list((workdir / "logs" / "consert").glob("*.log")) if (workdir / "logs" / "consert").is_dir() else []
+    return any(not (workdir / "results" / "evals" / "consert" / f"{log.stem}.csv").exists() for log in logs)
+
+
+def _evaluation_running(workdir: Path) -> bool:
+    log = workdir / "logs" / "baselines" / "base" / "whitening-k16.log"
+    return log.exists() and not (workdir / "results" / "evals" / "baselines" / "base" / "whitening-k16.csv").exists()
+
+
+@pytest.mark.slow
+def test_interrupted_runs_resume_and_match_an_uninterrupted_run(dag_run, tmp_path):
+    reference, _ = dag_run
+    data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
+    _interrupt_when(tmp_path, data, _training_running)
+    finished = {p: p.stat().st_mtime_ns for p in (tmp_path / "results" / "evals").rglob("*.csv")}
+    # nothing half-written: no partial model folders or CSVs left in place of outputs
+    assert not list((tmp_path / "runs").glob("*/.model.*")) and not list((tmp_path / "results").rglob("*.tmp"))
+    _interrupt_when(tmp_path, data, _evaluation_running)
+    snakemake(tmp_path, "--config", f"data_dir={data}")
+    for path, mtime in finished.items():  # finished jobs were not redone
+        assert path.stat().st_mtime_ns == mtime, path
+    for name in ARTIFACTS:  # and the results equal those of the uninterrupted run (same seeds)
+        if name == "comparison":
+            continue
+        assert (tmp_path / "results" / f"{name}.csv").read_text() == (
+            reference / "results" / f"{name}.csv"
+        ).read_text(), name
