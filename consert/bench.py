@@ -169,10 +169,8 @@ def run(data_dir: str | None, repeats: int = 3) -> dict[str, object]:
         f"evaluation, 7 STS test sets: sentence-transformers {med['sentence-transformers']:.1f}s | harness fp32 "
         f"{med['harness fp32']:.1f}s | harness bf16 {med['harness bf16']:.1f}s"
     )
-    print(
-        f"  speed-up of the fast path over sentence-transformers: {med['sentence-transformers'] / med['harness bf16']:.2f}x"
-        f" (fp32 path: {med['sentence-transformers'] / med['harness fp32']:.2f}x)"
-    )
+    fast, plain = (med["sentence-transformers"] / med[f"harness {d}"] for d in ("bf16", "fp32"))
+    print(f"  speed-up of the fast path over sentence-transformers: {fast:.2f}x (fp32 path: {plain:.2f}x)")
     print(f"  max |Spearman bf16 - fp32| = {worst:.3f}; max |harness fp32 - sentence-transformers| = {versus_st:.3f}")
     print(
         f"training step, batch {training['batch_size']}, two views: sentence-transformers "
