@@ -7,6 +7,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from consert.cache import VectorCache
 from consert.encode import SentenceEncoder
 from consert.pooling import Pooling
 
@@ -37,6 +38,11 @@ class CachedPooledVectors:
     def __init__(self, encoder: SentenceEncoder, pooling: str, progress: bool = True):
         self.encoder, self.pooling, self.progress = encoder, str(Pooling.parse(pooling)), progress
         self._cache: dict[str, np.ndarray] = {}
+
+    def preload(self, cache: VectorCache) -> CachedPooledVectors:
+        """Take this pooling's vectors from a corpus cache made with the same model and data."""
+        self._cache.update(zip(cache.sentences, cache.vectors[self.pooling], strict=True))
+        return self
 
     def __call__(self, sentences: Sequence[str]) -> np.ndarray:
         missing = [s for s in dict.fromkeys(sentences) if s not in self._cache]

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from consert.cache import VectorCache
 from consert.data import SentEvalData
 from consert.encode import SentenceEncoder
 from consert.evaluate import evaluate_embedder, evaluation_sentences
@@ -43,9 +44,11 @@ def build_baseline(
     fit_on: str = "targets",
     glove_path: str | None = None,
     progress: bool = True,
+    cache: VectorCache | None = None,
     **flow_settings,
 ) -> SentenceEmbedder:
-    """A baseline by name; encoder-based ones share ``encoder``'s cached pooled vectors."""
+    """A baseline by name; encoder-based ones share ``encoder``'s cached pooled vectors, taken from
+    ``cache`` (a corpus encoded once by ``consert encode``) when given."""
     if name == "glove":
         return GloveBaseline(glove_path)
     if name not in BASELINES:
@@ -53,6 +56,8 @@ def build_baseline(
     if encoder is None:
         raise ValueError(f"baseline {name!r} needs an encoder")
     vectors = CachedPooledVectors(encoder, pooling, progress=progress)
+    if cache is not None:
+        vectors.preload(cache)
     if name == "pooling":
         return PoolingBaseline(vectors)
     if name == "whitening":

@@ -37,7 +37,7 @@ def _median_times(functions: dict[str, Callable[[], object]], repeats: int) -> d
     return times
 
 
-def _st_evaluators(data: SentEvalData, batch_size: int):
+def _st_evaluators(data: SentEvalData):
     from sentence_transformers.evaluation import EmbeddingSimilarityEvaluator
 
     evaluators = {}
@@ -47,7 +47,6 @@ def _st_evaluators(data: SentEvalData, batch_size: int):
             [p.sent1 for p in pairs],
             [p.sent2 for p in pairs],
             [p.score for p in pairs],
-            batch_size=batch_size,
             main_similarity="cosine",
             name=name,
             show_progress_bar=False,
@@ -64,7 +63,7 @@ def bench_evaluation(data: SentEvalData, repeats: int, batch_size: int = 128) ->
     path = str(resolve_model(STAND_IN_MODEL).path)
     reference = SentenceTransformer(path, device="cpu")
     reference.max_seq_length = 64
-    evaluators = _st_evaluators(data, batch_size)
+    evaluators = _st_evaluators(data)  # its defaults: batch size 16
     results: dict[str, dict[str, float]] = {}
 
     def run_reference():
@@ -126,6 +125,7 @@ def bench_training_step(data: SentEvalData, repeats: int, batch_size: int = 96) 
     trainer.args.report_to = []
     trainer.create_optimizer_and_scheduler(num_training_steps=repeats + 1)
     features = next(iter(trainer.get_train_dataloader()))
+    trainer.current_gradient_accumulation_steps = 1  # set by Trainer.train(); we call its step directly
 
     def st_step():
         model.train()
@@ -151,33 +151,36 @@ def peak_rss_of_evaluation(data_dir: str) -> float:
 
 
 def run(data_dir: str | None, repeats: int = 3) -> dict[str, object]:
-    """Run every benchmark and print a report; return the raw numbers."""
+    """Run every benchmark and print a report as it goes; return the raw numbers."""
     data = load_senteval(data_dir)
     report: dict[str, object] = {"threads": torch.get_num_threads(), "repeats": repeats}
-    evaluation = bench_evaluation(data, repeats)
-    training = bench_training_step(data, repeats)
-    report["evaluation"], report["training"] = evaluation, training
-    report["peak_rss_gb"] = peak_rss_of_evaluation(str(data.root))
-    med = {k: statistics.median(v) for k, v in {**evaluation["times"], **training["times"]}.items()}
+    print(f"torch threads: {report['threads']}; {repeats} alternating repeats; medians in seconds", flush=True)
+
+    evaluation = report["evaluation"] = bench_evaluation(data, repeats)
+    med = {k: statistics.median(v) for k, v in evaluation["times"].items()}
     spearman = evaluation["spearman"]
     worst = max(abs(spearman["harness bf16"][k] - spearman["harness fp32"][k]) for k in spearman["harness fp32"])
     versus_st = max(
         abs(spearman["harness fp32"][k] - spearman["sentence-transformers"][k]) for k in spearman["harness fp32"]
     )
-    print(f"torch threads: {report['threads']}; {repeats} alternating repeats; medians in seconds")
+    fast, plain = (med["sentence-transformers"] / med[f"harness {d}"] for d in ("bf16", "fp32"))
     print(
         f"evaluation, 7 STS test sets: sentence-transformers {med['sentence-transformers']:.1f}s | harness fp32 "
         f"{med['harness fp32']:.1f}s | harness bf16 {med['harness bf16']:.1f}s"
     )
-    fast, plain = (med["sentence-transformers"] / med[f"harness {d}"] for d in ("bf16", "fp32"))
     print(f"  speed-up of the fast path over sentence-transformers: {fast:.2f}x (fp32 path: {plain:.2f}x)")
     print(f"  max |Spearman bf16 - fp32| = {worst:.3f}; max |harness fp32 - sentence-transformers| = {versus_st:.3f}")
+
+    report["peak_rss_gb"] = peak_rss_of_evaluation(str(data.root))
+    print(f"peak RSS of the 7-set evaluation (bf16, separate process): {report['peak_rss_gb']:.2f} GB", flush=True)
+
+    training = report["training"] = bench_training_step(data, repeats)
+    med = {k: statistics.median(v) for k, v in training["times"].items()}
     print(
         f"training step, batch {training['batch_size']}, two views: sentence-transformers "
         f"{med['sentence-transformers step']:.2f}s | consert {med['consert step']:.2f}s | speed-up "
         f"{med['sentence-transformers step'] / med['consert step']:.2f}x"
     )
-    print(f"peak RSS of the 7-set evaluation (bf16, separate process): {report['peak_rss_gb']:.2f} GB")
     print(f"this process's peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2:.2f} GB")
     return report
 

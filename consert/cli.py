@@ -37,6 +37,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         device=args.device,
         batch_size=args.batch_size,
+        vectors=args.vectors,
     )
     for pooling, block in frame.groupby("pooling", sort=False):
         print(f"\n{args.model}  pooling={pooling}  max_length={args.max_length}  dtype={args.dtype}")
@@ -108,6 +109,24 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_cache(path, encoder, data):
+    from .cache import VectorCache, cache_key
+
+    return VectorCache.load(path, cache_key(encoder, data.fingerprint))
+
+
+def _cmd_encode(args: argparse.Namespace) -> int:
+    from .cache import VectorCache
+    from .data import load_senteval
+    from .encode import SentenceEncoder
+
+    data = load_senteval(args.data)
+    encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device)
+    cache = VectorCache.build(encoder, data.unlabeled_texts(), args.pooling or [PAPER_POOLING], data.fingerprint)
+    print(f"wrote {cache.save(args.output)}: {len(cache.sentences)} distinct texts x {sorted(cache.vectors)}")
+    return 0
+
+
 def _cmd_baseline(args: argparse.Namespace) -> int:
     from baselines.run import build_baseline, evaluate_baseline, fit_texts
 
@@ -128,6 +147,7 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
         whitening_k=args.k,
         fit_on=args.fit_on,
         glove_path=args.glove,
+        cache=_load_cache(args.vectors, encoder, data) if args.vectors else None,
         **({k: v for k, v in flow.items() if v is not None} if args.name == "flow" else {}),
     )
     frame = evaluate_baseline(embedder, data, fit_texts(args.name, data, args.fit_on))
@@ -239,6 +259,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 1 if args.check and len(failed) else 0
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import run
+
+    run(args.data, repeats=args.repeats)
+    return 0
+
+
 def _cmd_table1(args: argparse.Namespace) -> int:
     from .data import load_senteval
     from .io import write_csv
@@ -271,6 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"cls | mean | mean:I,J,... (hidden-state indices); repeatable; default {PAPER_POOLING}",
     )
     evaluate.add_argument("--batch-size", type=int, default=128)
+    evaluate.add_argument("--vectors", default=None, metavar="CACHE.npz", help="read vectors from `consert encode`")
     evaluate.add_argument("--output", default=None, metavar="FILE.csv", help="write the tidy result CSV")
     _add_encoder_arguments(evaluate)
     evaluate.set_defaults(run=_cmd_evaluate)
@@ -295,6 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     baseline.add_argument("--fit-on", choices=("targets", "nli"), default="targets", help="whitening fit texts")
     baseline.add_argument("--glove", default=None, metavar="FILE", help="GloVe text file (default: offline 6B-50d)")
     baseline.add_argument("--output", default=None, metavar="FILE.csv")
+    baseline.add_argument("--vectors", default=None, metavar="CACHE.npz", help="read vectors from `consert encode`")
     for name, kind in (
         ("levels", int),
         ("depth", int),
@@ -306,6 +335,13 @@ def build_parser() -> argparse.ArgumentParser:
         baseline.add_argument(f"--flow-{name}", type=kind, default=None, help=f"flow: {name} (paper default)")
     _add_encoder_arguments(baseline)
     baseline.set_defaults(run=_cmd_baseline)
+
+    encode = commands.add_parser("encode", help="encode every distinct STS text once into a vector cache")
+    encode.add_argument("model")
+    encode.add_argument("--pooling", action="append", metavar="P", help=f"repeatable; default {PAPER_POOLING}")
+    encode.add_argument("--output", required=True, metavar="CACHE.npz")
+    _add_encoder_arguments(encode)
+    encode.set_defaults(run=_cmd_encode)
 
     topk = commands.add_parser("topk", help="Figure 4: Spearman vs k most frequent tokens removed")
     topk.add_argument("model")
@@ -348,6 +384,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="exit 1 when a comparable cell is out of tolerance (for CI gates)"
     )
     comparison.set_defaults(run=_cmd_compare)
+
+    bench = commands.add_parser("bench", help="benchmark evaluation and training against sentence-transformers")
+    bench.add_argument("--repeats", type=int, default=3)
+    _add_data_argument(bench)
+    bench.set_defaults(run=_cmd_bench)
 
     table1 = commands.add_parser("table1", help="regenerate the paper's Table 1 (dataset statistics)")
     table1.add_argument("--output", default="results/table1_datasets.csv", metavar="FILE.csv")

@@ -136,11 +136,13 @@ def evaluate_model(
     batch_size: int = 128,
     seed: int | None = None,
     progress: bool = True,
+    vectors: str | None = None,
 ) -> pd.DataFrame:
     """Evaluate a Hugging Face encoder on the seven STS sets with each pooling, encoding once.
 
-    Returns the tidy result frame (see :func:`evaluate_vectors`) with provenance columns, one block
-    of rows per pooling.
+    With ``vectors`` (a :class:`consert.cache.VectorCache` file made from the same weights, data,
+    max length and dtype) nothing is encoded: the vectors are read from the cache. Returns the tidy
+    result frame (see :func:`evaluate_vectors`) with provenance columns, one block per pooling.
     """
     from .data import load_senteval
     from .encode import SentenceEncoder
@@ -149,7 +151,14 @@ def evaluate_model(
     data = data if data is not None else load_senteval()
     encoder = SentenceEncoder.load(model, max_length=max_length, dtype=dtype, device=device, batch_size=batch_size)
     sentences = evaluation_sentences(data)
-    matrices = encoder.encode_poolings(sentences, poolings, progress=progress)
+    if vectors is not None:
+        from .cache import VectorCache, cache_key
+        from .pooling import Pooling
+
+        cache = VectorCache.load(vectors, cache_key(encoder, data.fingerprint))
+        matrices = {str(Pooling.parse(p)): cache.lookup(sentences, p) for p in poolings}
+    else:
+        matrices = encoder.encode_poolings(sentences, poolings, progress=progress)
     frames = []
     for pooling, matrix in matrices.items():
         frame = evaluate_vectors(data, dict(zip(sentences, matrix, strict=True)))

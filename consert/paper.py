@@ -36,6 +36,11 @@ def baseline_eval(size: str, name: str) -> str:
     return str(EVALS / "baselines" / size / f"{name}.csv")
 
 
+def vector_cache(size: str) -> str:
+    """Corpus vector cache of one model size (``consert encode``)."""
+    return str(RESULTS / "cache" / f"{size}.npz")
+
+
 def glove_eval() -> str:
     return str(EVALS / "baselines" / "glove.csv")
 

@@ -1,5 +1,28 @@
+rule encode_corpus:
+    """Every distinct STS text encoded once with every pooling: poolings, whitening and flow reuse it."""
+    output:
+        paper.vector_cache("{size}"),
+    log:
+        "logs/baselines/{size}/encode.log",
+    benchmark:
+        "benchmarks/baselines/{size}/encode.tsv"
+    params:
+        model=lambda wc: config["models"][wc.size],
+        poolings=pooling_flags(cache=True),
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    conda:
+        "../envs/consert.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} consert encode {params.model} {params.poolings} --data {DATA} "
+        "--dtype {DTYPE} --output {output} > {log} 2>&1"
+
+
 rule eval_poolings:
-    """BERT without training: every pooling of the config from one encoding pass."""
+    """BERT without training: every pooling of the config, read from the corpus cache."""
+    input:
+        paper.vector_cache("{size}"),
     output:
         paper.baseline_eval("{size}", "poolings"),
     log:
@@ -15,11 +38,13 @@ rule eval_poolings:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert evaluate {params.model} {params.poolings} --data {DATA} "
-        "--dtype {DTYPE} --output {output} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} consert evaluate {params.model} {params.poolings} --vectors {input} "
+        "--data {DATA} --dtype {DTYPE} --output {output} > {log} 2>&1"
 
 
 rule eval_whitening:
+    input:
+        paper.vector_cache("{size}"),
     output:
         paper.baseline_eval("{size}", "whitening-k{k}"),
     log:
@@ -35,11 +60,13 @@ rule eval_whitening:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert baseline whitening --model {params.model} {params.k} --data {DATA} "
-        "--dtype {DTYPE} --output {output} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} consert baseline whitening --model {params.model} {params.k} --vectors {input} "
+        "--data {DATA} --dtype {DTYPE} --output {output} > {log} 2>&1"
 
 
 rule eval_flow:
+    input:
+        paper.vector_cache("{size}"),
     output:
         paper.baseline_eval("{size}", "flow"),
     log:
@@ -55,8 +82,8 @@ rule eval_flow:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert baseline flow --model {params.model} {params.flow} --data {DATA} "
-        "--dtype {DTYPE} --output {output} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} consert baseline flow --model {params.model} {params.flow} --vectors {input} "
+        "--data {DATA} --dtype {DTYPE} --output {output} > {log} 2>&1"
 
 
 rule eval_flow_nli:

@@ -73,8 +73,12 @@ def topk_inputs(wildcards):
     return [] if wildcards.which == "bert" else [topk_model(wildcards)]
 
 
-def pooling_flags():
-    return " ".join(f"--pooling {shlex.quote(p)}" for p in config["baselines"]["poolings"])
+def pooling_flags(cache=False):
+    """The config's poolings; for the corpus cache also the paper's pooling (whitening and flow use it)."""
+    poolings = list(config["baselines"]["poolings"])
+    if cache and "mean:-2,-1" not in poolings:
+        poolings.append("mean:-2,-1")
+    return " ".join(f"--pooling {shlex.quote(p)}" for p in poolings)
 
 
 def flow_flags():

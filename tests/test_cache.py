@@ -1,0 +1,72 @@
+"""The corpus vector cache: one encoding pass serves every pooling, whitening and flow fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from baselines.run import build_baseline, evaluate_baseline, fit_texts
+from consert.cache import VectorCache, cache_key
+from consert.cli import main
+from consert.data import load_senteval
+from consert.encode import SentenceEncoder
+from consert.models import STAND_IN_MODEL
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return SentenceEncoder.load(STAND_IN_MODEL, device="cpu")
+
+
+def test_cache_round_trip_and_key_check(tiny_tree, tmp_path, encoder):
+    data = load_senteval(tiny_tree)
+    cache = VectorCache.build(encoder, data.unlabeled_texts(), ["mean", "cls"], data.fingerprint, progress=False)
+    path = cache.save(tmp_path / "cache.npz")
+    loaded = VectorCache.load(path, cache_key(encoder, data.fingerprint))
+    sentences = data.unlabeled_texts()[:5]
+    np.testing.assert_array_equal(loaded.lookup(sentences, "cls"), encoder.encode(sentences, "cls", progress=False))
+    with pytest.raises(ValueError, match="other \\['data_sha256'\\]"):
+        VectorCache.load(path, cache_key(encoder, "another data fingerprint"))
+    with pytest.raises(KeyError, match="pooling mean:-2,-1 not in the cache"):
+        loaded.lookup(sentences, "mean:-2,-1")
+
+
+def test_baselines_from_the_cache_never_run_the_model(tiny_tree, encoder):
+    data = load_senteval(tiny_tree)
+    cache = VectorCache.build(encoder, data.unlabeled_texts(), ["mean:-2,-1"], data.fingerprint, progress=False)
+    calls = []
+    handle = encoder.model.register_forward_hook(lambda *args: calls.append(1))
+    try:
+        for name in ("pooling", "whitening", "flow"):
+            embedder = build_baseline(name, encoder, cache=cache, progress=False, batch_size=16, levels=2)
+            frame = evaluate_baseline(embedder, data, fit_texts(name, data))
+            assert frame.spearman.notna().all()
+    finally:
+        handle.remove()
+    assert calls == []
+
+
+def test_evaluate_with_vectors_equals_encoding(tiny_tree, tmp_path):
+    cache, direct, cached = tmp_path / "c.npz", tmp_path / "direct.csv", tmp_path / "cached.csv"
+    assert (
+        main(
+            [
+                "encode",
+                STAND_IN_MODEL,
+                "--pooling",
+                "mean",
+                "--pooling",
+                "cls",
+                "--data",
+                str(tiny_tree),
+                "--output",
+                str(cache),
+            ]
+        )
+        == 0
+    )
+    common = [STAND_IN_MODEL, "--pooling", "mean", "--pooling", "cls", "--data", str(tiny_tree)]
+    assert main(["evaluate", *common, "--output", str(direct)]) == 0
+    assert main(["evaluate", *common, "--vectors", str(cache), "--output", str(cached)]) == 0
+    pd.testing.assert_series_equal(pd.read_csv(direct).spearman, pd.read_csv(cached).spearman)
