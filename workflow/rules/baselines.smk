@@ -7,6 +7,8 @@ rule encode_corpus:
     benchmark:
         "benchmarks/baselines/{size}/encode.tsv"
     params:
+        data=DATA,
+        dtype=DTYPE,
         model=lambda wc: config["models"][wc.size],
         poolings=pooling_flags(cache=True),
     threads: config["threads"]
@@ -15,8 +17,8 @@ rule encode_corpus:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert encode {params.model} {params.poolings} --data {DATA} "
-        "--dtype {DTYPE} --output {output} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} consert encode {params.model} {params.poolings} --data {params.data} "
+        "--dtype {params.dtype} --output {output} > {log} 2>&1"
 
 
 rule eval_poolings:
@@ -30,6 +32,8 @@ rule eval_poolings:
     benchmark:
         "benchmarks/baselines/{size}/poolings.tsv"
     params:
+        data=DATA,
+        dtype=DTYPE,
         model=lambda wc: config["models"][wc.size],
         poolings=pooling_flags(),
     threads: config["threads"]
@@ -39,7 +43,7 @@ rule eval_poolings:
         "../envs/consert.yaml"
     shell:
         "OMP_NUM_THREADS={threads} consert evaluate {params.model} {params.poolings} --vectors {input} "
-        "--data {DATA} --dtype {DTYPE} --output {output} > {log} 2>&1"
+        "--data {params.data} --dtype {params.dtype} --output {output} > {log} 2>&1"
 
 
 rule eval_whitening:
@@ -52,6 +56,8 @@ rule eval_whitening:
     benchmark:
         "benchmarks/baselines/{size}/whitening-k{k}.tsv"
     params:
+        data=DATA,
+        dtype=DTYPE,
         model=lambda wc: config["models"][wc.size],
         k=lambda wc: "" if wc.k == "all" else f"--k {wc.k}",
     threads: config["threads"]
@@ -61,7 +67,7 @@ rule eval_whitening:
         "../envs/consert.yaml"
     shell:
         "OMP_NUM_THREADS={threads} consert baseline whitening --model {params.model} {params.k} --vectors {input} "
-        "--data {DATA} --dtype {DTYPE} --output {output} > {log} 2>&1"
+        "--data {params.data} --dtype {params.dtype} --output {output} > {log} 2>&1"
 
 
 rule eval_flow:
@@ -74,6 +80,8 @@ rule eval_flow:
     benchmark:
         "benchmarks/baselines/{size}/flow.tsv"
     params:
+        data=DATA,
+        dtype=DTYPE,
         model=lambda wc: config["models"][wc.size],
         flow=flow_flags(),
     threads: config["threads"]
@@ -83,7 +91,7 @@ rule eval_flow:
         "../envs/consert.yaml"
     shell:
         "OMP_NUM_THREADS={threads} consert baseline flow --model {params.model} {params.flow} --vectors {input} "
-        "--data {DATA} --dtype {DTYPE} --output {output} > {log} 2>&1"
+        "--data {params.data} --dtype {params.dtype} --output {output} > {log} 2>&1"
 
 
 rule eval_flow_nli:
@@ -97,6 +105,8 @@ rule eval_flow_nli:
     benchmark:
         "benchmarks/baselines/{size}/flow-nli-seed{seed}.tsv"
     params:
+        data=DATA,
+        dtype=DTYPE,
         flow=flow_flags(),
     threads: config["threads"]
     resources:
@@ -104,8 +114,8 @@ rule eval_flow_nli:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert baseline flow --model {input} {params.flow} --data {DATA} "
-        "--dtype {DTYPE} --output {output} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} consert baseline flow --model {input} {params.flow} --data {params.data} "
+        "--dtype {params.dtype} --output {output} > {log} 2>&1"
 
 
 rule eval_glove:
@@ -114,11 +124,12 @@ rule eval_glove:
     log:
         "logs/baselines/glove.log",
     params:
+        data=DATA,
         glove=f"--glove {config['baselines']['glove']}" if config["baselines"].get("glove") else "",
     conda:
         "../envs/consert.yaml"
     shell:
-        "consert baseline glove {params.glove} --data {DATA} --output {output} > {log} 2>&1"
+        "consert baseline glove {params.glove} --data {params.data} --output {output} > {log} 2>&1"
 
 
 rule train_sgopt:
@@ -130,6 +141,7 @@ rule train_sgopt:
     benchmark:
         "benchmarks/sgopt/{size}-seed{seed}.tsv"
     params:
+        dtype=DTYPE,
         flags=sgopt_flags,
     threads: config["threads"]
     resources:
@@ -138,7 +150,7 @@ rule train_sgopt:
         "../envs/consert.yaml"
     shell:
         "OMP_NUM_THREADS={threads} consert sgopt {params.flags} --set output_dir={output.model} "
-        "--evaluate {output.evaluation} --eval-dtype {DTYPE} > {log} 2>&1"
+        "--evaluate {output.evaluation} --eval-dtype {params.dtype} > {log} 2>&1"
 
 
 rule topk_curve:
@@ -152,6 +164,8 @@ rule topk_curve:
     benchmark:
         "benchmarks/topk/{size}-{which}.tsv"
     params:
+        data=DATA,
+        dtype=DTYPE,
         model=topk_model,
         max_k=config["baselines"]["topk_max"],
     threads: config["threads"]
@@ -160,8 +174,8 @@ rule topk_curve:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert topk {params.model} --max-k {params.max_k} --data {DATA} "
-        "--dtype {DTYPE} --output {output} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} consert topk {params.model} --max-k {params.max_k} --data {params.data} "
+        "--dtype {params.dtype} --output {output} > {log} 2>&1"
 
 
 rule stsb_predictions:
@@ -173,6 +187,8 @@ rule stsb_predictions:
     log:
         "logs/predictions/{size}-{which}.log",
     params:
+        data=DATA,
+        dtype=DTYPE,
         model=topk_model,
     threads: config["threads"]
     resources:
@@ -180,5 +196,5 @@ rule stsb_predictions:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert predictions {params.model} --dataset STSb --data {DATA} "
-        "--dtype {DTYPE} --output {output} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} consert predictions {params.model} --dataset STSb --data {params.data} "
+        "--dtype {params.dtype} --output {output} > {log} 2>&1"

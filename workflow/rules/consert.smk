@@ -10,6 +10,7 @@ rule consert_train:
     benchmark:
         "benchmarks/consert/{run}.tsv"
     params:
+        dtype=DTYPE,
         flags=run_flags,
     threads: config["threads"]
     resources:
@@ -18,4 +19,4 @@ rule consert_train:
         "../envs/consert.yaml"
     shell:
         "OMP_NUM_THREADS={threads} consert train {params.flags} --set output_dir={output.model} "
-        "--evaluate {output.evaluation} --eval-dtype {DTYPE} > {log} 2>&1"
+        "--evaluate {output.evaluation} --eval-dtype {params.dtype} > {log} 2>&1"

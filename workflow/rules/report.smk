@@ -7,11 +7,12 @@ rule comparison:
     log:
         "logs/comparison.log",
     params:
+        published=PUBLISHED,
         tolerances=tolerance_flags(),
     conda:
         "../envs/consert.yaml"
     shell:
-        "consert compare --results results --published {PUBLISHED} {params.tolerances} "
+        "consert compare --results results --published {params.published} {params.tolerances} "
         "--output {output} > {log} 2>&1"
 
 
@@ -22,9 +23,10 @@ rule check_published:
     log:
         "logs/check_published.log",
     params:
+        published=PUBLISHED,
         tolerances=tolerance_flags(),
     conda:
         "../envs/consert.yaml"
     shell:
-        "consert compare --results results --published {PUBLISHED} {params.tolerances} "
+        "consert compare --results results --published {params.published} {params.tolerances} "
         "--output {input} --check 2>&1 | tee {log}"
