@@ -157,3 +157,27 @@ def test_evaluation_and_training_run_with_the_network_blocked(no_network, tiny_t
         == 0
     )
     assert (tmp_path / "model" / "modules.json").is_file()
+
+
+def test_nli_jsonl_loader(tmp_path):
+    from consert.nli import load_nli_jsonl
+
+    path = tmp_path / "snli.jsonl"
+    path.write_text(
+        '{"gold_label": "entailment", "sentence1": "A  man.", "sentence2": "A person."}\n'
+        '{"gold_label": "-", "sentence1": "x", "sentence2": "y"}\n\n'
+        '{"gold_label": "contradiction", "sentence1": "A", "sentence2": "B"}\n'
+    )
+    pairs = load_nli_jsonl(path)
+    assert [(p.premise, p.label) for p in pairs] == [("A man.", "ENTAILMENT"), ("A", "CONTRADICTION")]
+    path.write_text('{"gold_label": "entailment", "sentence1": "A"}\n')
+    with pytest.raises(DataFormatError, match=r"snli\.jsonl:1: expected a JSON object with sentence1"):
+        load_nli_jsonl(path)
+    path.write_text('{"gold_label": "maybe", "sentence1": "A", "sentence2": "B"}\n')
+    with pytest.raises(DataFormatError, match=r"snli\.jsonl:1: expected gold_label"):
+        load_nli_jsonl(path)
+    path.write_text("")
+    with pytest.raises(DataFormatError, match="no labelled pairs"):
+        load_nli_jsonl(path)
+    with pytest.raises(DataFormatError, match="file not found"):
+        load_nli_jsonl(tmp_path / "missing.jsonl")

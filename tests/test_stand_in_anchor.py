@@ -55,9 +55,9 @@ def test_rows_carry_provenance_and_the_stand_in_label(fp32_csv, real_data):
     assert fp32_csv.model_sha256.str.fullmatch(r"[0-9a-f]{64}").all()
 
 
-def test_bf16_stays_within_0_1_of_fp32(fp32_csv, real_data):
+def test_bf16_fast_path_stays_within_0_05_of_fp32(fp32_csv, real_data):
     from consert.evaluate import evaluate_model
 
     bf16 = evaluate_model(STAND_IN_MODEL, ["mean"], real_data, dtype="bf16", progress=False)
     difference = (_per_set(bf16) - _per_set(fp32_csv)).abs()
-    assert (difference < 0.1).all(), difference.to_dict()
+    assert (difference < 0.05).all(), difference.to_dict()  # issue bound 0.1 (foundation), 0.05 (fast path)
