@@ -70,26 +70,18 @@ def _cells(
         pub_row, rep_row = pub.iloc[0], rep.iloc[0]
         reason = _not_comparable_reason(rep_row, size)
         for published_column, reproduced_column in columns:
-            value = pd.to_numeric(pub_row.get(published_column), errors="coerce")
-            ours = pd.to_numeric(rep_row.get(reproduced_column), errors="coerce")
-            if pd.isna(value) or pd.isna(ours):
-                continue
-            delta = float(ours) - float(value)
-            out.append(
-                {
-                    "artifact": artifact,
-                    "row": published_name,
-                    "column": published_column,
-                    "published": float(value),
-                    "reproduced": float(ours),
-                    "delta": delta,
-                    "tolerance": tolerance,
-                    "within_tolerance": abs(delta) <= tolerance,
-                    "comparable": not reason,
-                    "reason": reason,
-                    "setting": rep_row.get("setting", ""),
-                }
+            row = _comparison_row(
+                artifact,
+                published_name,
+                published_column,
+                pub_row.get(published_column),
+                rep_row.get(reproduced_column),
+                tolerance,
+                rep_row,
+                reason,
             )
+            if row is not None:
+                out.append(row)
     return out
 
 
@@ -193,15 +185,30 @@ def _text_values(results: Path, published: Path, tolerance: float) -> list[dict[
 
 
 def _text_row(artifact: str, quantity: str, published: Any, reproduced: Any, tolerance: float, source: pd.Series):
+    return _comparison_row(
+        artifact, quantity, "value", published, reproduced, tolerance, source, _not_comparable_reason(source, "base")
+    )
+
+
+def _comparison_row(
+    artifact: str,
+    row: str,
+    column: str,
+    published: Any,
+    reproduced: Any,
+    tolerance: float,
+    source: pd.Series,
+    reason: str,
+) -> dict[str, Any] | None:
+    """One comparison row, or None when either value is missing."""
     value, ours = pd.to_numeric(published, errors="coerce"), pd.to_numeric(reproduced, errors="coerce")
     if pd.isna(value) or pd.isna(ours):
         return None
-    reason = _not_comparable_reason(source, "base")
     delta = float(ours) - float(value)
     return {
         "artifact": artifact,
-        "row": quantity,
-        "column": "value",
+        "row": row,
+        "column": column,
         "published": float(value),
         "reproduced": float(ours),
         "delta": delta,

@@ -40,7 +40,7 @@ def figure1(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
         part = table[table.model == model]
         sns.scatterplot(data=part, x="gold", y="cosine", s=6, alpha=0.4, linewidth=0, ax=axis)
         axis.set(title=model, xlabel="gold similarity (STS-B test)", ylabel="cosine similarity")
-    figure.suptitle(f"Figure 1: gold vs cosine\n{_setting_line(table)}", fontsize=9)
+    figure.suptitle(f"Figure 1: gold vs cosine\n{_setting_line(table)}", fontsize=9, y=1.04)
     _save(figure, paths)
 
 
@@ -73,7 +73,11 @@ def figure6(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
     figure, axis = plt.subplots(figsize=(6, 4))
     sns.lineplot(data=data.sort_values("texts"), x="texts", y="Avg", hue="variant", marker="o", ax=axis)
     axis.set_xscale("log")
-    axis.set(xlabel="unlabeled texts (rightmost point: all)", ylabel="avg Spearman x 100")
+    all_position = data.texts[full].max() if full.any() else None
+    ticks = sorted(set(data.texts))
+    axis.set_xticks(ticks, ["all" if t == all_position else f"{t:g}" for t in ticks])
+    axis.minorticks_off()
+    axis.set(xlabel="unlabeled texts", ylabel="avg Spearman x 100")
     axis.set_title(f"Figure 6: few-shot\n{_setting_line(table)}", fontsize=9)
     _save(figure, paths)
 

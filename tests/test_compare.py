@@ -64,54 +64,19 @@ def test_tolerance_and_comparability(tmp_path):
     assert set(failed.row) == {"ConSERT-base"} and "Avg" not in set(failed.column)
 
 
+def _gate(results, tmp_path) -> int:
+    argv = ["compare", "--results", str(results), "--published", str(PUBLISHED), "--output", str(tmp_path / "c.csv")]
+    return main([*argv, "--check"])
+
+
 def test_check_exit_code(tmp_path, capsys):
     good = _table2([{"method": "ConSERT-base", "size": "base", "score": 72.74, **PAPER}])
-    results = _results(tmp_path, good)
-    # only Avg equals the published value: gate on a tolerance that all other cells break
-    assert (
-        main(
-            [
-                "compare",
-                "--results",
-                str(results),
-                "--published",
-                str(PUBLISHED),
-                "--output",
-                str(tmp_path / "c.csv"),
-                "--check",
-            ]
-        )
-        == 1
-    )
+    # only Avg equals the published value: every other cell is out of tolerance
+    assert _gate(_results(tmp_path, good), tmp_path) == 1
     assert "out of tolerance" in capsys.readouterr().out
     # a stand-in row never fails the gate, however far off
-    shutil.rmtree(results)
-    bad = _table2(
-        [
-            {
-                "method": "ConSERT-base",
-                "size": "base",
-                "score": 10.0,
-                "setting": "offline stand-in (x)",
-                "nli": "",
-                "base_model": "x",
-            }
-        ]
-    )
-    results = _results(tmp_path, bad)
-    assert (
-        main(
-            [
-                "compare",
-                "--results",
-                str(results),
-                "--published",
-                str(PUBLISHED),
-                "--output",
-                str(tmp_path / "c.csv"),
-                "--check",
-            ]
-        )
-        == 0
-    )
+    shutil.rmtree(tmp_path / "results")
+    stand_in = {"setting": "offline stand-in (x)", "nli": "", "base_model": "x"}
+    bad = _table2([{"method": "ConSERT-base", "size": "base", "score": 10.0, **stand_in}])
+    assert _gate(_results(tmp_path, bad), tmp_path) == 0
     assert "no cell is comparable" in capsys.readouterr().out

@@ -31,7 +31,8 @@ ARTIFACTS = [
 FIGURES = ["figure1_scatter", "figure4_topk", "figure5_heatmap", "figure6_fewshot", "figure7_temperature"]
 
 
-def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+def snakemake_command(workdir: Path, *args: str) -> tuple[list[str], dict[str, str]]:
+    """The CI config's DAG in ``workdir`` (2 cores, two one-thread jobs at a time), and its environment."""
     env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
@@ -54,6 +55,11 @@ def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.Compl
         "gpu=2",
         *args,
     ]
+    return command, env
+
+
+def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    command, env = snakemake_command(workdir, *args)
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     if check and result.returncode != 0:
         raise AssertionError(
@@ -131,28 +137,7 @@ def _wait_for(predicate, process: subprocess.Popen, timeout: float = 600) -> Non
 
 def _interrupt_when(workdir: Path, data: Path, running) -> None:
     """Start the DAG, send SIGTERM to its process group once ``running(workdir)`` is true, wait."""
-    env = {
-        **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        "HF_HUB_OFFLINE": "1",
-    }
-    command = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(workdir),
-        "--configfile",
-        str(ROOT / "config" / "test.yaml"),
-        "--cores",
-        "2",
-        "--resources",
-        "gpu=2",
-        "--config",
-        f"data_dir={data}",
-    ]
+    command, env = snakemake_command(workdir, "--config", f"data_dir={data}")
     process = subprocess.Popen(
         command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
