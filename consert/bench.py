@@ -16,6 +16,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 
@@ -100,7 +101,11 @@ def bench_evaluation(data: SentEvalData, repeats: int, batch_size: int = 256) ->
 def bench_training_step(data: SentEvalData, repeats: int, batch_size: int = 96) -> dict[str, object]:
     """One ConSERT step vs one SentenceTransformerTrainer step with the in-batch contrastive loss."""
     from datasets import Dataset
-    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
     from sentence_transformers.losses import MultipleNegativesRankingLoss
 
     from .config import TrainConfig
@@ -126,9 +131,10 @@ def bench_training_step(data: SentEvalData, repeats: int, batch_size: int = 96) 
     model.max_seq_length = 64
     loss = MultipleNegativesRankingLoss(model)
     dataset = Dataset.from_dict({"anchor": batch, "positive": batch})
-    trainer = SentenceTransformerTrainer(model=model, train_dataset=dataset, loss=loss)
-    trainer.args.per_device_train_batch_size = batch_size
-    trainer.args.report_to = []
+    arguments = SentenceTransformerTrainingArguments(
+        output_dir=tempfile.mkdtemp(prefix="consert-bench-"), per_device_train_batch_size=batch_size, report_to=[]
+    )  # otherwise its defaults
+    trainer = SentenceTransformerTrainer(model=model, args=arguments, train_dataset=dataset, loss=loss)
     trainer.create_optimizer_and_scheduler(num_training_steps=repeats + 1)
     features = next(iter(trainer.get_train_dataloader()))
     trainer.current_gradient_accumulation_steps = 1  # set by Trainer.train(); we call its step directly
