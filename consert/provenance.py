@@ -77,5 +77,5 @@ def provenance(
         **extra,
         "harness_commit": git_commit(),
         "packages": package_versions(),
-        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "timestamp": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
