@@ -136,7 +136,7 @@ class SgOptResult:
 def train_sgopt(config: SgOptConfig, data: SentEvalData | None = None, progress: bool = True) -> SgOptResult:
     """Train SG-OPT and export BERT_T (pooling ``cls``) to ``config.output_dir``."""
     from consert.encode import SentenceEncoder
-    from consert.evaluate import cosine_rows, spearman_x100
+    from consert.evaluate import encode_and_score, spearman_x100
 
     data = data if data is not None else load_senteval()
     set_seed(config.seed)
@@ -145,9 +145,7 @@ def train_sgopt(config: SgOptConfig, data: SentEvalData | None = None, progress:
     encoder = SentenceEncoder(trainer.tokenizer, trainer.tuned, max_length=config.max_length, dtype=config.dtype)
 
     def dev_spearman() -> float:
-        a = encoder.encode([p.sent1 for p in dev], "cls", progress=False)
-        b = encoder.encode([p.sent2 for p in dev], "cls", progress=False)
-        return spearman_x100(cosine_rows(a, b), [p.score for p in dev])
+        return spearman_x100(*encode_and_score(encoder, dev, "cls"))
 
     settings = LoopSettings(
         lr=config.lr,

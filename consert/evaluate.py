@@ -71,6 +71,13 @@ def score_pairs(pairs: Sequence[ScoredPair], vectors: dict[str, np.ndarray]) -> 
     return cosine_rows(left, right), np.array([p.score for p in pairs])
 
 
+def encode_and_score(encoder, pairs: Sequence[ScoredPair], pooling: str) -> tuple[np.ndarray, np.ndarray]:
+    """Cosine predictions and gold scores of ``pairs``, encoding each distinct sentence once."""
+    sentences = list(dict.fromkeys(s for p in pairs for s in (p.sent1, p.sent2)))
+    vectors = dict(zip(sentences, encoder.encode(sentences, pooling, progress=False), strict=True))
+    return score_pairs(pairs, vectors)
+
+
 def evaluate_vectors(data: SentEvalData, vectors: dict[str, np.ndarray]) -> pd.DataFrame:
     """Result frame for sentence vectors given as ``{sentence: vector}`` covering every eval sentence.
 

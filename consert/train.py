@@ -21,11 +21,11 @@ from .augment import AugmentationRatios, fgv_perturbation
 from .config import TWO_STAGE, TrainConfig
 from .data import NliPair, SentEvalData, load_senteval
 from .encode import SentenceEncoder
-from .evaluate import cosine_rows, spearman_x100
+from .evaluate import encode_and_score, spearman_x100
 from .export import export_model
 from .loop import LoopSettings, TrainingFault, run_loop
 from .losses import NliHead, nt_xent
-from .models import STAND_IN_MODEL, ResolvedModel, default_device, resolve_model
+from .models import ResolvedModel, default_device, resolve_model
 from .nli import LABEL_INDEX, SICK_E_LABEL, load_nli
 from .pooling import Pooling
 from .provenance import git_commit, package_versions
@@ -101,7 +101,7 @@ class _Stage:
         )
         self.head = NliHead(self.model.config.hidden_size).to(self.device) if supervised else None
         dev = data.sets["STSb"].groups["dev"][: config.dev_max_pairs]
-        self.dev_pairs, self.dev_gold = dev, np.array([p.score for p in dev])
+        self.dev_pairs = dev
         self.dev_encoder = SentenceEncoder(
             self.tokenizer, self.model, max_length=config.max_length, dtype=config.dtype, resolved=self.resolved
         )
@@ -142,19 +142,13 @@ class _Stage:
 
     def dev_spearman(self) -> float:
         """STS-B dev Spearman x 100 with the evaluation pooling; raises on a collapsed embedding."""
-        sentences = list(dict.fromkeys(s for p in self.dev_pairs for s in (p.sent1, p.sent2)))
-        vectors = dict(
-            zip(sentences, self.dev_encoder.encode(sentences, self.config.eval_pooling, progress=False), strict=True)
-        )
-        cosines = cosine_rows(
-            np.stack([vectors[p.sent1] for p in self.dev_pairs]), np.stack([vectors[p.sent2] for p in self.dev_pairs])
-        )
+        cosines, gold = encode_and_score(self.dev_encoder, self.dev_pairs, self.config.eval_pooling)
         if np.all(cosines > COLLAPSE_COSINE):
             raise TrainingFault(
                 f"embedding collapsed: every STS-B dev pair has cosine > {COLLAPSE_COSINE} "
                 f"(min {cosines.min():.5f}); not exporting"
             )
-        return spearman_x100(cosines, self.dev_gold)
+        return spearman_x100(cosines, gold)
 
 
 def _loop_settings(config: TrainConfig, supervised: bool) -> LoopSettings:
@@ -202,7 +196,7 @@ def train_stage(config: TrainConfig, data: SentEvalData, supervised_mode: str | 
         progress=progress,
     )
     record = {
-        "base_model": _base_model(stage.resolved),
+        "base_model": stage.resolved.base_model,
         "started_from": config.model,
         "stage": supervised_mode or "unsup",
         "nli": (SICK_E_LABEL if config.nli_source == "sick-e" else config.nli_source) if supervised_mode else None,
@@ -230,11 +224,6 @@ def train_stage(config: TrainConfig, data: SentEvalData, supervised_mode: str | 
     return TrainResult(
         output, outcome.best_step, outcome.best_dev, outcome.steps, outcome.log, stage.model, stage.tokenizer
     )
-
-
-def _base_model(resolved: ResolvedModel) -> str:
-    """The original pretrained model a run descends from (for labelling the stand-in)."""
-    return STAND_IN_MODEL if resolved.is_stand_in else resolved.name
 
 
 def train(config: TrainConfig, data: SentEvalData | None = None, progress: bool = True) -> TrainResult:
