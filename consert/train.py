@@ -25,7 +25,7 @@ from .evaluate import encode_and_score, spearman_x100
 from .export import export_model
 from .loop import LoopSettings, TrainingFault, run_loop
 from .losses import NliHead, nt_xent
-from .models import ResolvedModel, default_device, resolve_model
+from .models import ResolvedModel, attention_implementation, default_device, resolve_model
 from .nli import LABEL_INDEX, SICK_E_LABEL, load_nli
 from .pooling import Pooling
 from .provenance import git_commit, package_versions
@@ -64,7 +64,9 @@ def load_trainable(resolved: ResolvedModel, device: str, remove_dropout: bool):
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout"):
             if hasattr(config, name):
                 setattr(config, name, 0.0)
-    model = AutoModel.from_pretrained(resolved.path, config=config, attn_implementation="sdpa")
+    model = AutoModel.from_pretrained(
+        resolved.path, config=config, attn_implementation=attention_implementation(device)
+    )
     if remove_dropout:
         for module in model.modules():
             if isinstance(module, nn.Dropout):
