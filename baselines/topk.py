@@ -2,8 +2,9 @@
 
 Token frequencies are counted on the STS-B test split with the model's tokenizer ([CLS] and [SEP]
 come first: every sentence has one of each). For each k the sentence vector averages only the
-tokens outside the k most frequent. One encoding pass serves every k: the token vectors of each
-batch are re-pooled with one mask per k.
+tokens outside the k most frequent. One encoding pass serves every k: it collects per-sentence
+token sums (:mod:`consert.rank_sums`), from which each k's vectors follow by subtraction; in the DAG
+those statistics come from the model's vector cache, so the curve costs no encoding at all.
 """
 
 from __future__ import annotations
@@ -11,14 +12,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
-import torch
 
 from consert.data import SentEvalData
 from consert.encode import SentenceEncoder
 from consert.evaluate import evaluate_vectors, evaluation_sentences
-from consert.pooling import PAPER_POOLING, Pooling, masked_mean
+from consert.pooling import PAPER_POOLING, Pooling
+from consert.rank_sums import TokenRankSums, collect_rank_sums
 
 
 def frequency_ranking(tokenizer, sentences: Sequence[str], max_length: int = 64) -> list[int]:
@@ -35,46 +35,48 @@ def stsb_test_ranking(encoder: SentenceEncoder, data: SentEvalData) -> list[int]
     return frequency_ranking(encoder.tokenizer, [s for p in pairs for s in (p.sent1, p.sent2)], encoder.max_length)
 
 
-def topk_masked_vectors(
+def topk_curve(
     encoder: SentenceEncoder,
-    sentences: Sequence[str],
-    ranking: Sequence[int],
+    data: SentEvalData,
     ks: Sequence[int],
     pooling: str = PAPER_POOLING,
     progress: bool = True,
-) -> dict[int, np.ndarray]:
-    """``{k: N x d}``: mean pooling of ``sentences`` without the top-k tokens of ``ranking``, one pass."""
-    spec = Pooling.parse(pooling)
-    if spec.kind != "mean":
-        raise ValueError(f"top-k masking removes tokens from an average; pooling {spec} is not a mean")
-    unique = list(dict.fromkeys(sentences))
-    vocabulary = max(len(encoder.tokenizer), max(ranking, default=0) + 1)
-    rank_of = torch.full((vocabulary,), len(ranking), dtype=torch.long)
-    rank_of[torch.as_tensor(list(ranking), dtype=torch.long)] = torch.arange(len(ranking))
-    dim = encoder.model.config.hidden_size
-    out = {k: np.zeros((len(unique), dim), dtype=np.float32) for k in ks}
-    for rows, hidden, batch in encoder.forward_batches(unique, spec.needs_all_hidden_states, progress):
-        spec.check_layers(len(hidden))
-        tokens = torch.stack([hidden[i] for i in spec.layers]).float().mean(0)
-        ranks = rank_of.to(tokens.device)[batch["input_ids"]]
-        for k in ks:
-            keep = batch["attention_mask"].bool() & (ranks >= k)
-            out[k][rows] = masked_mean(tokens, keep).cpu().numpy()
-    row_of = {s: i for i, s in enumerate(unique)}
-    index = np.array([row_of[s] for s in sentences], dtype=np.int64)
-    return {k: matrix[index] for k, matrix in out.items()}
-
-
-def topk_curve(
-    encoder: SentenceEncoder, data: SentEvalData, ks: Sequence[int], pooling: str = PAPER_POOLING, progress: bool = True
+    rank_sums: TokenRankSums | None = None,
 ) -> pd.DataFrame:
-    """Per-dataset and average Spearman for every k (rows: k, dataset, spearman, ...)."""
+    """Per-dataset and average Spearman for every k (rows: k, dataset, spearman, ...).
+
+    With ``rank_sums`` (from a vector cache of the same model and data) nothing is encoded;
+    otherwise the evaluation sentences are encoded once and every k is derived from that pass.
+    """
     sentences = evaluation_sentences(data)
     ranking = stsb_test_ranking(encoder, data)
-    vectors = topk_masked_vectors(encoder, sentences, ranking, ks, pooling, progress)
+    if rank_sums is None:
+        rank_sums = collect_rank_sums(encoder, sentences, ranking[: max(ks, default=0)], pooling, progress)
+    _check_rank_sums(rank_sums, ranking, pooling, max(ks, default=0))
+    row_of = {sentence: row for row, sentence in enumerate(rank_sums.sentences)}
+    missing = [s for s in sentences if s not in row_of]
+    if missing:
+        raise KeyError(f"{len(missing)} evaluation sentences have no top-k statistics, e.g. {missing[0]!r}")
     frames = []
-    for k in ks:
-        frame = evaluate_vectors(data, dict(zip(sentences, vectors[k], strict=True)))
+    for k, means in rank_sums.masked_means(ks):
+        frame = evaluate_vectors(data, {s: means[row_of[s]] for s in sentences})
         removed = encoder.tokenizer.convert_ids_to_tokens(list(ranking[:k]))
         frames.append(frame[frame.subset == "all"].assign(k=k, removed_tokens=" ".join(removed[-1:]) if k else ""))
     return pd.concat(frames, ignore_index=True)
+
+
+def _check_rank_sums(rank_sums: TokenRankSums, ranking: Sequence[int], pooling: str, max_k: int) -> None:
+    """Refuse statistics of another pooling, a shorter ranking or another ranking than this data's."""
+    if rank_sums.pooling != str(Pooling.parse(pooling)):
+        raise ValueError(f"top-k statistics were collected for pooling {rank_sums.pooling}, not {pooling}")
+    if rank_sums.max_k < max_k:
+        raise ValueError(f"top-k statistics cover k <= {rank_sums.max_k}; k = {max_k} was asked for")
+    if list(rank_sums.ranking) != list(ranking[: rank_sums.max_k]):
+        raise ValueError("top-k statistics were collected with another token ranking (other tokenizer or data)")
+
+
+def topk_collector(encoder: SentenceEncoder, data: SentEvalData, max_k: int, pooling: str = PAPER_POOLING):
+    """A collector of the top-k statistics of every evaluation sentence, for a vector cache's pass."""
+    from consert.rank_sums import RankSumCollector
+
+    return RankSumCollector(evaluation_sentences(data), stsb_test_ranking(encoder, data)[:max_k], pooling)

@@ -1,9 +1,10 @@
 """A content-addressed cache of pooled sentence vectors: encode a corpus once, reuse it everywhere.
 
 One encoding pass over every distinct text of the data (the unlabeled STS corpus contains every
-evaluation sentence) yields the vectors of every requested pooling. The evaluation of each pooling,
-the whitening fits, the flow fit and the top-k curve of that model all read this cache instead of
-running the model again. The cache records the key it was made with (weights sha256, data
+evaluation sentence) yields the vectors of every requested pooling and, optionally, the token
+statistics of top-k masking (:mod:`consert.rank_sums`). The evaluation of each pooling, the
+whitening fits, the flow fit, the top-k curve and the per-pair predictions of that model all read
+this cache instead of running the model again. The cache records the key it was made with (weights sha256, data
 fingerprint, max length, dtype); loading it for a different key is an error, never a silent reuse.
 """
 
@@ -19,6 +20,9 @@ import numpy as np
 from .encode import SentenceEncoder
 from .io import atomic_path
 from .pooling import Pooling
+from .rank_sums import RankSumCollector, TokenRankSums
+
+_RANK_SUMS = "topk:"
 
 
 @dataclass
@@ -28,6 +32,7 @@ class VectorCache:
     sentences: list[str]
     vectors: dict[str, np.ndarray]
     key: dict[str, object]
+    rank_sums: TokenRankSums | None = None
 
     def __post_init__(self) -> None:
         self._row = {sentence: row for row, sentence in enumerate(self.sentences)}
@@ -40,11 +45,14 @@ class VectorCache:
         poolings: Sequence[str],
         data_sha256: str,
         progress: bool = True,
+        rank_sums: RankSumCollector | None = None,
     ) -> VectorCache:
-        """Encode the distinct ``sentences`` once with every pooling."""
+        """Encode the distinct ``sentences`` once with every pooling (and collect ``rank_sums``)."""
         unique = list(dict.fromkeys(sentences))
-        vectors = encoder.encode_poolings(unique, poolings, progress=progress)
-        return cls(unique, vectors, cache_key(encoder, data_sha256))
+        observers = [rank_sums] if rank_sums is not None else []
+        vectors = encoder.encode_poolings(unique, poolings, progress=progress, observers=observers)
+        statistics = rank_sums.result() if rank_sums is not None else None
+        return cls(unique, vectors, cache_key(encoder, data_sha256), statistics)
 
     def lookup(self, sentences: Sequence[str], pooling: str) -> np.ndarray:
         """N x d vectors of ``sentences`` with ``pooling``; KeyError names what is missing."""
@@ -59,6 +67,8 @@ class VectorCache:
     def save(self, path: str | Path) -> Path:
         """Write atomically as ``.npz`` (vectors as float32, sentences and key as JSON)."""
         arrays = {f"pooling:{name}": matrix.astype(np.float32) for name, matrix in self.vectors.items()}
+        if self.rank_sums is not None:
+            arrays.update(self.rank_sums.to_arrays(_RANK_SUMS))
         with atomic_path(path) as temporary:
             with open(temporary, "wb") as handle:
                 np.savez(
@@ -66,18 +76,32 @@ class VectorCache:
                 )
         return Path(path)
 
+    def check_key(self, expected_key: dict[str, object], source: str = "vector cache") -> None:
+        """Refuse vectors made from other weights, data or settings than ``expected_key`` says."""
+        if self.key != expected_key:
+            changed = sorted(k for k in set(self.key) | set(expected_key) if self.key.get(k) != expected_key.get(k))
+            raise ValueError(f"{source}: vector cache was made with other {changed}; delete it to re-encode")
+
     @classmethod
-    def load(cls, path: str | Path, expected_key: dict[str, object] | None = None) -> VectorCache:
-        """Read a cache; with ``expected_key``, refuse one made from other weights, data or settings."""
+    def load(
+        cls, path: str | Path, expected_key: dict[str, object] | None = None, rank_sums: bool = False
+    ) -> VectorCache:
+        """Read a cache; with ``expected_key``, refuse one made from other weights, data or settings.
+
+        The top-k statistics are read only with ``rank_sums=True`` (an error if the cache has none).
+        """
         with np.load(path, allow_pickle=False) as archive:
-            key = json.loads(str(archive["key"]))
-            if expected_key is not None and key != expected_key:
-                changed = sorted(k for k in set(key) | set(expected_key) if key.get(k) != expected_key.get(k))
-                raise ValueError(f"{path}: vector cache was made with other {changed}; delete it to re-encode")
-            vectors = {
+            cache = cls(json.loads(str(archive["sentences"])), {}, json.loads(str(archive["key"])))
+            if expected_key is not None:
+                cache.check_key(expected_key, str(path))
+            cache.vectors = {
                 name.removeprefix("pooling:"): archive[name] for name in archive.files if name.startswith("pooling:")
             }
-            return cls(json.loads(str(archive["sentences"])), vectors, key)
+            if rank_sums:
+                if f"{_RANK_SUMS}sums" not in archive.files:
+                    raise ValueError(f"{path}: no top-k statistics in this cache (make it with --topk-max)")
+                cache.rank_sums = TokenRankSums.from_arrays(archive, _RANK_SUMS)
+            return cache
 
 
 def cache_key(encoder: SentenceEncoder, data_sha256: str) -> dict[str, object]:

@@ -52,11 +52,16 @@ def _evaluate_export(output_dir, pooling, data, args, max_length, device, seed, 
     """Evaluate a freshly exported model and write the CSV with its training record's key facts."""
     import json
 
-    from .evaluate import evaluate_model, summary_table
+    from .encode import SentenceEncoder
+    from .evaluate import evaluate_model, evaluation_sentences, summary_table
     from .export import TRAINING_RECORD
     from .io import write_csv
 
     record = json.loads((Path(output_dir) / TRAINING_RECORD).read_text())
+    encoder = SentenceEncoder.load(str(output_dir), max_length=max_length, dtype=args.eval_dtype, device=device)
+    cache = _encode_cache(encoder, evaluation_sentences(data), [pooling], data, args.topk_max, progress=False)
+    if args.save_vectors:
+        print(f"wrote {cache.save(args.save_vectors)}")
     frame = evaluate_model(
         str(output_dir),
         [pooling],
@@ -65,7 +70,7 @@ def _evaluate_export(output_dir, pooling, data, args, max_length, device, seed, 
         dtype=args.eval_dtype,
         device=device,
         seed=seed,
-        progress=False,
+        vectors=cache,
     )
     frame = frame.assign(
         best_step=record["best_step"],
@@ -109,21 +114,33 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_cache(path, encoder, data):
+def _load_cache(path, encoder, data, rank_sums: bool = False):
     from .cache import VectorCache, cache_key
 
-    return VectorCache.load(path, cache_key(encoder, data.fingerprint))
+    return VectorCache.load(path, cache_key(encoder, data.fingerprint), rank_sums=rank_sums)
+
+
+def _encode_cache(encoder, sentences, poolings, data, topk_max: int, progress: bool = True):
+    """One pass over ``sentences``: every pooling, plus the top-k statistics when ``topk_max`` > 0."""
+    from .cache import VectorCache
+
+    collector = None
+    if topk_max:
+        from baselines.topk import topk_collector
+
+        collector = topk_collector(encoder, data, topk_max)
+    return VectorCache.build(encoder, sentences, poolings, data.fingerprint, progress=progress, rank_sums=collector)
 
 
 def _cmd_encode(args: argparse.Namespace) -> int:
-    from .cache import VectorCache
     from .data import load_senteval
     from .encode import SentenceEncoder
 
     data = load_senteval(args.data)
     encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device)
-    cache = VectorCache.build(encoder, data.unlabeled_texts(), args.pooling or [PAPER_POOLING], data.fingerprint)
-    print(f"wrote {cache.save(args.output)}: {len(cache.sentences)} distinct texts x {sorted(cache.vectors)}")
+    cache = _encode_cache(encoder, data.unlabeled_texts(), args.pooling or [PAPER_POOLING], data, args.topk_max)
+    extra = f" + top-{args.topk_max} statistics" if args.topk_max else ""
+    print(f"wrote {cache.save(args.output)}: {len(cache.sentences)} distinct texts x {sorted(cache.vectors)}{extra}")
     return 0
 
 
@@ -167,7 +184,8 @@ def _cmd_topk(args: argparse.Namespace) -> int:
 
     data = load_senteval(args.data)
     encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device)
-    curve = topk_curve(encoder, data, range(args.max_k + 1), args.pooling)
+    rank_sums = _load_cache(args.vectors, encoder, data, rank_sums=True).rank_sums if args.vectors else None
+    curve = topk_curve(encoder, data, range(args.max_k + 1), args.pooling, rank_sums=rank_sums)
     average = curve[curve.dataset == "Avg"][["k", "spearman", "removed_tokens"]]
     print(average.to_string(index=False, float_format=lambda v: f"{v:6.2f}"))
     if args.output:
@@ -224,7 +242,11 @@ def _cmd_predictions(args: argparse.Namespace) -> int:
     sentences = list(
         dict.fromkeys(s for ps in data.sets[args.dataset].eval_groups.values() for p in ps for s in (p.sent1, p.sent2))
     )
-    vectors = dict(zip(sentences, encoder.encode(sentences, args.pooling), strict=True))
+    if args.vectors:
+        matrix = _load_cache(args.vectors, encoder, data).lookup(sentences, args.pooling)
+    else:
+        matrix = encoder.encode(sentences, args.pooling)
+    vectors = dict(zip(sentences, matrix, strict=True))
     frame = pair_predictions(data, vectors, args.dataset).assign(
         model=args.model, pooling=args.pooling, setting=encoder.resolved.setting
     )
@@ -235,6 +257,20 @@ def _cmd_predictions(args: argparse.Namespace) -> int:
 def _add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--evaluate", default=None, metavar="FILE.csv", help="then evaluate the export on the 7 sets")
     parser.add_argument("--eval-dtype", choices=("fp32", "bf16"), default="fp32", help="dtype of that evaluation")
+    parser.add_argument(
+        "--save-vectors", default=None, metavar="CACHE.npz", help="keep that evaluation's vectors as a vector cache"
+    )
+    _add_topk_max_argument(parser, "in that cache")
+
+
+def _add_topk_max_argument(parser: argparse.ArgumentParser, where: str) -> None:
+    parser.add_argument(
+        "--topk-max",
+        type=int,
+        default=0,
+        metavar="K",
+        help=f"also collect the top-k masking statistics (k <= K) of the evaluation sentences {where}",
+    )
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -340,6 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     encode.add_argument("model")
     encode.add_argument("--pooling", action="append", metavar="P", help=f"repeatable; default {PAPER_POOLING}")
     encode.add_argument("--output", required=True, metavar="CACHE.npz")
+    _add_topk_max_argument(encode, "(for `consert topk --vectors`)")
     _add_encoder_arguments(encode)
     encode.set_defaults(run=_cmd_encode)
 
@@ -348,6 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     topk.add_argument("--max-k", type=int, default=50)
     topk.add_argument("--pooling", default=PAPER_POOLING, metavar="P")
     topk.add_argument("--output", default=None, metavar="FILE.csv")
+    topk.add_argument("--vectors", default=None, metavar="CACHE.npz", help="read the statistics from a vector cache")
     _add_encoder_arguments(topk)
     topk.set_defaults(run=_cmd_topk)
 
@@ -366,6 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     predictions.add_argument("--pooling", default=PAPER_POOLING, metavar="P")
     predictions.add_argument("--output", required=True, metavar="FILE.csv")
+    predictions.add_argument("--vectors", default=None, metavar="CACHE.npz", help="read vectors from a vector cache")
     _add_encoder_arguments(predictions)
     predictions.set_defaults(run=_cmd_predictions)
 

@@ -7,7 +7,7 @@ once however many poolings (and baselines built on them) are evaluated.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -17,6 +17,8 @@ from .models import ResolvedModel, default_device, load_tokenizer_and_model, res
 from .pooling import PAPER_POOLING, Pooling
 
 DTYPES = ("fp32", "bf16")
+
+BatchObserver = Callable[[Sequence[str], tuple[torch.Tensor, ...], dict[str, torch.Tensor]], None]
 
 
 def autocast(device: str, dtype: str):
@@ -86,21 +88,29 @@ class SentenceEncoder:
         return self.encode_poolings(sentences, [pooling], progress=progress)[str(Pooling.parse(pooling))]
 
     def encode_poolings(
-        self, sentences: Sequence[str], poolings: Sequence[str], progress: bool = True
+        self,
+        sentences: Sequence[str],
+        poolings: Sequence[str],
+        progress: bool = True,
+        observers: Sequence[BatchObserver] = (),
     ) -> dict[str, np.ndarray]:
         """Encode ``sentences`` once and return ``{pooling name: N x d float32 array}``.
 
         Duplicate sentences are encoded once; batches are sorted by token length so that padding
-        is minimal; padding positions are masked in every mean pooling.
+        is minimal; padding positions are masked in every mean pooling. Each of ``observers`` is
+        called with every batch's sentences, hidden states and padded batch (for statistics that
+        need token vectors, such as :class:`consert.rank_sums.RankSumCollector`).
         """
         specs = [Pooling.parse(p) for p in poolings]
         dim = self.model.config.hidden_size
         unique = list(dict.fromkeys(sentences))
         outputs = {spec: np.zeros((len(unique), dim), dtype=np.float32) for spec in specs}
-        need_all = any(spec.needs_all_hidden_states for spec in specs)
+        need_all = bool(observers) or any(spec.needs_all_hidden_states for spec in specs)
         for rows, hidden, batch in self.forward_batches(unique, need_all, progress):
             for spec in specs:
                 outputs[spec][rows] = spec(hidden, batch["attention_mask"]).float().cpu().numpy()
+            for observe in observers:
+                observe([unique[row] for row in rows], hidden, batch)
         row_of = {sentence: row for row, sentence in enumerate(unique)}
         rows = np.fromiter((row_of[s] for s in sentences), dtype=np.int64, count=len(sentences))
         return {str(spec): matrix[rows] for spec, matrix in outputs.items()}

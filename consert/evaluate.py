@@ -9,12 +9,16 @@ three coincide. The seven-set average ``Avg`` is taken over the per-set values.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
 from .data import DATASETS, ScoredPair, SentEvalData
+
+if TYPE_CHECKING:
+    from .cache import VectorCache
 
 #: Columns of the per-dataset/per-subset result frame (provenance columns are appended later).
 RESULT_COLUMNS = ("dataset", "subset", "n_pairs", "spearman", "spearman_mean", "spearman_wmean")
@@ -143,12 +147,12 @@ def evaluate_model(
     batch_size: int = 128,
     seed: int | None = None,
     progress: bool = True,
-    vectors: str | None = None,
+    vectors: str | VectorCache | None = None,
 ) -> pd.DataFrame:
     """Evaluate a Hugging Face encoder on the seven STS sets with each pooling, encoding once.
 
-    With ``vectors`` (a :class:`consert.cache.VectorCache` file made from the same weights, data,
-    max length and dtype) nothing is encoded: the vectors are read from the cache. Returns the tidy
+    With ``vectors`` (a :class:`consert.cache.VectorCache`, or its file, made from the same weights,
+    data, max length and dtype) nothing is encoded: the vectors are read from the cache. Returns the tidy
     result frame (see :func:`evaluate_vectors`) with provenance columns, one block per pooling.
     """
     from .data import load_senteval
@@ -162,7 +166,8 @@ def evaluate_model(
         from .cache import VectorCache, cache_key
         from .pooling import Pooling
 
-        cache = VectorCache.load(vectors, cache_key(encoder, data.fingerprint))
+        cache = vectors if isinstance(vectors, VectorCache) else VectorCache.load(vectors)
+        cache.check_key(cache_key(encoder, data.fingerprint), str(model if cache is vectors else vectors))
         matrices = {str(Pooling.parse(p)): cache.lookup(sentences, p) for p in poolings}
     else:
         matrices = encoder.encode_poolings(sentences, poolings, progress=progress)

@@ -41,6 +41,11 @@ def vector_cache(size: str) -> str:
     return str(RESULTS / "cache" / f"{size}.npz")
 
 
+def run_vectors(run_id: str) -> str:
+    """Vector cache of one training run's evaluation (``consert train --save-vectors``)."""
+    return str(RUNS / run_id / "vectors.npz")
+
+
 def glove_eval() -> str:
     return str(EVALS / "baselines" / "glove.csv")
 

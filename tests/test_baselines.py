@@ -8,7 +8,7 @@ import torch
 
 from baselines.flow import MultiLevelGlow
 from baselines.glove import GloveBaseline, load_glove_text
-from baselines.topk import frequency_ranking, topk_masked_vectors
+from baselines.topk import frequency_ranking
 from baselines.whitening import WhiteningTransform
 from consert.data import DataFormatError
 
@@ -112,6 +112,8 @@ def stand_in_encoder():
 
 def test_topk_k0_is_plain_mean_pooling_and_one_pass_serves_every_k(stand_in_encoder, real_data):
     from baselines.topk import stsb_test_ranking
+    from consert.pooling import masked_mean
+    from consert.rank_sums import collect_rank_sums
 
     ranking = stsb_test_ranking(stand_in_encoder, real_data)
     tokenizer = stand_in_encoder.tokenizer
@@ -120,10 +122,21 @@ def test_topk_k0_is_plain_mean_pooling_and_one_pass_serves_every_k(stand_in_enco
     calls = []
     handle = stand_in_encoder.model.register_forward_hook(lambda *args: calls.append(1))
     try:
-        curves = topk_masked_vectors(stand_in_encoder, sentences, ranking, ks=range(0, 11), progress=False)
+        sums = collect_rank_sums(stand_in_encoder, sentences, ranking[:10], progress=False)
     finally:
         handle.remove()
     assert len(calls) == 3  # 20 sentences in batches of 8: one encoding pass, whatever the number of k
+    curves = dict(sums.masked_means(range(0, 11)))
     plain = stand_in_encoder.encode(sentences, "mean:-2,-1", progress=False)
     np.testing.assert_array_equal(curves[0], plain)
+    # every k against masking the token vectors directly
+    rank_of = {token: rank for rank, token in enumerate(ranking)}
+    for rows, hidden, batch in stand_in_encoder.forward_batches(sentences, progress=False):
+        tokens = (hidden[-2].float() + hidden[-1].float()) / 2
+        ranks = torch.tensor([[rank_of.get(t, 10**6) for t in ids] for ids in batch["input_ids"].tolist()])
+        for k in (1, 2, 5, 10):
+            direct = masked_mean(tokens, batch["attention_mask"].bool() & (ranks >= k)).numpy()
+            np.testing.assert_allclose(curves[k][rows], direct, atol=2e-5)
     assert not np.allclose(curves[2], plain)
+    with pytest.raises(ValueError, match="k must be in \\[0, 10\\]"):
+        list(sums.masked_means([11]))

@@ -1,5 +1,6 @@
 rule encode_corpus:
-    """Every distinct STS text encoded once with every pooling: poolings, whitening and flow reuse it."""
+    """Every distinct STS text encoded once with every pooling (and, for the figures' size, the top-k
+    statistics): poolings, whitening, flow, the top-k curve and the predictions reuse it."""
     output:
         paper.vector_cache("{size}"),
     log:
@@ -11,14 +12,15 @@ rule encode_corpus:
         dtype=DTYPE,
         model=lambda wc: config["models"][wc.size],
         poolings=pooling_flags(cache=True),
+        topk=lambda wc: topk_flag(paper.vector_cache(wc.size)),
     threads: config["threads"]
     resources:
         gpu=1,
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert encode {params.model} {params.poolings} --data {params.data} "
-        "--dtype {params.dtype} --output {output} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} consert encode {params.model} {params.poolings} {params.topk} "
+        "--data {params.data} --dtype {params.dtype} --output {output} > {log} 2>&1"
 
 
 rule eval_poolings:
@@ -154,9 +156,9 @@ rule train_sgopt:
 
 
 rule topk_curve:
-    """Figure 4 data: one encoding pass, re-pooled for every k."""
+    """Figure 4 data, from the top-k statistics in the model's vector cache (no encoding)."""
     input:
-        topk_inputs,
+        unpack(figure_model_inputs),
     output:
         paper.topk_eval("{size}", "{which}"),
     log:
@@ -174,14 +176,15 @@ rule topk_curve:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert topk {params.model} --max-k {params.max_k} --data {params.data} "
+        "OMP_NUM_THREADS={threads} consert topk {params.model} --max-k {params.max_k} --vectors {input.vectors} "
+        "--data {params.data} "
         "--dtype {params.dtype} --output {output} > {log} 2>&1"
 
 
 rule stsb_predictions:
-    """Figure 1 data: per-pair gold score and cosine on STS-B test."""
+    """Figure 1 data: per-pair gold score and cosine on STS-B test, from the model's vector cache."""
     input:
-        topk_inputs,
+        unpack(figure_model_inputs),
     output:
         paper.predictions_eval("{size}", "{which}"),
     log:
@@ -196,5 +199,6 @@ rule stsb_predictions:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert predictions {params.model} --dataset STSb --data {params.data} "
+        "OMP_NUM_THREADS={threads} consert predictions {params.model} --dataset STSb --vectors {input.vectors} "
+        "--data {params.data} "
         "--dtype {params.dtype} --output {output} > {log} 2>&1"

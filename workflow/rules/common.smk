@@ -69,8 +69,21 @@ def topk_model(wildcards):
     return paper.run_model(paper.table2_consert_run(config, wildcards.size))
 
 
-def topk_inputs(wildcards):
-    return [] if wildcards.which == "bert" else [topk_model(wildcards)]
+def figure_model_inputs(wildcards):
+    """The vector cache of a figure's model (and, for ConSERT, the exported model)."""
+    if wildcards.which == "bert":
+        return {"vectors": paper.vector_cache(wildcards.size)}
+    run = paper.table2_consert_run(config, wildcards.size)
+    return {"model": paper.run_model(run), "vectors": paper.run_vectors(run)}
+
+
+def topk_flag(cache):
+    """`--topk-max K` for the vector caches Figure 4 reads (the figure size's BERT and ConSERT run)."""
+    figure_caches = {
+        paper.vector_cache(FIGURE_SIZE),
+        paper.run_vectors(paper.table2_consert_run(config, FIGURE_SIZE)),
+    }
+    return f"--topk-max {config['baselines']['topk_max']}" if cache in figure_caches else ""
 
 
 def pooling_flags(cache=False):

@@ -1,10 +1,15 @@
 rule consert_train:
-    """One ConSERT run (any setting, any sweep point), then its evaluation on the 7 sets."""
+    """One ConSERT run (any setting, any sweep point), then its evaluation on the 7 sets.
+
+    The evaluation's vectors are kept (temporarily) as a vector cache; the run that Figures 1 and 4
+    show also gets the top-k statistics there, so its curve and predictions need no encoding pass.
+    """
     input:
         stage1_model,
     output:
         model=directory(paper.run_model("{run}")),
         evaluation=paper.consert_eval("{run}"),
+        vectors=temp(paper.run_vectors("{run}")),
     log:
         "logs/consert/{run}.log",
     benchmark:
@@ -12,6 +17,7 @@ rule consert_train:
     params:
         dtype=DTYPE,
         flags=run_flags,
+        topk=lambda wc: topk_flag(paper.run_vectors(wc.run)),
     threads: config["threads"]
     resources:
         gpu=1,
@@ -19,4 +25,5 @@ rule consert_train:
         "../envs/consert.yaml"
     shell:
         "OMP_NUM_THREADS={threads} consert train {params.flags} --set output_dir={output.model} "
-        "--evaluate {output.evaluation} --eval-dtype {params.dtype} > {log} 2>&1"
+        "--evaluate {output.evaluation} --eval-dtype {params.dtype} --save-vectors {output.vectors} {params.topk} "
+        "> {log} 2>&1"
