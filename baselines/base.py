@@ -40,7 +40,9 @@ class CachedPooledVectors:
         self._cache: dict[str, np.ndarray] = {}
 
     def preload(self, cache: VectorCache) -> CachedPooledVectors:
-        """Take this pooling's vectors from a corpus cache made with the same model and data."""
+        """Take this pooling's vectors from a vector cache made with the same model and data."""
+        if self.pooling not in cache.vectors:
+            raise KeyError(f"pooling {self.pooling} not in the vector cache (has {sorted(cache.vectors)})")
         self._cache.update(zip(cache.sentences, cache.vectors[self.pooling], strict=True))
         return self
 

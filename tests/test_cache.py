@@ -73,3 +73,25 @@ def test_evaluate_with_vectors_equals_encoding(tiny_tree, tmp_path):
     assert main(["evaluate", *common, "--output", str(direct)]) == 0
     assert main(["evaluate", *common, "--vectors", str(cache), "--output", str(cached)]) == 0
     pd.testing.assert_series_equal(pd.read_csv(direct).spearman, pd.read_csv(cached).spearman)
+
+
+def test_a_partial_cache_leaves_only_the_missing_texts_to_encode(tiny_tree, encoder):
+    # a trained run's cache holds its evaluation sentences; BERT-flow on top of it fits on the corpus
+    from consert.evaluate import evaluation_sentences
+
+    data = load_senteval(tiny_tree)
+    cache = VectorCache.build(encoder, evaluation_sentences(data), ["mean:-2,-1"], data.fingerprint, progress=False)
+    missing = set(data.unlabeled_texts()) - set(cache.sentences)
+    assert missing and set(cache.sentences) < set(data.unlabeled_texts())
+    encoded = []
+    handle = encoder.model.register_forward_hook(
+        lambda module, args, kwargs, output: encoded.append(kwargs["input_ids"].shape[0]), with_kwargs=True
+    )
+    try:
+        embedder = build_baseline("flow", encoder, cache=cache, progress=False, batch_size=16, levels=2)
+        evaluate_baseline(embedder, data, fit_texts("flow", data))
+    finally:
+        handle.remove()
+    assert sum(encoded) == len(missing)
+    with pytest.raises(KeyError, match="pooling cls not in the vector cache"):
+        build_baseline("pooling", encoder, pooling="cls", cache=cache, progress=False)

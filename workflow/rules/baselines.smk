@@ -97,9 +97,11 @@ rule eval_flow:
 
 
 rule eval_flow_nli:
-    """BERT-flow on top of the SBERT-NLI re-implementation (Table 3's flow + NLI row)."""
+    """BERT-flow on top of the SBERT-NLI re-implementation (Table 3's flow + NLI row); the run's
+    evaluation vectors are reused, only the rest of the corpus is encoded for the fit."""
     input:
-        lambda wc: paper.run_model(f"{wc.size}-sup-seed{wc.seed}"),
+        model=lambda wc: paper.run_model(f"{wc.size}-sup-seed{wc.seed}"),
+        vectors=lambda wc: paper.run_vectors(f"{wc.size}-sup-seed{wc.seed}"),
     output:
         paper.flow_nli_eval("{size}", "{seed}"),
     log:
@@ -116,8 +118,8 @@ rule eval_flow_nli:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert baseline flow --model {input} {params.flow} --data {params.data} "
-        "--dtype {params.dtype} --output {output} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} consert baseline flow --model {input.model} {params.flow} --vectors {input.vectors} "
+        "--data {params.data} --dtype {params.dtype} --output {output} > {log} 2>&1"
 
 
 rule eval_glove:
