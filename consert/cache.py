@@ -49,6 +49,8 @@ class VectorCache:
     ) -> VectorCache:
         """Encode the distinct ``sentences`` once with every pooling (and collect ``rank_sums``)."""
         unique = list(dict.fromkeys(sentences))
+        if rank_sums is not None and not set(rank_sums.sentences) <= set(unique):
+            raise ValueError("the top-k statistics are asked for sentences that are not among those encoded")
         observers = [rank_sums] if rank_sums is not None else []
         vectors = encoder.encode_poolings(unique, poolings, progress=progress, observers=observers)
         statistics = rank_sums.result() if rank_sums is not None else None
@@ -80,22 +82,37 @@ class VectorCache:
         """Refuse vectors made from other weights, data or settings than ``expected_key`` says."""
         if self.key != expected_key:
             changed = sorted(k for k in set(self.key) | set(expected_key) if self.key.get(k) != expected_key.get(k))
-            raise ValueError(f"{source}: vector cache was made with other {changed}; delete it to re-encode")
+            raise ValueError(
+                f"{source}: vector cache was made with other {changed} ({ {k: self.key.get(k) for k in changed} }); "
+                "pass the settings it was made with, or make it again"
+            )
 
     @classmethod
     def load(
-        cls, path: str | Path, expected_key: dict[str, object] | None = None, rank_sums: bool = False
+        cls,
+        path: str | Path,
+        expected_key: dict[str, object] | None = None,
+        rank_sums: bool = False,
+        poolings: Sequence[str] | None = None,
     ) -> VectorCache:
         """Read a cache; with ``expected_key``, refuse one made from other weights, data or settings.
 
-        The top-k statistics are read only with ``rank_sums=True`` (an error if the cache has none).
+        Only the vectors of ``poolings`` are read (all by default); the top-k statistics only with
+        ``rank_sums=True`` (an error if the cache has none).
         """
         with np.load(path, allow_pickle=False) as archive:
             cache = cls(json.loads(str(archive["sentences"])), {}, json.loads(str(archive["key"])))
             if expected_key is not None:
                 cache.check_key(expected_key, str(path))
+            stored = sorted(n.removeprefix("pooling:") for n in archive.files if n.startswith("pooling:"))
+            wanted = None if poolings is None else {f"pooling:{Pooling.parse(p)}" for p in poolings}
+            for name in sorted(wanted or ()):
+                if name not in archive.files:
+                    raise KeyError(f"{path}: pooling {name.removeprefix('pooling:')} not in the cache (has {stored})")
             cache.vectors = {
-                name.removeprefix("pooling:"): archive[name] for name in archive.files if name.startswith("pooling:")
+                name.removeprefix("pooling:"): archive[name]
+                for name in archive.files
+                if name.startswith("pooling:") and (wanted is None or name in wanted)
             }
             if rank_sums:
                 if f"{_RANK_SUMS}sums" not in archive.files:

@@ -71,6 +71,7 @@ def _evaluate_export(output_dir, pooling, data, args, max_length, device, seed, 
         device=device,
         seed=seed,
         vectors=cache,
+        encoder=encoder,
     )
     frame = frame.assign(
         best_step=record["best_step"],
@@ -114,10 +115,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_cache(path, encoder, data, rank_sums: bool = False):
+def _load_cache(path, encoder, data, rank_sums: bool = False, poolings=None):
     from .cache import VectorCache, cache_key
 
-    return VectorCache.load(path, cache_key(encoder, data.fingerprint), rank_sums=rank_sums)
+    return VectorCache.load(path, cache_key(encoder, data.fingerprint), rank_sums=rank_sums, poolings=poolings)
 
 
 def _encode_cache(encoder, sentences, poolings, data, topk_max: int, progress: bool = True):
@@ -184,7 +185,9 @@ def _cmd_topk(args: argparse.Namespace) -> int:
 
     data = load_senteval(args.data)
     encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device)
-    rank_sums = _load_cache(args.vectors, encoder, data, rank_sums=True).rank_sums if args.vectors else None
+    rank_sums = None
+    if args.vectors:
+        rank_sums = _load_cache(args.vectors, encoder, data, rank_sums=True, poolings=[]).rank_sums
     curve = topk_curve(encoder, data, range(args.max_k + 1), args.pooling, rank_sums=rank_sums)
     average = curve[curve.dataset == "Avg"][["k", "spearman", "removed_tokens"]]
     print(average.to_string(index=False, float_format=lambda v: f"{v:6.2f}"))
@@ -243,7 +246,7 @@ def _cmd_predictions(args: argparse.Namespace) -> int:
         dict.fromkeys(s for ps in data.sets[args.dataset].eval_groups.values() for p in ps for s in (p.sent1, p.sent2))
     )
     if args.vectors:
-        matrix = _load_cache(args.vectors, encoder, data).lookup(sentences, args.pooling)
+        matrix = _load_cache(args.vectors, encoder, data, poolings=[args.pooling]).lookup(sentences, args.pooling)
     else:
         matrix = encoder.encode(sentences, args.pooling)
     vectors = dict(zip(sentences, matrix, strict=True))
@@ -263,10 +266,17 @@ def _add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     _add_topk_max_argument(parser, "in that cache")
 
 
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
 def _add_topk_max_argument(parser: argparse.ArgumentParser, where: str) -> None:
     parser.add_argument(
         "--topk-max",
-        type=int,
+        type=_non_negative_int,
         default=0,
         metavar="K",
         help=f"also collect the top-k masking statistics (k <= K) of the evaluation sentences {where}",
@@ -382,7 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     topk = commands.add_parser("topk", help="Figure 4: Spearman vs k most frequent tokens removed")
     topk.add_argument("model")
-    topk.add_argument("--max-k", type=int, default=50)
+    topk.add_argument("--max-k", type=_non_negative_int, default=50)
     topk.add_argument("--pooling", default=PAPER_POOLING, metavar="P")
     topk.add_argument("--output", default=None, metavar="FILE.csv")
     topk.add_argument("--vectors", default=None, metavar="CACHE.npz", help="read the statistics from a vector cache")
@@ -442,9 +452,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input, with a one-line error)."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "evaluate", True) and (args.save_vectors or args.topk_max):
+        parser.error("--save-vectors and --topk-max keep the vectors of --evaluate: pass --evaluate FILE.csv too")
+    if getattr(args, "topk_max", 0) and hasattr(args, "save_vectors") and not args.save_vectors:
+        parser.error("--topk-max statistics are kept in the --save-vectors cache: pass --save-vectors CACHE.npz too")
     try:
         return args.run(args)
-    except (DataFormatError, ConfigError, ModelNotAvailableError, TrainingFault, ValueError) as err:
-        print(f"consert {args.command}: error: {err}", file=sys.stderr)
+    except (DataFormatError, ConfigError, ModelNotAvailableError, TrainingFault, ValueError, KeyError) as err:
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"consert {args.command}: error: {message}", file=sys.stderr)
         return 2

@@ -19,6 +19,7 @@ from .data import DATASETS, ScoredPair, SentEvalData
 
 if TYPE_CHECKING:
     from .cache import VectorCache
+    from .encode import SentenceEncoder
 
 #: Columns of the per-dataset/per-subset result frame (provenance columns are appended later).
 RESULT_COLUMNS = ("dataset", "subset", "n_pairs", "spearman", "spearman_mean", "spearman_wmean")
@@ -148,19 +149,22 @@ def evaluate_model(
     seed: int | None = None,
     progress: bool = True,
     vectors: str | VectorCache | None = None,
+    encoder: SentenceEncoder | None = None,
 ) -> pd.DataFrame:
     """Evaluate a Hugging Face encoder on the seven STS sets with each pooling, encoding once.
 
     With ``vectors`` (a :class:`consert.cache.VectorCache`, or its file, made from the same weights,
     data, max length and dtype) nothing is encoded: the vectors are read from the cache. Returns the tidy
     result frame (see :func:`evaluate_vectors`) with provenance columns, one block per pooling.
+    An already loaded ``encoder`` of ``model`` (same max length and dtype) saves loading it again.
     """
     from .data import load_senteval
     from .encode import SentenceEncoder
     from .provenance import provenance
 
     data = data if data is not None else load_senteval()
-    encoder = SentenceEncoder.load(model, max_length=max_length, dtype=dtype, device=device, batch_size=batch_size)
+    if encoder is None:
+        encoder = SentenceEncoder.load(model, max_length=max_length, dtype=dtype, device=device, batch_size=batch_size)
     sentences = evaluation_sentences(data)
     if vectors is not None:
         from .cache import VectorCache, cache_key

@@ -114,7 +114,7 @@ class RankSumCollector:
             raise ValueError("the ranking lists a token id twice")
         self.sentences = list(dict.fromkeys(sentences))
         self._slot = {sentence: slot for slot, sentence in enumerate(self.sentences)}
-        self._rank_of = torch.full((int(self.ranking.max(initial=-1)) + 1,), len(self.ranking), dtype=torch.long)
+        self._rank_of = torch.full((int(self.ranking.max(initial=0)) + 1,), len(self.ranking), dtype=torch.long)
         self._rank_of[torch.from_numpy(self.ranking)] = torch.arange(len(self.ranking))
         self._totals: np.ndarray | None = None
         self._lengths = np.full(len(self.sentences), -1, dtype=np.int64)

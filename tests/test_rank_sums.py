@@ -96,3 +96,43 @@ def test_cli_topk_and_predictions_read_the_cache(tiny_tree, tmp_path):
         assert main([command, STAND_IN_MODEL, *extra, *common, "--vectors", str(cache), "--output", str(cached)]) == 0
         column = "spearman" if command == "topk" else "cosine"
         np.testing.assert_allclose(pd.read_csv(cached)[column], pd.read_csv(direct)[column], atol=1e-3)
+
+
+def test_train_refuses_to_keep_vectors_it_does_not_compute(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--save-vectors", "v.npz", "--topk-max", "50"])
+    assert exit_info.value.code == 2
+    assert "pass --evaluate FILE.csv too" in capsys.readouterr().err
+
+
+def test_k_zero_is_plain_mean_pooling_without_any_ranked_token():
+    collector = RankSumCollector(["x"], ranking=[], pooling="mean")
+    hidden, batch = _batch([([7, 3], [[1, 0], [0, 2]])])
+    collector(["x"], hidden, batch)
+    np.testing.assert_allclose(dict(collector.result().masked_means([0]))[0], [[0.5, 1.0]])
+
+
+def test_cache_reads_only_the_poolings_asked_for_and_checks_top_k_sentences(tmp_path, encoder):
+    path = VectorCache.build(encoder, ["a b", "c"], ["mean", "cls"], "data", False).save(tmp_path / "c.npz")
+    assert sorted(VectorCache.load(path, poolings=["cls"]).vectors) == ["cls"]
+    assert VectorCache.load(path, poolings=[]).vectors == {}
+    with pytest.raises(ValueError, match="not among those encoded"):
+        VectorCache.build(encoder, ["a b"], ["mean"], "data", False, RankSumCollector(["a b", "z"], [1]))
+
+
+def test_cli_errors_are_one_line(tiny_tree, tmp_path, capsys):
+    cache = tmp_path / "c.npz"
+    assert main(["encode", STAND_IN_MODEL, "--data", str(tiny_tree), "--output", str(cache)]) == 0
+    capsys.readouterr()
+    out = str(tmp_path / "p.csv")
+    args = ["predictions", STAND_IN_MODEL, "--pooling", "cls", "--vectors", str(cache), "--output", out]
+    assert main([*args, "--data", str(tiny_tree)]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"consert predictions: error: {cache}: pooling cls not in the cache (has ['mean:-2,-1'])"
+    )
+    assert main(["topk", STAND_IN_MODEL, "--vectors", str(cache), "--data", str(tiny_tree)]) == 2
+    assert "no top-k statistics in this cache" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["topk", STAND_IN_MODEL, "--max-k", "-1"])
+    with pytest.raises(SystemExit):
+        main(["train", "--evaluate", "e.csv", "--topk-max", "5"])  # statistics with nowhere to keep them

@@ -9,7 +9,7 @@ rule encode_corpus:
         "benchmarks/baselines/{size}/encode.tsv"
     params:
         data=DATA,
-        dtype=DTYPE,
+        encoder=ENCODER_FLAGS,
         model=lambda wc: config["models"][wc.size],
         poolings=pooling_flags(cache=True),
         topk=lambda wc: topk_flag(paper.vector_cache(wc.size)),
@@ -20,7 +20,7 @@ rule encode_corpus:
         "../envs/consert.yaml"
     shell:
         "OMP_NUM_THREADS={threads} consert encode {params.model} {params.poolings} {params.topk} "
-        "--data {params.data} --dtype {params.dtype} --output {output} > {log} 2>&1"
+        "--data {params.data} {params.encoder} --output {output} > {log} 2>&1"
 
 
 rule eval_poolings:
@@ -35,7 +35,7 @@ rule eval_poolings:
         "benchmarks/baselines/{size}/poolings.tsv"
     params:
         data=DATA,
-        dtype=DTYPE,
+        encoder=ENCODER_FLAGS,
         model=lambda wc: config["models"][wc.size],
         poolings=pooling_flags(),
     threads: config["threads"]
@@ -45,7 +45,7 @@ rule eval_poolings:
         "../envs/consert.yaml"
     shell:
         "OMP_NUM_THREADS={threads} consert evaluate {params.model} {params.poolings} --vectors {input} "
-        "--data {params.data} --dtype {params.dtype} --output {output} > {log} 2>&1"
+        "--data {params.data} {params.encoder} --output {output} > {log} 2>&1"
 
 
 rule eval_whitening:
@@ -59,7 +59,7 @@ rule eval_whitening:
         "benchmarks/baselines/{size}/whitening-k{k}.tsv"
     params:
         data=DATA,
-        dtype=DTYPE,
+        encoder=ENCODER_FLAGS,
         model=lambda wc: config["models"][wc.size],
         k=lambda wc: "" if wc.k == "all" else f"--k {wc.k}",
     threads: config["threads"]
@@ -69,7 +69,7 @@ rule eval_whitening:
         "../envs/consert.yaml"
     shell:
         "OMP_NUM_THREADS={threads} consert baseline whitening --model {params.model} {params.k} --vectors {input} "
-        "--data {params.data} --dtype {params.dtype} --output {output} > {log} 2>&1"
+        "--data {params.data} {params.encoder} --output {output} > {log} 2>&1"
 
 
 rule eval_flow:
@@ -83,7 +83,7 @@ rule eval_flow:
         "benchmarks/baselines/{size}/flow.tsv"
     params:
         data=DATA,
-        dtype=DTYPE,
+        encoder=ENCODER_FLAGS,
         model=lambda wc: config["models"][wc.size],
         flow=flow_flags(),
     threads: config["threads"]
@@ -93,7 +93,7 @@ rule eval_flow:
         "../envs/consert.yaml"
     shell:
         "OMP_NUM_THREADS={threads} consert baseline flow --model {params.model} {params.flow} --vectors {input} "
-        "--data {params.data} --dtype {params.dtype} --output {output} > {log} 2>&1"
+        "--data {params.data} {params.encoder} --output {output} > {log} 2>&1"
 
 
 rule eval_flow_nli:
@@ -110,7 +110,7 @@ rule eval_flow_nli:
         "benchmarks/baselines/{size}/flow-nli-seed{seed}.tsv"
     params:
         data=DATA,
-        dtype=DTYPE,
+        encoder=ENCODER_FLAGS,
         flow=flow_flags(),
     threads: config["threads"]
     resources:
@@ -119,7 +119,7 @@ rule eval_flow_nli:
         "../envs/consert.yaml"
     shell:
         "OMP_NUM_THREADS={threads} consert baseline flow --model {input.model} {params.flow} --vectors {input.vectors} "
-        "--data {params.data} --dtype {params.dtype} --output {output} > {log} 2>&1"
+        "--data {params.data} {params.encoder} --output {output} > {log} 2>&1"
 
 
 rule eval_glove:
@@ -169,7 +169,7 @@ rule topk_curve:
         "benchmarks/topk/{size}-{which}.tsv"
     params:
         data=DATA,
-        dtype=DTYPE,
+        encoder=ENCODER_FLAGS,
         model=topk_model,
         max_k=config["baselines"]["topk_max"],
     threads: config["threads"]
@@ -180,7 +180,7 @@ rule topk_curve:
     shell:
         "OMP_NUM_THREADS={threads} consert topk {params.model} --max-k {params.max_k} --vectors {input.vectors} "
         "--data {params.data} "
-        "--dtype {params.dtype} --output {output} > {log} 2>&1"
+        "{params.encoder} --output {output} > {log} 2>&1"
 
 
 rule stsb_predictions:
@@ -193,7 +193,7 @@ rule stsb_predictions:
         "logs/predictions/{size}-{which}.log",
     params:
         data=DATA,
-        dtype=DTYPE,
+        encoder=ENCODER_FLAGS,
         model=topk_model,
     threads: config["threads"]
     resources:
@@ -203,4 +203,4 @@ rule stsb_predictions:
     shell:
         "OMP_NUM_THREADS={threads} consert predictions {params.model} --dataset STSb --vectors {input.vectors} "
         "--data {params.data} "
-        "--dtype {params.dtype} --output {output} > {log} 2>&1"
+        "{params.encoder} --output {output} > {log} 2>&1"

@@ -8,6 +8,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from consert import paper
+from consert.config import TrainConfig
 from consert.experiments import plan_runs, train_overrides, unique_runs
 
 
@@ -24,6 +25,8 @@ SIZES = list(config["models"])
 SEEDS = config["seeds"]
 DATA = config["data_dir"]
 DTYPE = config["dtype"]
+# one max length for every encoding, so that every reader of a vector cache matches its writer
+ENCODER_FLAGS = f"--dtype {DTYPE} --max-length {config.get('train', {}).get('max_length', TrainConfig.max_length)}"
 FIGURE_SIZE = paper.figure_size(config)
 PUBLISHED = str(Path(workflow.basedir) / "results" / "published")
 TABLES = {"table2_unsup": "table2", "table3_sup": "table3", "table4_batch_size": "table4"}

@@ -1,15 +1,16 @@
 rule consert_train:
     """One ConSERT run (any setting, any sweep point), then its evaluation on the 7 sets.
 
-    The evaluation's vectors are kept (temporarily) as a vector cache; the run that Figures 1 and 4
-    show also gets the top-k statistics there, so its curve and predictions need no encoding pass.
+    The evaluation's vectors are kept as the run's vector cache: BERT-flow on the NLI runs reuses
+    them, and the run that Figures 1 and 4 show also gets the top-k statistics there, so its curve
+    and predictions need no encoding pass.
     """
     input:
         stage1_model,
     output:
         model=directory(paper.run_model("{run}")),
         evaluation=paper.consert_eval("{run}"),
-        vectors=temp(paper.run_vectors("{run}")),
+        vectors=paper.run_vectors("{run}"),
     log:
         "logs/consert/{run}.log",
     benchmark:
