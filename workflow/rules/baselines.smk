@@ -39,8 +39,6 @@ rule eval_poolings:
         model=lambda wc: config["models"][wc.size],
         poolings=pooling_flags(),
     threads: config["threads"]
-    resources:
-        gpu=1,
     conda:
         "../envs/consert.yaml"
     shell:
@@ -63,8 +61,6 @@ rule eval_whitening:
         model=lambda wc: config["models"][wc.size],
         k=lambda wc: "" if wc.k == "all" else f"--k {wc.k}",
     threads: config["threads"]
-    resources:
-        gpu=1,
     conda:
         "../envs/consert.yaml"
     shell:
@@ -173,8 +169,6 @@ rule topk_curve:
         model=topk_model,
         max_k=config["baselines"]["topk_max"],
     threads: config["threads"]
-    resources:
-        gpu=1,
     conda:
         "../envs/consert.yaml"
     shell:
@@ -196,8 +190,6 @@ rule stsb_predictions:
         encoder=ENCODER_FLAGS,
         model=topk_model,
     threads: config["threads"]
-    resources:
-        gpu=1,
     conda:
         "../envs/consert.yaml"
     shell:

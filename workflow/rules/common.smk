@@ -1,5 +1,6 @@
 """Helpers shared by the rules: config validation, the run plan, and command-line flags."""
 
+import re
 import shlex
 from pathlib import Path
 
@@ -78,6 +79,18 @@ def figure_model_inputs(wildcards):
         return {"vectors": paper.vector_cache(wildcards.size)}
     run = paper.table2_consert_run(config, wildcards.size)
     return {"model": paper.run_model(run), "vectors": paper.run_vectors(run)}
+
+
+# the runs whose evaluation vectors other rules read: the figures' run, and the NLI runs that
+# BERT-flow builds on (Table 3); only these keep them (runs/{run}/vectors.npz)
+VECTOR_RUNS = sorted(
+    {paper.table2_consert_run(config, FIGURE_SIZE)} | {run for run, spec in RUNS.items() if spec.setting == "sup"}
+)
+
+
+def runs_in(runs):
+    """Wildcard constraint: exactly one of ``runs``."""
+    return "|".join(re.escape(run) for run in runs) or "(?!)"
 
 
 def topk_flag(cache):

@@ -1,16 +1,10 @@
 rule consert_train:
-    """One ConSERT run (any setting, any sweep point), then its evaluation on the 7 sets.
-
-    The evaluation's vectors are kept as the run's vector cache: BERT-flow on the NLI runs reuses
-    them, and the run that Figures 1 and 4 show also gets the top-k statistics there, so its curve
-    and predictions need no encoding pass.
-    """
+    """One ConSERT run (any setting, any sweep point), then its evaluation on the 7 sets."""
     input:
         stage1_model,
     output:
         model=directory(paper.run_model("{run}")),
         evaluation=paper.consert_eval("{run}"),
-        vectors=paper.run_vectors("{run}"),
     log:
         "logs/consert/{run}.log",
     benchmark:
@@ -18,7 +12,7 @@ rule consert_train:
     params:
         dtype=DTYPE,
         flags=run_flags,
-        topk=lambda wc: topk_flag(paper.run_vectors(wc.run)),
+        keep_vectors="",
     threads: config["threads"]
     resources:
         gpu=1,
@@ -26,5 +20,22 @@ rule consert_train:
         "../envs/consert.yaml"
     shell:
         "OMP_NUM_THREADS={threads} consert train {params.flags} --set output_dir={output.model} "
-        "--evaluate {output.evaluation} --eval-dtype {params.dtype} --save-vectors {output.vectors} {params.topk} "
-        "> {log} 2>&1"
+        "--evaluate {output.evaluation} --eval-dtype {params.dtype} {params.keep_vectors} > {log} 2>&1"
+
+
+ruleorder: consert_train_keeping_vectors > consert_train
+
+
+use rule consert_train as consert_train_keeping_vectors with:
+    """A run whose evaluation vectors other rules read (BERT-flow on the NLI runs; the run Figures 1
+    and 4 show, with the top-k statistics): they are kept as the run's vector cache."""
+    output:
+        model=directory(paper.run_model("{run}")),
+        evaluation=paper.consert_eval("{run}"),
+        vectors=paper.run_vectors("{run}"),
+    wildcard_constraints:
+        run=runs_in(VECTOR_RUNS),
+    params:
+        dtype=DTYPE,
+        flags=run_flags,
+        keep_vectors=lambda wc, output: f"--save-vectors {output.vectors} {topk_flag(output.vectors)}",
