@@ -4,8 +4,9 @@ One encoding pass over every distinct text of the data (the unlabeled STS corpus
 evaluation sentence) yields the vectors of every requested pooling and, optionally, the token
 statistics of top-k masking (:mod:`consert.rank_sums`). The evaluation of each pooling, the
 whitening fits, the flow fit, the top-k curve and the per-pair predictions of that model all read
-this cache instead of running the model again. The cache records the key it was made with (weights sha256, data
-fingerprint, max length, dtype); loading it for a different key is an error, never a silent reuse.
+this cache instead of running the model again. The cache records the key it was made with
+(weights sha256, data fingerprint, max length, dtype); loading it for a different key is an error,
+never a silent reuse.
 """
 
 from __future__ import annotations
@@ -82,8 +83,9 @@ class VectorCache:
         """Refuse vectors made from other weights, data or settings than ``expected_key`` says."""
         if self.key != expected_key:
             changed = sorted(k for k in set(self.key) | set(expected_key) if self.key.get(k) != expected_key.get(k))
+            made_with = {k: self.key.get(k) for k in changed}
             raise ValueError(
-                f"{source}: vector cache was made with other {changed} ({ {k: self.key.get(k) for k in changed} }); "
+                f"{source}: vector cache was made with other {changed} (it has {made_with}); "
                 "pass the settings it was made with, or make it again"
             )
 
