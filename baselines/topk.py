@@ -18,7 +18,7 @@ from consert.data import SentEvalData
 from consert.encode import SentenceEncoder
 from consert.evaluate import evaluate_vectors, evaluation_sentences
 from consert.pooling import PAPER_POOLING, Pooling
-from consert.rank_sums import TokenRankSums, collect_rank_sums
+from consert.rank_sums import RankSumCollector, TokenRankSums, collect_rank_sums
 
 
 def frequency_ranking(tokenizer, sentences: Sequence[str], max_length: int = 64) -> list[int]:
@@ -75,8 +75,8 @@ def _check_rank_sums(rank_sums: TokenRankSums, ranking: Sequence[int], pooling: 
         raise ValueError("top-k statistics were collected with another token ranking (other tokenizer or data)")
 
 
-def topk_collector(encoder: SentenceEncoder, data: SentEvalData, max_k: int, pooling: str = PAPER_POOLING):
+def topk_collector(
+    encoder: SentenceEncoder, data: SentEvalData, max_k: int, pooling: str = PAPER_POOLING
+) -> RankSumCollector:
     """A collector of the top-k statistics of every evaluation sentence, for a vector cache's pass."""
-    from consert.rank_sums import RankSumCollector
-
     return RankSumCollector(evaluation_sentences(data), stsb_test_ranking(encoder, data)[:max_k], pooling)

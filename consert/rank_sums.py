@@ -11,6 +11,7 @@ reuses the pass that encoded it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -74,8 +75,6 @@ class TokenRankSums:
 
     def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
         """The statistics as named arrays (for ``np.savez``)."""
-        import json
-
         return {
             f"{prefix}pooling": np.array(self.pooling),
             f"{prefix}sentences": np.array(json.dumps(self.sentences)),
@@ -85,8 +84,6 @@ class TokenRankSums:
     @classmethod
     def from_arrays(cls, arrays, prefix: str) -> TokenRankSums:
         """Inverse of :meth:`to_arrays` (``arrays`` may be an open ``np.load`` archive)."""
-        import json
-
         return cls(
             pooling=str(arrays[f"{prefix}pooling"]),
             sentences=json.loads(str(arrays[f"{prefix}sentences"])),
