@@ -65,5 +65,6 @@ class CachedPooledVectors:
             "pooling": self.pooling,
             "max_length": self.encoder.max_length,
             "dtype": self.encoder.dtype,
+            "engine": self.encoder.engine,
             "device": self.encoder.device,
         }

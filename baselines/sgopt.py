@@ -53,7 +53,7 @@ class SgOptConfig:
     max_length: int = 64
     dev_max_pairs: int | None = None
     seed: int = 1
-    dtype: str = "fp32"
+    dtype: str = "auto"  # bf16 where the hardware computes it natively, else fp32 (consert.precision)
     device: str | None = None
 
 
@@ -160,7 +160,7 @@ def train_sgopt(config: SgOptConfig, data: SentEvalData | None = None, progress:
         patience=config.patience,
         eval_at_start=False,
         seed=config.seed,
-        dtype=config.dtype,
+        dtype=encoder.dtype,
         betas=config.betas,
     )
     parameters = list(trainer.tuned.named_parameters()) + list(trainer.head.named_parameters())
@@ -182,6 +182,7 @@ def train_sgopt(config: SgOptConfig, data: SentEvalData | None = None, progress:
         "best_step": outcome.best_step,
         "best_dev_spearman": outcome.best_dev,
         "eval_pooling": "cls",
+        "dtype": encoder.dtype,
         "config": asdict(config),
         "data_sha256": data.fingerprint,
         "harness_commit": git_commit(),

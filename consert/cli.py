@@ -38,9 +38,13 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         device=args.device,
         batch_size=args.batch_size,
         vectors=args.vectors,
+        engine=args.engine,
     )
     for pooling, block in frame.groupby("pooling", sort=False):
-        print(f"\n{args.model}  pooling={pooling}  max_length={args.max_length}  dtype={args.dtype}")
+        print(
+            f"\n{args.model}  pooling={pooling}  max_length={args.max_length}  dtype={block.dtype.iloc[0]}  "
+            f"engine={block.engine.iloc[0]}"
+        )
         print(f"setting: {block.setting.iloc[0]}")
         print(summary_table(block).to_string(index=False, float_format=lambda v: f"{v:6.2f}"))
     if args.output:
@@ -58,7 +62,9 @@ def _evaluate_export(output_dir, pooling, data, args, max_length, device, seed, 
     from .io import write_csv
 
     record = json.loads((Path(output_dir) / TRAINING_RECORD).read_text())
-    encoder = SentenceEncoder.load(str(output_dir), max_length=max_length, dtype=args.eval_dtype, device=device)
+    encoder = SentenceEncoder.load(
+        str(output_dir), max_length=max_length, dtype=args.eval_dtype, device=device, engine=args.engine
+    )
     cache = _encode_cache(encoder, evaluation_sentences(data), [pooling], data, args.topk_max, progress=False)
     if args.save_vectors:
         print(f"wrote {cache.save(args.save_vectors)}")
@@ -138,7 +144,7 @@ def _cmd_encode(args: argparse.Namespace) -> int:
     from .encode import SentenceEncoder
 
     data = load_senteval(args.data)
-    encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device)
+    encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine)
     cache = _encode_cache(encoder, data.unlabeled_texts(), args.pooling or [PAPER_POOLING], data, args.topk_max)
     extra = f" + top-{args.topk_max} statistics" if args.topk_max else ""
     print(f"wrote {cache.save(args.output)}: {len(cache.sentences)} distinct texts x {sorted(cache.vectors)}{extra}")
@@ -156,7 +162,7 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
     data = load_senteval(args.data)
     encoder = None
     if args.name != "glove":
-        encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device)
+        encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine)
     flow = {k: getattr(args, f"flow_{k}") for k in ("levels", "depth", "width", "lr", "epochs", "batch_size")}
     embedder = build_baseline(
         args.name,
@@ -184,7 +190,7 @@ def _cmd_topk(args: argparse.Namespace) -> int:
     from .io import write_csv
 
     data = load_senteval(args.data)
-    encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device)
+    encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine)
     rank_sums = None
     if args.vectors:
         rank_sums = _load_cache(args.vectors, encoder, data, rank_sums=True, poolings=[]).rank_sums
@@ -227,9 +233,28 @@ def _cmd_sgopt(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_precision_arguments(parser: argparse.ArgumentParser, flag: str) -> None:
+    from .encode import ENGINES
+    from .precision import DTYPE_CHOICES
+
+    parser.add_argument(
+        flag,
+        choices=DTYPE_CHOICES,
+        default="auto",
+        help="precision of the encoding; auto: bf16 where the CPU or GPU computes it natively, else fp32 "
+        "(fp16 on GPUs without bf16)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="auto",
+        help="inference engine; auto: ONNX Runtime for fp32 on a CPU, PyTorch otherwise",
+    )
+
+
 def _add_encoder_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-length", type=int, default=64)
-    parser.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32")
+    _add_precision_arguments(parser, "--dtype")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
     _add_data_argument(parser)
 
@@ -241,7 +266,7 @@ def _cmd_predictions(args: argparse.Namespace) -> int:
     from .io import write_csv
 
     data = load_senteval(args.data)
-    encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device)
+    encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine)
     sentences = list(
         dict.fromkeys(s for ps in data.sets[args.dataset].eval_groups.values() for p in ps for s in (p.sent1, p.sent2))
     )
@@ -259,7 +284,7 @@ def _cmd_predictions(args: argparse.Namespace) -> int:
 
 def _add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--evaluate", default=None, metavar="FILE.csv", help="then evaluate the export on the 7 sets")
-    parser.add_argument("--eval-dtype", choices=("fp32", "bf16"), default="fp32", help="dtype of that evaluation")
+    _add_precision_arguments(parser, "--eval-dtype")
     parser.add_argument(
         "--save-vectors", default=None, metavar="CACHE.npz", help="keep that evaluation's vectors as a vector cache"
     )

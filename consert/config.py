@@ -15,10 +15,10 @@ from typing import Any
 import yaml
 
 from .augment import check_augmentation
-from .encode import DTYPES
 from .models import STAND_IN_MODEL
 from .nli import NLI_SOURCES
 from .pooling import PAPER_POOLING, Pooling
+from .precision import DTYPE_CHOICES
 
 MODES = ("unsup", "joint", "sup", "sup-unsup", "joint-unsup")
 #: Modes trained in two stages: (first stage on NLI, second stage unsupervised on the STS texts).
@@ -60,7 +60,7 @@ class TrainConfig:
     train_pooling: str = "mean"
     eval_pooling: str = PAPER_POOLING
     seed: int = 1
-    dtype: str = "fp32"
+    dtype: str = "auto"  # bf16 where the hardware computes it natively, else fp32 (fp16 on older GPUs)
     device: str | None = None
     data: str | None = None
     train_texts: str = "sts"  # "sts" (the 89,192 unlabeled STS texts) or a file with one text a line
@@ -85,7 +85,7 @@ class TrainConfig:
         if "adversarial" in self.views and self.mode != "joint":
             raise ConfigError("views: 'adversarial' needs the supervised loss; use it with mode 'joint' only")
         _choice("mode", self.mode, MODES)
-        _choice("dtype", self.dtype, DTYPES)
+        _choice("dtype", self.dtype, DTYPE_CHOICES)
         _choice("nli_source", self.nli_source, NLI_SOURCES)
         for name in ("train_pooling", "eval_pooling"):
             try:

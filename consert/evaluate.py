@@ -143,13 +143,14 @@ def evaluate_model(
     poolings: Sequence[str] = ("mean:-2,-1",),
     data: SentEvalData | None = None,
     max_length: int = 64,
-    dtype: str = "fp32",
+    dtype: str = "auto",
     device: str | None = None,
     batch_size: int = 128,
     seed: int | None = None,
     progress: bool = True,
     vectors: str | VectorCache | None = None,
     encoder: SentenceEncoder | None = None,
+    engine: str = "auto",
 ) -> pd.DataFrame:
     """Evaluate a Hugging Face encoder on the seven STS sets with each pooling, encoding once.
 
@@ -164,7 +165,9 @@ def evaluate_model(
 
     data = data if data is not None else load_senteval()
     if encoder is None:
-        encoder = SentenceEncoder.load(model, max_length=max_length, dtype=dtype, device=device, batch_size=batch_size)
+        encoder = SentenceEncoder.load(
+            model, max_length=max_length, dtype=dtype, device=device, batch_size=batch_size, engine=engine
+        )
     sentences = evaluation_sentences(data)
     if vectors is not None:
         from .cache import VectorCache, cache_key
@@ -185,7 +188,8 @@ def evaluate_model(
             setting=encoder.resolved.setting,
             pooling=pooling,
             max_length=max_length,
-            dtype=dtype,
+            dtype=encoder.dtype,
+            engine=encoder.engine,
             device=encoder.device,
             data_dir=data.root,
             data_sha256=data.fingerprint,

@@ -4,6 +4,11 @@ AdamW (no weight decay on biases and LayerNorm weights) with linear warm-up and 
 planned steps, gradient clipping, dev evaluation every ``eval_every`` steps, the best state kept in
 memory and restored at the end, early stopping after ``patience`` evaluations without a gain, and a
 stop with a clear message on a non-finite loss.
+
+Precision: ``dtype`` is resolved from the hardware (:mod:`consert.precision`); fp16 (CUDA devices
+without bf16) trains under a gradient scaler, as the authors' apex O1 did. On CUDA the per-step
+losses stay on the device and are read back every ``sync_every`` steps (and at each evaluation), so
+a step does not wait for the host; on a CPU that read is free and happens every step.
 """
 
 from __future__ import annotations
@@ -18,6 +23,10 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .encode import autocast
+from .precision import resolve_dtype
+
+#: Steps between reads of the loss from a CUDA device (logging and the non-finite check).
+CUDA_SYNC_EVERY = 50
 
 
 class TrainingFault(RuntimeError):
@@ -89,6 +98,9 @@ def run_loop(
     from transformers import get_linear_schedule_with_warmup
 
     planned = settings.planned_steps(len(items))
+    dtype = resolve_dtype(settings.dtype, device)
+    scaler = torch.amp.GradScaler("cuda", enabled=dtype == "fp16")
+    sync_every = CUDA_SYNC_EVERY if torch.device(device).type == "cuda" else 1
     optimizer = adamw(parameters, settings)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup_ratio * planned), planned)
     order = torch.Generator().manual_seed(settings.seed)
@@ -100,9 +112,26 @@ def run_loop(
     status: dict[str, str] = {}
     bar = tqdm(total=planned, desc=desc, unit="step", disable=not progress)
 
+    pending: list[tuple[int, torch.Tensor, float, float]] = []
+
+    def flush() -> None:
+        """Read the pending losses back from the device, log them, and stop on a non-finite one."""
+        if not pending:
+            return
+        values = torch.stack([loss for _, loss, _, _ in pending]).float().tolist()
+        for (step, _, lr, seconds), value in zip(pending, values, strict=True):
+            if not math.isfinite(value):
+                bar.close()
+                raise TrainingFault(f"step {step}: loss is {value} (non-finite); stopping without export")
+            log.append({"step": step, "loss": value, "lr": lr, "seconds": seconds})
+        pending.clear()
+        status["loss"] = f"{values[-1]:.4f}"
+        bar.set_postfix(status, refresh=False)
+
     def evaluate(step: int) -> bool:
         """Score on dev, keep the best state; True when patience is exhausted."""
         nonlocal misses
+        flush()
         score = dev_fn()
         log.append({"step": step, "dev_spearman": score, "seconds": time.perf_counter() - started})
         if score > best["dev"]:
@@ -121,26 +150,26 @@ def run_loop(
     while step < planned and not stop:
         permutation = torch.randperm(len(items), generator=order).tolist()
         for start in range(0, len(items), settings.batch_size):
-            with autocast(device, settings.dtype):
+            with autocast(device, dtype):
                 loss = loss_fn([items[i] for i in permutation[start : start + settings.batch_size]])
             step += 1
-            if not torch.isfinite(loss):
-                bar.close()
-                raise TrainingFault(f"step {step}: loss is {loss.item()} (non-finite); stopping without export")
-            loss.backward()
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
             torch.nn.utils.clip_grad_norm_(trainable, settings.max_grad_norm)
-            optimizer.step()
+            scaler.step(optimizer)
+            scaler.update()
+            lr = scheduler.get_last_lr()[0]
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
-            seconds = time.perf_counter() - started
-            log.append({"step": step, "loss": loss.item(), "lr": scheduler.get_last_lr()[0], "seconds": seconds})
-            status["loss"] = f"{loss.item():.4f}"
-            bar.set_postfix(status, refresh=False)
+            pending.append((step, loss.detach(), lr, time.perf_counter() - started))
+            if step % sync_every == 0:
+                flush()
             bar.update(1)
             if step % settings.eval_every == 0 or step == planned:
                 stop = evaluate(step)
             if stop or step >= planned:
                 break
+    flush()
     bar.close()
     if best["state"] is None:
         raise TrainingFault("no dev evaluation was run; set eval_at_start or eval_every <= the planned steps")

@@ -8,6 +8,8 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
+from .precision import hardware_summary
+
 _PACKAGES = ("consert", "torch", "transformers", "sentence-transformers", "scipy", "numpy")
 
 
@@ -58,9 +60,14 @@ def provenance(
     data_verified: bool | None = None,
     seed: int | None = None,
     base_model: str | None = None,
+    engine: str = "torch",
     **extra: object,
 ) -> dict[str, object]:
-    """One flat dict of provenance columns, appended to every result row."""
+    """One flat dict of provenance columns, appended to every result row.
+
+    ``dtype`` is the precision the numbers were computed in (``auto`` already resolved), ``engine``
+    the inference engine, and ``hardware`` names the CPU (capability, native bf16, threads) or GPU.
+    """
     return {
         "model": model,
         "base_model": base_model or model,
@@ -69,7 +76,9 @@ def provenance(
         "pooling": pooling,
         "max_length": max_length,
         "dtype": dtype,
+        "engine": engine,
         "device": device,
+        "hardware": hardware_summary(device),
         "data_dir": str(data_dir),
         "data_sha256": data_sha256,
         "data_verified": "" if data_verified is None else data_verified,

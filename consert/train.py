@@ -28,6 +28,7 @@ from .losses import NliHead, nt_xent
 from .models import ResolvedModel, attention_implementation, default_device, resolve_model
 from .nli import LABEL_INDEX, SICK_E_LABEL, load_nli
 from .pooling import Pooling
+from .precision import configure_cuda_matmul, hardware_summary, resolve_dtype
 from .provenance import git_commit, package_versions
 from .views import forward_with_embedding_grad, pooled_forward, two_view_forward
 
@@ -96,6 +97,9 @@ class _Stage:
         self.config, self.supervised = config, supervised
         self.resolved = resolve_model(config.model)
         self.device = config.device or default_device()
+        self.dtype = resolve_dtype(config.dtype, self.device)
+        if torch.device(self.device).type == "cuda":
+            configure_cuda_matmul()
         self.tokenizer, self.model = load_trainable(self.resolved, self.device, config.remove_dropout)
         self.train_pooling = Pooling.parse(config.train_pooling)
         self.ratios = AugmentationRatios(
@@ -105,14 +109,16 @@ class _Stage:
         dev = data.sets["STSb"].groups["dev"][: config.dev_max_pairs]
         self.dev_pairs = dev
         self.dev_encoder = SentenceEncoder(
-            self.tokenizer, self.model, max_length=config.max_length, dtype=config.dtype, resolved=self.resolved
+            self.tokenizer, self.model, max_length=config.max_length, dtype=self.dtype, resolved=self.resolved
         )
 
     def tokenize(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
         batch = self.tokenizer(
             texts, padding=True, truncation=True, max_length=self.config.max_length, return_tensors="pt"
         )
-        return batch["input_ids"].to(self.device), batch["attention_mask"].to(self.device)
+        if torch.device(self.device).type != "cuda":
+            return batch["input_ids"], batch["attention_mask"]
+        return tuple(batch[key].pin_memory().to(self.device, non_blocking=True) for key in ("input_ids", "attention_mask"))
 
     def unsupervised_loss(self, texts: list[str]) -> torch.Tensor:
         """``contrastive_weight * NT-Xent`` of two augmented views of each text."""
@@ -153,7 +159,7 @@ class _Stage:
         return spearman_x100(cosines, gold)
 
 
-def _loop_settings(config: TrainConfig, supervised: bool) -> LoopSettings:
+def _loop_settings(config: TrainConfig, supervised: bool, dtype: str) -> LoopSettings:
     """The stage's optimisation settings: ``sup_*`` keys for an NLI stage, the main keys otherwise."""
     return LoopSettings(
         lr=config.sup_lr if supervised else config.lr,
@@ -168,7 +174,7 @@ def _loop_settings(config: TrainConfig, supervised: bool) -> LoopSettings:
         patience=config.patience,
         eval_at_start=config.eval_at_start,
         seed=config.seed,
-        dtype=config.dtype,
+        dtype=dtype,
     )
 
 
@@ -185,7 +191,7 @@ def train_stage(config: TrainConfig, data: SentEvalData, supervised_mode: str | 
         items = training_texts(config, data)
         loss_fn = stage.unsupervised_loss
     parameters = list(stage.model.named_parameters()) + (list(stage.head.named_parameters()) if stage.head else [])
-    settings = _loop_settings(config, supervised_mode is not None)
+    settings = _loop_settings(config, supervised_mode is not None, stage.dtype)
     outcome = run_loop(
         stage.model,
         parameters,
@@ -209,6 +215,8 @@ def train_stage(config: TrainConfig, data: SentEvalData, supervised_mode: str | 
         "planned_steps": outcome.planned,
         "train_items": len(items),
         "eval_pooling": config.eval_pooling,
+        "dtype": stage.dtype,
+        "hardware": hardware_summary(stage.device),
         "config": config.to_dict(),
         "data_sha256": data.fingerprint,
         "harness_commit": git_commit(),
