@@ -104,13 +104,12 @@ def plan_runs(config: dict[str, Any]) -> list[PlannedRun]:
         for size in sweeps["sizes"]:
             for batch_size in sweeps["batch_sizes"]:
                 add("table4", {"size": size, "batch_size": batch_size}, RunSpec(size, batch_size=batch_size, seed=seed))
-            for first in sweeps["augmentations"]:
-                for second in sweeps["augmentations"]:
-                    add(
-                        "figure5",
-                        {"size": size, "view1": first, "view2": second},
-                        RunSpec(size, views=(first, second), seed=seed),
-                    )
+            for first, second, views in heatmap_cells(sweeps["augmentations"], sweeps.get("heatmap", "ordered")):
+                add(
+                    "figure5",
+                    {"size": size, "view1": first, "view2": second, "trained_as": "+".join(views)},
+                    RunSpec(size, views=views, seed=seed),
+                )
             for n in sweeps["few_shot"]:
                 for setting in ("unsup", "joint-unsup"):
                     add(
@@ -121,6 +120,24 @@ def plan_runs(config: dict[str, Any]) -> list[PlannedRun]:
             for tau in sweeps["temperatures"]:
                 add("figure7", {"size": size, "temperature": tau}, RunSpec(size, temperature=tau, seed=seed))
     return planned
+
+
+def heatmap_cells(augmentations: list[str], mode: str = "ordered") -> list[tuple[str, str, tuple[str, str]]]:
+    """Figure 5's cells as ``(view1, view2, views trained)``.
+
+    ``ordered`` trains every ordered pair (the paper's 5 x 5). ``unordered`` trains each pair once,
+    (A, B) with A first in ``augmentations``, and shows that run in the (B, A) cell as well: NT-Xent
+    treats its two views alike, so the two cells differ only by the random draw. It is the offline
+    config's way to a full matrix with fewer runs; ``trained_as`` tells the cells apart.
+    """
+    if mode not in ("ordered", "unordered"):
+        raise ValueError(f"sweeps.heatmap: expected 'ordered' or 'unordered', got {mode!r}")
+    cells = []
+    for i, first in enumerate(augmentations):
+        for j, second in enumerate(augmentations):
+            mirrored = mode == "unordered" and j < i
+            cells.append((first, second, (second, first) if mirrored else (first, second)))
+    return cells
 
 
 def unique_runs(planned: list[PlannedRun]) -> dict[str, RunSpec]:
@@ -135,7 +152,7 @@ def unique_runs(planned: list[PlannedRun]) -> dict[str, RunSpec]:
 
 def train_overrides(spec: RunSpec, config: dict[str, Any], runs_dir: str = "runs") -> dict[str, Any]:
     """The ``TrainConfig`` values of one run (the config's ``train`` defaults, then the run's own)."""
-    values: dict[str, Any] = dict(config.get("train", {}))
+    values: dict[str, Any] = {"dtype": config.get("dtype", "auto"), **config.get("train", {})}
     values.update(
         model=f"{runs_dir}/{spec.stage1.run_id}/model" if spec.stage1 else config["models"][spec.size],
         mode=spec.mode,

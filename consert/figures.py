@@ -60,7 +60,9 @@ def figure5(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
     figure, axis = plt.subplots(figsize=(6.5, 5))
     sns.heatmap(matrix, annot=True, fmt=".2f", cmap="viridis", ax=axis, cbar_kws={"label": "avg Spearman x 100"})
     axis.set(xlabel="second augmentation", ylabel="first augmentation")
-    axis.set_title(f"Figure 5: augmentation pairs\n{_setting_line(table)}", fontsize=9)
+    mirrored = (table.trained_as != table.view1 + "+" + table.view2).any() if "trained_as" in table else False
+    note = "; each unordered pair trained once, shown in both cells" if mirrored else ""
+    axis.set_title(f"Figure 5: augmentation pairs{note}\n{_setting_line(table)}", fontsize=9)
     _save(figure, paths)
 
 

@@ -148,7 +148,7 @@ LAYOUT: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "table4": ("table4_batch_size.csv", ("size", "batch_size"), ("best_step",)),
     "figure1": ("figure1_scatter.csv", (), ()),
     "figure4": ("figure4_topk.csv", (), ()),
-    "figure5": ("figure5_heatmap.csv", ("size", "view1", "view2"), ()),
+    "figure5": ("figure5_heatmap.csv", ("size", "view1", "view2", "trained_as"), ()),
     "figure6": ("figure6_fewshot.csv", ("size", "variant", "n_texts"), ()),
     "figure7": ("figure7_temperature.csv", ("size", "temperature"), ()),
 }

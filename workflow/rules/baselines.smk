@@ -134,7 +134,7 @@ rule eval_glove:
 
 rule train_sgopt:
     output:
-        model=directory(paper.run_model(paper.sgopt_run("{size}", "{seed}"))),
+        model=model_output(paper.run_model(paper.sgopt_run("{size}", "{seed}"))),
         evaluation=paper.sgopt_eval("{size}", "{seed}"),
     log:
         "logs/sgopt/{size}-seed{seed}.log",

@@ -26,6 +26,7 @@ SIZES = list(config["models"])
 SEEDS = config["seeds"]
 DATA = config["data_dir"]
 DTYPE = config["dtype"]
+KEEP_MODELS = config["keep_models"]
 # one max length for every encoding, so that every reader of a vector cache matches its writer
 ENCODER_FLAGS = f"--dtype {DTYPE} --max-length {config.get('train', {}).get('max_length', TrainConfig.max_length)}"
 FIGURE_SIZE = paper.figure_size(config)
@@ -52,6 +53,12 @@ def set_flags(values):
 
 def run_flags(wildcards):
     return set_flags(train_overrides(RUNS[wildcards.run], config))
+
+
+def model_output(path):
+    """An exported model folder: kept with keep_models, else deleted once every rule that reads it
+    (a second stage, BERT-flow on the NLI run, the figures) is done; its evaluation stays."""
+    return directory(path) if KEEP_MODELS else temp(directory(path))
 
 
 def stage1_model(wildcards):

@@ -3,7 +3,7 @@ rule consert_train:
     input:
         stage1_model,
     output:
-        model=directory(paper.run_model("{run}")),
+        model=model_output(paper.run_model("{run}")),
         evaluation=paper.consert_eval("{run}"),
     log:
         "logs/consert/{run}.log",
@@ -30,7 +30,7 @@ use rule consert_train as consert_train_keeping_vectors with:
     """A run whose evaluation vectors other rules read (BERT-flow on the NLI runs; the run Figures 1
     and 4 show, with the top-k statistics): they are kept as the run's vector cache."""
     output:
-        model=directory(paper.run_model("{run}")),
+        model=model_output(paper.run_model("{run}")),
         evaluation=paper.consert_eval("{run}"),
         vectors=paper.run_vectors("{run}"),
     wildcard_constraints:
