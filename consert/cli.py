@@ -144,7 +144,9 @@ def _cmd_encode(args: argparse.Namespace) -> int:
     from .encode import SentenceEncoder
 
     data = load_senteval(args.data)
-    encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine)
+    encoder = SentenceEncoder.load(
+        args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine
+    )
     cache = _encode_cache(encoder, data.unlabeled_texts(), args.pooling or [PAPER_POOLING], data, args.topk_max)
     extra = f" + top-{args.topk_max} statistics" if args.topk_max else ""
     print(f"wrote {cache.save(args.output)}: {len(cache.sentences)} distinct texts x {sorted(cache.vectors)}{extra}")
@@ -162,7 +164,9 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
     data = load_senteval(args.data)
     encoder = None
     if args.name != "glove":
-        encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine)
+        encoder = SentenceEncoder.load(
+            args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine
+        )
     flow = {k: getattr(args, f"flow_{k}") for k in ("levels", "depth", "width", "lr", "epochs", "batch_size")}
     embedder = build_baseline(
         args.name,
@@ -190,7 +194,9 @@ def _cmd_topk(args: argparse.Namespace) -> int:
     from .io import write_csv
 
     data = load_senteval(args.data)
-    encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine)
+    encoder = SentenceEncoder.load(
+        args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine
+    )
     rank_sums = None
     if args.vectors:
         rank_sums = _load_cache(args.vectors, encoder, data, rank_sums=True, poolings=[]).rank_sums
@@ -266,7 +272,9 @@ def _cmd_predictions(args: argparse.Namespace) -> int:
     from .io import write_csv
 
     data = load_senteval(args.data)
-    encoder = SentenceEncoder.load(args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine)
+    encoder = SentenceEncoder.load(
+        args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine
+    )
     sentences = list(
         dict.fromkeys(s for ps in data.sets[args.dataset].eval_groups.values() for p in ps for s in (p.sent1, p.sent2))
     )

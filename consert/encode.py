@@ -16,9 +16,8 @@ from tqdm.auto import tqdm
 from .models import ResolvedModel, default_device, load_tokenizer_and_model, resolve_model
 from .ort_engine import OrtEncoderSession, onnxruntime_available
 from .pooling import PAPER_POOLING, Pooling
-from .precision import DTYPE_CHOICES, TORCH_DTYPES, resolve_dtype
+from .precision import TORCH_DTYPES, resolve_dtype
 
-DTYPES = DTYPE_CHOICES
 ENGINES = ("auto", "torch", "onnxruntime")
 
 BatchObserver = Callable[[Sequence[str], tuple[torch.Tensor, ...], dict[str, torch.Tensor]], None]
@@ -55,7 +54,8 @@ class SentenceEncoder:
             :attr:`dtype` holds the resolved precision.
         batch_size: sentences per forward pass.
         resolved: where the weights came from (for provenance), if known.
-        engine: ``torch``, or ``onnxruntime`` (fp32 on CPU; :mod:`consert.ort_engine`).
+        engine: ``torch``, or ``onnxruntime`` (fp32 on CPU; :mod:`consert.ort_engine`). The ONNX
+            export is taken on first use: a model that changes afterwards needs a new encoder.
     """
 
     def __init__(

@@ -34,7 +34,9 @@ class _AllHiddenStates(torch.nn.Module):
         self.model = model
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        return tuple(self.model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True).hidden_states)
+        return tuple(
+            self.model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True).hidden_states
+        )
 
 
 class OrtEncoderSession:

@@ -118,7 +118,9 @@ class _Stage:
         )
         if torch.device(self.device).type != "cuda":
             return batch["input_ids"], batch["attention_mask"]
-        return tuple(batch[key].pin_memory().to(self.device, non_blocking=True) for key in ("input_ids", "attention_mask"))
+        return tuple(
+            batch[key].pin_memory().to(self.device, non_blocking=True) for key in ("input_ids", "attention_mask")
+        )
 
     def unsupervised_loss(self, texts: list[str]) -> torch.Tensor:
         """``contrastive_weight * NT-Xent`` of two augmented views of each text."""

@@ -47,3 +47,30 @@ def test_seeds_multiply_runs():
     runs = unique_runs(plan_runs(config))
     assert {spec.seed for spec in runs.values()} == {1, 2}
     assert len(runs) % 2 == 0
+
+
+def test_unordered_heatmap_trains_each_pair_once_and_fills_both_cells():
+    from consert.experiments import heatmap_cells
+
+    augmentations = ["none", "shuffle", "feature_cutoff"]
+    cells = heatmap_cells(augmentations, "unordered")
+    assert [(a, b) for a, b, _ in cells] == [(a, b) for a in augmentations for b in augmentations]
+    assert len({views for _, _, views in cells}) == 3 * 4 // 2  # n(n+1)/2 unordered pairs
+    trained = {(a, b): views for a, b, views in cells}
+    assert trained["feature_cutoff", "shuffle"] == trained["shuffle", "feature_cutoff"] == ("shuffle", "feature_cutoff")
+    assert all(len(set(views)) == 1 for (a, b), views in trained.items() if a == b)
+    ordered = heatmap_cells(augmentations, "ordered")
+    assert len({views for _, _, views in ordered}) == 9
+
+
+def test_offline_config_plans_16_runs_and_its_heatmap_rows_say_which_run_they_show():
+    config = _config("offline.yaml")
+    runs = unique_runs(plan_runs(config))
+    # table2 1 + table3 4 + batch sizes 3 - 1 + heatmap 6 - 1 + few-shot (1 size x 2 settings) + temperatures 3 - 1
+    assert len(runs) == 1 + 4 + 2 + 5 + 2 + 2
+    cells = {(p.labels["view1"], p.labels["view2"]): p for p in plan_runs(config) if p.artifact == "figure5"}
+    assert len(cells) == 9
+    mirrored = cells["feature_cutoff", "none"]
+    assert mirrored.labels["trained_as"] == "none+feature_cutoff"
+    assert mirrored.spec == cells["none", "feature_cutoff"].spec
+    assert cells["shuffle", "feature_cutoff"].spec.run_id == "base-unsup-seed1"  # the Table 2 run

@@ -63,7 +63,9 @@ def test_export_reloads_through_sentence_transformers_with_identical_embeddings(
 
     sentences = real_data.unlabeled_texts()[:64]
     reloaded = SentenceTransformer(str(unsup_run.output_dir), device="cpu").encode(sentences, batch_size=16)
-    in_memory = SentenceEncoder(unsup_run.tokenizer, unsup_run.model, dtype="fp32").encode(sentences, "mean", progress=False)
+    in_memory = SentenceEncoder(unsup_run.tokenizer, unsup_run.model, dtype="fp32").encode(
+        sentences, "mean", progress=False
+    )
     np.testing.assert_allclose(reloaded, in_memory, atol=1e-5)
     record = json.loads((unsup_run.output_dir / "consert_training.json").read_text())
     assert "offline stand-in" in record["setting"] and record["best_step"] == unsup_run.best_step

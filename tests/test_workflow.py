@@ -88,6 +88,16 @@ def test_every_artifact_is_produced_and_labelled(dag_run):
             assert (workdir / "figures" / f"{name}.{ext}").stat().st_size > 1000
 
 
+def test_exported_models_are_deleted_once_read_and_kept_vectors_stay(dag_run):
+    """keep_models: false (the test config): no model folder outlives the rules that read it."""
+    workdir, _ = dag_run
+    assert not list((workdir / "runs").glob("*/model")), "exported models left behind"
+    kept = {path.parent.name for path in (workdir / "runs").glob("*/vectors.npz")}
+    assert kept == {"base-unsup-seed1", "base-sup-seed1", "base-sup-seed2"}
+    evaluation = pd.read_csv(workdir / "results" / "evals" / "consert" / "base-unsup-seed1.csv")
+    assert set(evaluation.engine) <= {"torch", "onnxruntime"} and evaluation.hardware.str.contains("threads").all()
+
+
 def test_tables_have_seed_statistics_and_expected_rows(dag_run):
     workdir, _ = dag_run
     table2 = pd.read_csv(workdir / "results" / "table2_unsup.csv")
@@ -106,6 +116,7 @@ def test_tables_have_seed_statistics_and_expected_rows(dag_run):
     assert table3.nli.astype(str).str.contains("sick-e").any()
     heat = pd.read_csv(workdir / "results" / "figure5_heatmap.csv")
     assert len(heat) == 4 and set(heat.view1) == {"none", "shuffle"}
+    assert (heat.trained_as == heat.view1 + "+" + heat.view2).all()  # the test config trains ordered pairs
     table4 = pd.read_csv(workdir / "results" / "table4_batch_size.csv")
     assert sorted(table4.batch_size) == [4, 8] and table4.best_step.notna().all()
     fewshot = pd.read_csv(workdir / "results" / "figure6_fewshot.csv")
