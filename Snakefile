@@ -36,4 +36,5 @@ rule all:
         expand("results/{name}.csv", name=list(TABLES) + list(FIGURES)),
         expand("figures/{name}.{ext}", name=FIGURES, ext=["png", "pdf"]),
         "results/comparison.csv",
+        "results/recipe.csv",
     default_target: True

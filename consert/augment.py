@@ -56,11 +56,15 @@ def shuffled_position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
 
 
 def token_cutoff(embeddings: torch.Tensor, attention_mask: torch.Tensor, ratio: float) -> torch.Tensor:
-    """Zero ``round(ratio * n_real)`` randomly chosen real-token rows of each sentence."""
+    """Zero ``int(ratio * n_real)`` randomly chosen real-token rows of each sentence ([CLS]/[SEP] included).
+
+    As the authors: n_real counts the special tokens, the count rounds down (ratio 0.1 cuts nothing
+    from a sentence of fewer than 10 tokens), no rescaling, and the attention mask is unchanged.
+    """
     keep = torch.ones(embeddings.shape[:2], dtype=embeddings.dtype, device=embeddings.device)
     for row in range(embeddings.shape[0]):
         real = attention_mask[row].nonzero(as_tuple=True)[0]
-        count = round(ratio * len(real))
+        count = int(ratio * len(real))
         keep[row, real[torch.randperm(len(real), device=real.device)[:count]]] = 0
     return embeddings * keep.unsqueeze(-1)
 
@@ -76,16 +80,25 @@ def feature_cutoff(embeddings: torch.Tensor, ratio: float) -> torch.Tensor:
     return embeddings * keep.unsqueeze(1)
 
 
-def element_dropout(embeddings: torch.Tensor, ratio: float) -> torch.Tensor:
-    """Zero each element with probability ``ratio`` (no rescaling, like cutoff)."""
-    keep = (torch.rand(embeddings.shape, device=embeddings.device) >= ratio).to(embeddings.dtype)
+def element_dropout(embeddings: torch.Tensor, attention_mask: torch.Tensor, ratio: float) -> torch.Tensor:
+    """Zero ``int(ratio * n_real * d)`` randomly chosen elements of each sentence's real-token rows.
+
+    The authors' "dropout" augmentation: an exact count drawn among the real tokens' elements, no
+    rescaling (it is not ``nn.Dropout``).
+    """
+    batch, _, dim = embeddings.shape
+    keep = torch.ones_like(embeddings)
+    for row in range(batch):
+        real = attention_mask[row].nonzero(as_tuple=True)[0]
+        count = int(ratio * len(real) * dim)
+        flat = torch.randperm(len(real) * dim, device=embeddings.device)[:count]
+        keep[row, real[flat // dim], flat % dim] = 0
     return embeddings * keep
 
 
 def fgv_perturbation(gradient: torch.Tensor, epsilon: float) -> torch.Tensor:
-    """Fast Gradient Value: ``epsilon * g / ||g||_2`` with the norm taken per sentence (over L x d)."""
-    norms = gradient.flatten(1).norm(dim=1).clamp(min=1e-12)
-    return epsilon * gradient / norms.view(-1, *([1] * (gradient.dim() - 1)))
+    """Fast Gradient Value ``epsilon * g / (||g||_2 + 1e-10)``, the norm per token (hidden dim), as the authors."""
+    return epsilon * gradient / (gradient.norm(dim=-1, keepdim=True) + 1e-10)
 
 
 def augment_embeddings(
@@ -101,7 +114,7 @@ def augment_embeddings(
     if name == "feature_cutoff":
         return feature_cutoff(embeddings, ratios.feature_cutoff)
     if name == "dropout":
-        return element_dropout(embeddings, ratios.dropout)
+        return element_dropout(embeddings, attention_mask, ratios.dropout)
     if name == "adversarial":
         if perturbation is None:
             raise ValueError("the adversarial augmentation needs a supervised loss (modes joint/joint-unsup)")

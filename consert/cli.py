@@ -338,6 +338,21 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 1 if args.check and len(failed) else 0
 
 
+def _cmd_recipe(args: argparse.Namespace) -> int:
+    from .config import read_yaml
+    from .io import write_csv
+    from .recipe_card import recipe_card, unexplained
+
+    card = recipe_card(read_yaml(args.configfile))
+    shown = ["run", "stage", "batch_size", "lr", "epochs", "views", "bert_dropout", "patience"]
+    print(card[shown].to_string(index=False))
+    print(f"wrote {write_csv(card, args.output)} ({len(card)} runs)")
+    problems = unexplained(card)
+    for problem in problems:
+        print(f"unexplained difference from the authors' recipe: {problem}", file=sys.stderr)
+    return 1 if problems and args.check else 0
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench import run
 
@@ -471,6 +486,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeats", type=int, default=3)
     _add_data_argument(bench)
     bench.set_defaults(run=_cmd_bench)
+
+    recipe = commands.add_parser(
+        "recipe", help="write the recipe card: every planned training run of a workflow config next to the authors'"
+    )
+    recipe.add_argument("--configfile", default="config/config.yaml", metavar="FILE.yaml", help="workflow config")
+    recipe.add_argument("--output", default="results/recipe.csv", metavar="FILE.csv")
+    recipe.add_argument("--check", action="store_true", help="exit 1 when a difference is unexplained")
+    recipe.set_defaults(run=_cmd_recipe)
 
     table1 = commands.add_parser("table1", help="regenerate the paper's Table 1 (dataset statistics)")
     table1.add_argument("--output", default="results/table1_datasets.csv", metavar="FILE.csv")

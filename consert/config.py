@@ -1,8 +1,13 @@
 """Training configuration: one validated dataclass, filled from YAML files or ``key=value`` overrides.
 
-Defaults are the paper's (SPEC §1) plus the facts from the authors' code that the paper leaves out
-(AdamW eps 1e-6, weight decay 0.01, grad clip 1.0, warm-up over 10% of the planned steps, 10
-epochs with patience 10 evaluations, seed 1, contrastive loss scaled by 0.15 even when alone).
+Defaults are the authors' recipe (:mod:`consert.recipes`): the paper plus what only their code says
+(AdamW without bias correction, eps 1e-6, weight decay 0.01, clip 1.0, warm-up over 10% of the
+planned steps, dev evaluation every 200 steps within each epoch and at each epoch's end, best
+checkpoint by the last-layer mean, contrastive loss = 0.15 x the sum of both directions). Keys whose
+value depends on the stage (lr, batch size, epochs, patience, views and rates, BERT's dropout, the
+classifier features) default to the authors' value for the run's ``mode``: ``TrainConfig(mode="sup")``
+is the SBERT-NLI recipe. A two-stage ``mode`` describes its second stage; ``stage1`` holds overrides
+of the first (NLI) stage, and ``stage1_model`` names an already trained first stage to start from.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -19,10 +24,23 @@ from .models import STAND_IN_MODEL
 from .nli import NLI_SOURCES
 from .pooling import PAPER_POOLING, Pooling
 from .precision import DTYPE_CHOICES
+from .recipes import FIRST_STAGE, STAGE_KEYS, stage_defaults
 
 MODES = ("unsup", "joint", "sup", "sup-unsup", "joint-unsup")
 #: Modes trained in two stages: (first stage on NLI, second stage unsupervised on the STS texts).
-TWO_STAGE = {"sup-unsup": "sup", "joint-unsup": "joint"}
+TWO_STAGE = FIRST_STAGE
+EVAL_GRIDS = ("epoch", "global")
+CLASSIFIER_FEATURES = ("u", "v", "abs_diff", "max_square", "product")
+
+
+class _ByStage:
+    """Marker default of a stage-dependent key: replaced by the authors' value for the run's mode."""
+
+    def __repr__(self) -> str:
+        return "<the stage's default>"
+
+
+BY_STAGE: Any = _ByStage()
 
 
 class ConfigError(ValueError):
@@ -36,29 +54,34 @@ class TrainConfig:
     model: str = STAND_IN_MODEL
     output_dir: str = "runs/consert"
     mode: str = "unsup"
-    views: tuple[str, str] = ("shuffle", "feature_cutoff")
-    token_cutoff: float = 0.15
-    feature_cutoff: float = 0.2
+    # stage-dependent (BY_STAGE: the authors' value for the mode, see consert.recipes)
+    views: tuple[str, str] = BY_STAGE
+    token_cutoff: float = BY_STAGE
+    feature_cutoff: float = BY_STAGE
+    remove_dropout: bool = BY_STAGE  # BERT's own dropout off (the authors: only the unsupervised run from BERT)
+    lr: float = BY_STAGE
+    batch_size: int = BY_STAGE
+    epochs: int = BY_STAGE
+    patience: int | None = BY_STAGE  # evaluations without a gain before stopping; None: never stop early
+    classifier_features: tuple[str, ...] = BY_STAGE  # NLI classifier input (the authors add max(u, v)^2)
     dropout: float = 0.2
     adversarial_epsilon: float = 1.0
     temperature: float = 0.1
-    contrastive_weight: float = 0.15  # alpha of joint training; cl_rate scaling when alone
-    remove_dropout: bool = True
-    lr: float = 5e-7
+    contrastive_weight: float = 0.15  # cl_rate: times the sum of both directions' NT-Xent, even when alone
     weight_decay: float = 0.01
     adam_eps: float = 1e-6
+    adam_bias_correction: bool = False  # transformers.AdamW(correct_bias=False), as the authors
     warmup_ratio: float = 0.1
     max_grad_norm: float = 1.0
-    batch_size: int = 96
-    epochs: int = 10
     max_steps: int | None = None
     eval_every: int = 200
-    patience: int = 10
+    eval_grid: str = "epoch"  # "epoch": every eval_every steps within each epoch + each epoch's end (authors)
     eval_at_start: bool = False  # sentence-transformers (the authors' code) first evaluates after eval_every steps
     dev_max_pairs: int | None = None  # evaluate on the first n STS-B dev pairs only (fast smoke runs)
     max_length: int = 64
     train_pooling: str = "mean"
-    eval_pooling: str = PAPER_POOLING
+    dev_pooling: str = "mean"  # checkpoint selection (the authors: the model's own last-layer mean)
+    eval_pooling: str = PAPER_POOLING  # the reported test numbers
     seed: int = 1
     dtype: str = "auto"  # bf16 where the hardware computes it natively, else fp32 (fp16 on older GPUs)
     device: str | None = None
@@ -67,14 +90,21 @@ class TrainConfig:
     n_texts: int | None = None  # few-shot: a seeded subsample of the training texts
     nli_source: str = "sick-e"
     nli_files: list[str] = field(default_factory=list)
-    # the supervised (NLI) stage: SBERT's settings (our choice, recorded in every export)
-    sup_lr: float = 2e-5
-    sup_batch_size: int = 16
-    sup_epochs: int = 1
-    sup_max_steps: int | None = None
+    stage1: dict[str, Any] = field(default_factory=dict)  # overrides of a two-stage mode's first stage
+    stage1_model: str | None = None  # a trained first stage: the second stage starts from it
+
+    #: Keys a two-stage run's first stage inherits (the rest come from its own stage and ``stage1``).
+    NOT_INHERITED: ClassVar[frozenset[str]] = frozenset(
+        {*STAGE_KEYS, "mode", "output_dir", "max_steps", "n_texts", "train_texts", "stage1", "stage1_model"}
+    )
 
     def __post_init__(self) -> None:
+        _choice("mode", self.mode, MODES)
+        for key, value in stage_defaults(self.mode).items():
+            if getattr(self, key) is BY_STAGE:
+                setattr(self, key, value)
         self.views = tuple(self.views)
+        self.classifier_features = tuple(self.classifier_features)
         if len(self.views) != 2:
             raise ConfigError(f"views: expected two augmentation names, got {list(self.views)}")
         for view in self.views:
@@ -84,10 +114,12 @@ class TrainConfig:
                 raise ConfigError(f"views: {err}") from None
         if "adversarial" in self.views and self.mode != "joint":
             raise ConfigError("views: 'adversarial' needs the supervised loss; use it with mode 'joint' only")
-        _choice("mode", self.mode, MODES)
         _choice("dtype", self.dtype, DTYPE_CHOICES)
+        _choice("eval_grid", self.eval_grid, EVAL_GRIDS)
+        for feature in self.classifier_features:
+            _choice("classifier_features", feature, CLASSIFIER_FEATURES)
         _choice("nli_source", self.nli_source, NLI_SOURCES)
-        for name in ("train_pooling", "eval_pooling"):
+        for name in ("train_pooling", "dev_pooling", "eval_pooling"):
             try:
                 Pooling.parse(getattr(self, name))
             except ValueError as err:
@@ -96,10 +128,12 @@ class TrainConfig:
             raise ConfigError(
                 "train_pooling: the exported model must be loadable by sentence-transformers: cls or mean"
             )
-        for name in ("batch_size", "epochs", "eval_every", "patience", "max_length", "sup_batch_size", "sup_epochs"):
+        for name in ("batch_size", "epochs", "eval_every", "max_length"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}: expected a positive integer, got {getattr(self, name)}")
-        for name in ("temperature", "lr", "sup_lr"):
+        if self.patience is not None and self.patience < 1:
+            raise ConfigError(f"patience: expected a positive integer or null (no early stopping), got {self.patience}")
+        for name in ("temperature", "lr"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name}: expected a positive number, got {getattr(self, name)}")
         for name in ("token_cutoff", "feature_cutoff", "dropout", "warmup_ratio"):
@@ -107,6 +141,23 @@ class TrainConfig:
                 raise ConfigError(f"{name}: expected a ratio in [0, 1), got {getattr(self, name)}")
         if self.n_texts is not None and self.n_texts < 1:
             raise ConfigError(f"n_texts: expected a positive integer or null, got {self.n_texts}")
+        if (self.stage1 or self.stage1_model) and self.mode not in TWO_STAGE:
+            raise ConfigError(
+                f"stage1/stage1_model: only for the two-stage modes {tuple(TWO_STAGE)}, not {self.mode!r}"
+            )
+        if self.stage1:
+            self.first_stage()  # validate the overrides now, not after the first stage has trained
+
+    @property
+    def stage(self) -> str:
+        """The stage this config trains: its mode (a two-stage mode's second stage)."""
+        return self.mode
+
+    def first_stage(self) -> TrainConfig:
+        """A two-stage mode's first (NLI) stage: its own recipe, the shared keys, then ``stage1``."""
+        shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in self.NOT_INHERITED}
+        values = {**shared, "mode": TWO_STAGE[self.mode], "output_dir": f"{self.output_dir}.stage1", **self.stage1}
+        return TrainConfig.from_dict(values, source="stage1")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any], source: str = "config") -> TrainConfig:
@@ -117,6 +168,7 @@ class TrainConfig:
         """Plain-data form (for JSON/YAML records)."""
         values = dataclasses.asdict(self)
         values["views"] = list(self.views)
+        values["classifier_features"] = list(self.classifier_features)
         return values
 
     def replace(self, **changes: Any) -> TrainConfig:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .recipes import stage_defaults
+
 AUGMENTATION_LABELS = {
     "none": "None",
     "shuffle": "Shuffle",
@@ -56,11 +58,6 @@ class RunSpec:
             return None
         return RunSpec(self.size, self.setting.split("-")[0], seed=self.seed)
 
-    @property
-    def mode(self) -> str:
-        """The trainer mode of this run's own stage."""
-        return "unsup" if self.stage1 else self.setting
-
 
 @dataclass(frozen=True)
 class PlannedRun:
@@ -71,26 +68,33 @@ class PlannedRun:
     spec: RunSpec
 
 
-def _normalise(spec: RunSpec, defaults: dict[str, Any]) -> RunSpec:
-    """Drop overrides equal to the defaults so identical experiments get identical ids."""
+def stage_values(config: dict[str, Any], stage: str, size: str) -> dict[str, Any]:
+    """The training keys a workflow config gives runs of ``stage`` at model ``size``: ``train`` (all
+    runs), then ``stages.<stage>``, then ``size_stages.<size>.<stage>`` (e.g. BERT-large's scripts)."""
+    by_size = (config.get("size_stages") or {}).get(size) or {}
+    return {**config.get("train", {}), **(config.get("stages") or {}).get(stage, {}), **by_size.get(stage, {})}
+
+
+def _normalise(spec: RunSpec, config: dict[str, Any]) -> RunSpec:
+    """Drop overrides equal to the unsupervised stage's values so identical experiments get identical ids."""
+    defaults = {"temperature": 0.1, **stage_defaults("unsup"), **stage_values(config, "unsup", spec.size)}
     changes: dict[str, Any] = {}
-    if spec.views is not None and tuple(spec.views) == tuple(defaults.get("views", ("shuffle", "feature_cutoff"))):
+    if spec.views is not None and tuple(spec.views) == tuple(defaults["views"]):
         changes["views"] = None
-    if spec.temperature is not None and spec.temperature == defaults.get("temperature", 0.1):
+    if spec.temperature is not None and spec.temperature == defaults["temperature"]:
         changes["temperature"] = None
-    if spec.batch_size is not None and spec.batch_size == defaults.get("batch_size", 96):
+    if spec.batch_size is not None and spec.batch_size == defaults["batch_size"]:
         changes["batch_size"] = None
     return replace(spec, **changes)
 
 
 def plan_runs(config: dict[str, Any]) -> list[PlannedRun]:
     """Every (artifact, labels, run) the config asks for; ``unique_runs`` dedups them."""
-    defaults = config.get("train", {})
     sweeps = config["sweeps"]
     planned: list[PlannedRun] = []
 
     def add(artifact: str, labels: dict[str, Any], spec: RunSpec) -> None:
-        planned.append(PlannedRun(artifact, labels, _normalise(spec, defaults)))
+        planned.append(PlannedRun(artifact, labels, _normalise(spec, config)))
 
     for seed in config["seeds"]:
         for size in config["models"]:
@@ -151,16 +155,23 @@ def unique_runs(planned: list[PlannedRun]) -> dict[str, RunSpec]:
 
 
 def train_overrides(spec: RunSpec, config: dict[str, Any], runs_dir: str = "runs") -> dict[str, Any]:
-    """The ``TrainConfig`` values of one run (the config's ``train`` defaults, then the run's own)."""
-    values: dict[str, Any] = {"dtype": config.get("dtype", "auto"), **config.get("train", {})}
+    """The ``TrainConfig`` values of one run: the config's ``train`` keys, its stage's block, the run's own.
+
+    The stage's recipe itself is ``TrainConfig``'s default for the run's mode (the authors' values);
+    a two-stage setting's run is its second stage, started from its NLI run's exported model.
+    """
+    nli = config.get("nli") or {}
+    values: dict[str, Any] = {"dtype": config.get("dtype", "auto"), **stage_values(config, spec.setting, spec.size)}
     values.update(
-        model=f"{runs_dir}/{spec.stage1.run_id}/model" if spec.stage1 else config["models"][spec.size],
-        mode=spec.mode,
+        model=config["models"][spec.size],
+        mode=spec.setting,
         seed=spec.seed,
         data=config["data_dir"],
-        nli_source=config["nli"]["source"],
-        nli_files=list(config["nli"].get("files") or []),
+        nli_source=nli.get("source", "sick-e"),
+        nli_files=list(nli.get("files") or []),
     )
+    if spec.stage1 is not None:
+        values["stage1_model"] = f"{runs_dir}/{spec.stage1.run_id}/model"
     if spec.views is not None:
         values["views"] = list(spec.views)
     if spec.temperature is not None:

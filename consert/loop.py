@@ -1,9 +1,10 @@
 """The optimisation loop shared by ConSERT and SG-OPT training.
 
-AdamW (no weight decay on biases and LayerNorm weights) with linear warm-up and decay over the
-planned steps, gradient clipping, dev evaluation every ``eval_every`` steps, the best state kept in
-memory and restored at the end, early stopping after ``patience`` evaluations without a gain, and a
-stop with a clear message on a non-finite loss.
+AdamW (no weight decay on biases and LayerNorm weights; optionally without bias correction, as the
+ConSERT authors) with linear warm-up and decay over the planned steps, gradient clipping, dev
+evaluations on a grid (:func:`evaluation_grid`), the best state kept in memory and restored at the
+end, early stopping after ``patience`` evaluations without a strict gain, and a stop with a clear
+message on a non-finite loss.
 
 Precision: ``dtype`` is resolved from the hardware (:mod:`consert.precision`); fp16 (CUDA devices
 without bf16) trains under a gradient scaler, as the authors' apex O1 did. On CUDA the per-step
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -23,6 +25,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .encode import autocast
+from .optim import AdamW
 from .precision import resolve_dtype
 
 #: Steps between reads of the loss from a CUDA device (logging and the non-finite check).
@@ -46,16 +49,46 @@ class LoopSettings:
     adam_eps: float
     max_grad_norm: float
     eval_every: int
-    patience: int
+    patience: int | None
     eval_at_start: bool
     seed: int
     dtype: str
     betas: tuple[float, float] = (0.9, 0.999)
+    bias_correction: bool = True
+    eval_grid: str = "global"
 
     def planned_steps(self, n_items: int) -> int:
         """Steps of ``epochs`` passes over ``n_items``, capped by ``max_steps``."""
         steps = self.epochs * math.ceil(n_items / self.batch_size)
         return steps if self.max_steps is None else min(self.max_steps, steps)
+
+
+def evaluation_grid(n_items: int, settings: LoopSettings) -> Counter[int]:
+    """How many dev evaluations follow each global step (1-based).
+
+    ``epoch`` (the authors' sentence-transformers ``fit``): steps are counted within each epoch and
+    the dev set is scored every ``eval_every`` of them and again at the end of every epoch, so an
+    epoch whose length is a multiple of ``eval_every`` ends with two evaluations of the same model
+    (both count towards patience). ``global``: every ``eval_every`` steps. Both: after the last
+    planned step when ``max_steps`` cuts the run short.
+    """
+    per_epoch = math.ceil(n_items / settings.batch_size)
+    planned = settings.planned_steps(n_items)
+    grid: Counter[int] = Counter()
+    if settings.eval_grid == "epoch":
+        for epoch in range(settings.epochs):
+            grid.update(
+                epoch * per_epoch + step for step in range(settings.eval_every, per_epoch + 1, settings.eval_every)
+            )
+            grid[(epoch + 1) * per_epoch] += 1
+    elif settings.eval_grid == "global":
+        grid.update(range(settings.eval_every, planned + 1, settings.eval_every))
+    else:
+        raise ValueError(f"eval_grid: expected 'epoch' or 'global', got {settings.eval_grid!r}")
+    grid = Counter({step: count for step, count in grid.items() if step <= planned})
+    if planned not in grid:
+        grid[planned] = 1
+    return grid
 
 
 @dataclass
@@ -69,7 +102,7 @@ class LoopResult:
     log: list[dict]
 
 
-def adamw(parameters: Sequence[tuple[str, nn.Parameter]], settings: LoopSettings) -> torch.optim.AdamW:
+def adamw(parameters: Sequence[tuple[str, nn.Parameter]], settings: LoopSettings) -> AdamW:
     """AdamW with weight decay on everything but biases and LayerNorm weights (as BERT/SBERT)."""
     no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
     trainable = [(n, p) for n, p in parameters if p.requires_grad]
@@ -80,7 +113,9 @@ def adamw(parameters: Sequence[tuple[str, nn.Parameter]], settings: LoopSettings
         },
         {"params": [p for n, p in trainable if any(k in n for k in no_decay)], "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(groups, lr=settings.lr, eps=settings.adam_eps, betas=settings.betas)
+    return AdamW(
+        groups, lr=settings.lr, eps=settings.adam_eps, betas=settings.betas, correct_bias=settings.bias_correction
+    )
 
 
 def run_loop(
@@ -98,6 +133,7 @@ def run_loop(
     from transformers import get_linear_schedule_with_warmup
 
     planned = settings.planned_steps(len(items))
+    grid = evaluation_grid(len(items), settings)
     dtype = resolve_dtype(settings.dtype, device)
     scaler = torch.amp.GradScaler("cuda", enabled=dtype == "fp16")
     sync_every = CUDA_SYNC_EVERY if torch.device(device).type == "cuda" else 1
@@ -128,21 +164,24 @@ def run_loop(
         status["loss"] = f"{values[-1]:.4f}"
         bar.set_postfix(status, refresh=False)
 
-    def evaluate(step: int) -> bool:
-        """Score on dev, keep the best state; True when patience is exhausted."""
+    def evaluate(step: int, times: int = 1) -> bool:
+        """Score on dev (``times`` evaluations of the same model), keep the best state; True when patience runs out."""
         nonlocal misses
         flush()
         score = dev_fn()
-        log.append({"step": step, "dev_spearman": score, "seconds": time.perf_counter() - started})
-        if score > best["dev"]:
-            state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
-            best.update(step=step, dev=score, state=state)
-            misses = 0
-        else:
-            misses += 1
+        for _ in range(times):
+            log.append({"step": step, "dev_spearman": score, "seconds": time.perf_counter() - started})
+            if score > best["dev"]:
+                state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+                best.update(step=step, dev=score, state=state)
+                misses = 0
+            else:
+                misses += 1
+            if settings.patience is not None and misses >= settings.patience:
+                break  # the authors' fit returns as soon as patience runs out
         status.update(dev=f"{score:.2f}", best=f"{best['dev']:.2f}")
         bar.set_postfix(status)
-        return misses >= settings.patience
+        return settings.patience is not None and misses >= settings.patience
 
     stop = settings.eval_at_start and evaluate(0)
     step = 0
@@ -165,8 +204,8 @@ def run_loop(
             if step % sync_every == 0:
                 flush()
             bar.update(1)
-            if step % settings.eval_every == 0 or step == planned:
-                stop = evaluate(step)
+            if step in grid:
+                stop = evaluate(step, grid[step])
             if stop or step >= planned:
                 break
     flush()

@@ -1,4 +1,12 @@
-"""ConSERT's objectives: NT-Xent over 2N views and the NLI softmax classifier on (u, v, |u - v|)."""
+"""ConSERT's objectives: NT-Xent as the authors computed it, and the NLI softmax classifier.
+
+The authors' contrastive loss (``AdvCLSoftmaxLoss``) is, for views a and b of N sentences, the
+cross entropy of each a_i finding b_i among b and the other a's (cosine / temperature), averaged
+over i, PLUS the same with a and b swapped: the sum of the two directional means, which is twice the
+mean over all 2N views. Their trainer then multiplies it by ``cl_rate`` (0.15), also when it is the
+only loss. In joint training it is computed on the premises and on the hypotheses separately and the
+two are added, so a premise never meets its own hypothesis as a negative.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +16,11 @@ from torch import nn
 
 
 def nt_xent(view1: torch.Tensor, view2: torch.Tensor, temperature: float) -> torch.Tensor:
-    """Normalized temperature-scaled cross entropy over the 2N views of a batch.
+    """Normalized temperature-scaled cross entropy, as the sum of its two directions (the authors').
 
     Row i of ``view1`` and row i of ``view2`` are two views of one sentence (N x d each). Each of
     the 2N views must find its partner among the 2N - 1 others by cosine similarity / temperature;
-    the result is the mean of the 2N cross-entropy terms.
+    the result is (mean over view1's rows) + (mean over view2's rows) of those cross entropies.
     """
     views = F.normalize(torch.cat([view1, view2]).float(), dim=1)
     logits = views @ views.T / temperature
@@ -20,19 +28,42 @@ def nt_xent(view1: torch.Tensor, view2: torch.Tensor, temperature: float) -> tor
     logits = logits.masked_fill(eye, float("-inf"))
     n = len(view1)
     partners = torch.cat([torch.arange(n, 2 * n), torch.arange(0, n)]).to(views.device)
-    return F.cross_entropy(logits, partners)
+    return 2 * F.cross_entropy(logits, partners)
+
+
+def paired_nt_xent(view1: torch.Tensor, view2: torch.Tensor, first: int, temperature: float) -> torch.Tensor:
+    """NT-Xent on rows ``[:first]`` (premises) plus NT-Xent on rows ``[first:]`` (hypotheses), as the authors."""
+    return nt_xent(view1[:first], view2[:first], temperature) + nt_xent(view1[first:], view2[first:], temperature)
+
+
+#: The classifier's input blocks, by name.
+FEATURES = {
+    "u": lambda u, v: u,
+    "v": lambda u, v: v,
+    "abs_diff": lambda u, v: (u - v).abs(),
+    "max_square": lambda u, v: torch.maximum(u, v).pow(2),  # the authors' --concatenation_sent_max_square
+    "product": lambda u, v: u * v,
+}
 
 
 class NliHead(nn.Module):
-    """SBERT's classifier: softmax(W [u; v; |u - v|]) over entailment, neutral, contradiction."""
+    """SBERT's classifier: softmax(W [features]) over entailment, neutral, contradiction.
 
-    def __init__(self, dim: int, num_labels: int = 3):
+    ``features`` names the blocks concatenated in order: SBERT and the paper use ``(u, v, abs_diff)``,
+    the authors' scripts ``(u, v, abs_diff, max_square)`` with max_square = max(u, v)^2 elementwise.
+    """
+
+    def __init__(self, dim: int, num_labels: int = 3, features: tuple[str, ...] = ("u", "v", "abs_diff")):
         super().__init__()
-        self.linear = nn.Linear(3 * dim, num_labels)
+        unknown = set(features) - set(FEATURES)
+        if unknown:
+            raise ValueError(f"unknown classifier features {sorted(unknown)}; choose from {sorted(FEATURES)}")
+        self.features = tuple(features)
+        self.linear = nn.Linear(len(self.features) * dim, num_labels)
 
     def forward(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """Logits (B x num_labels) for sentence vectors ``u`` and ``v`` (B x d each)."""
-        return self.linear(torch.cat([u, v, (u - v).abs()], dim=1).float())
+        return self.linear(torch.cat([FEATURES[name](u, v) for name in self.features], dim=1).float())
 
     def loss(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Softmax cross entropy of the classifier against integer ``labels``."""

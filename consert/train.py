@@ -24,7 +24,7 @@ from .encode import SentenceEncoder
 from .evaluate import encode_and_score, spearman_x100
 from .export import export_model
 from .loop import LoopSettings, TrainingFault, run_loop
-from .losses import NliHead, nt_xent
+from .losses import NliHead, nt_xent, paired_nt_xent
 from .models import ResolvedModel, attention_implementation, default_device, resolve_model
 from .nli import LABEL_INDEX, SICK_E_LABEL, load_nli
 from .pooling import Pooling
@@ -105,7 +105,11 @@ class _Stage:
         self.ratios = AugmentationRatios(
             config.token_cutoff, config.feature_cutoff, config.dropout, config.adversarial_epsilon
         )
-        self.head = NliHead(self.model.config.hidden_size).to(self.device) if supervised else None
+        self.head = (
+            NliHead(self.model.config.hidden_size, features=config.classifier_features).to(self.device)
+            if supervised
+            else None
+        )
         dev = data.sets["STSb"].groups["dev"][: config.dev_max_pairs]
         self.dev_pairs = dev
         self.dev_encoder = SentenceEncoder(
@@ -148,11 +152,11 @@ class _Stage:
         view1, view2 = two_view_forward(
             self.model, ids, mask, config.views, self.train_pooling, self.ratios, perturbation
         )
-        return cross_entropy + config.contrastive_weight * nt_xent(view1, view2, config.temperature)
+        return cross_entropy + config.contrastive_weight * paired_nt_xent(view1, view2, count, config.temperature)
 
     def dev_spearman(self) -> float:
-        """STS-B dev Spearman x 100 with the evaluation pooling; raises on a collapsed embedding."""
-        cosines, gold = encode_and_score(self.dev_encoder, self.dev_pairs, self.config.eval_pooling)
+        """STS-B dev Spearman x 100 with the dev pooling; raises on a collapsed embedding."""
+        cosines, gold = encode_and_score(self.dev_encoder, self.dev_pairs, self.config.dev_pooling)
         if np.all(cosines > COLLAPSE_COSINE):
             raise TrainingFault(
                 f"embedding collapsed: every STS-B dev pair has cosine > {COLLAPSE_COSINE} "
@@ -161,13 +165,13 @@ class _Stage:
         return spearman_x100(cosines, gold)
 
 
-def _loop_settings(config: TrainConfig, supervised: bool, dtype: str) -> LoopSettings:
-    """The stage's optimisation settings: ``sup_*`` keys for an NLI stage, the main keys otherwise."""
+def _loop_settings(config: TrainConfig, dtype: str) -> LoopSettings:
+    """The stage's optimisation and evaluation settings."""
     return LoopSettings(
-        lr=config.sup_lr if supervised else config.lr,
-        batch_size=config.sup_batch_size if supervised else config.batch_size,
-        epochs=config.sup_epochs if supervised else config.epochs,
-        max_steps=config.sup_max_steps if supervised else config.max_steps,
+        lr=config.lr,
+        batch_size=config.batch_size,
+        epochs=config.epochs,
+        max_steps=config.max_steps,
         warmup_ratio=config.warmup_ratio,
         weight_decay=config.weight_decay,
         adam_eps=config.adam_eps,
@@ -177,6 +181,8 @@ def _loop_settings(config: TrainConfig, supervised: bool, dtype: str) -> LoopSet
         eval_at_start=config.eval_at_start,
         seed=config.seed,
         dtype=dtype,
+        bias_correction=config.adam_bias_correction,
+        eval_grid=config.eval_grid,
     )
 
 
@@ -193,7 +199,7 @@ def train_stage(config: TrainConfig, data: SentEvalData, supervised_mode: str | 
         items = training_texts(config, data)
         loss_fn = stage.unsupervised_loss
     parameters = list(stage.model.named_parameters()) + (list(stage.head.named_parameters()) if stage.head else [])
-    settings = _loop_settings(config, supervised_mode is not None, stage.dtype)
+    settings = _loop_settings(config, stage.dtype)
     outcome = run_loop(
         stage.model,
         parameters,
@@ -208,7 +214,7 @@ def train_stage(config: TrainConfig, data: SentEvalData, supervised_mode: str | 
     record = {
         "base_model": stage.resolved.base_model,
         "started_from": config.model,
-        "stage": supervised_mode or "unsup",
+        "stage": config.stage,
         "nli": (SICK_E_LABEL if config.nli_source == "sick-e" else config.nli_source) if supervised_mode else None,
         "setting": stage.resolved.setting,
         "best_step": outcome.best_step,
@@ -216,6 +222,7 @@ def train_stage(config: TrainConfig, data: SentEvalData, supervised_mode: str | 
         "steps_run": outcome.steps,
         "planned_steps": outcome.planned,
         "train_items": len(items),
+        "dev_pooling": config.dev_pooling,
         "eval_pooling": config.eval_pooling,
         "dtype": stage.dtype,
         "hardware": hardware_summary(stage.device),
@@ -239,13 +246,18 @@ def train_stage(config: TrainConfig, data: SentEvalData, supervised_mode: str | 
 
 
 def train(config: TrainConfig, data: SentEvalData | None = None, progress: bool = True) -> TrainResult:
-    """Train ConSERT as ``config.mode`` says and export the best checkpoint to ``config.output_dir``."""
+    """Train ConSERT as ``config.mode`` says and export the best checkpoint to ``config.output_dir``.
+
+    A two-stage mode trains its NLI stage first (:meth:`TrainConfig.first_stage`, exported beside
+    the output as ``OUTPUT_DIR.stage1``) unless ``stage1_model`` names one already trained; the
+    second stage starts from that model with its own recipe.
+    """
     data = data if data is not None else load_senteval(config.data)
     if config.mode == "unsup":
         return train_stage(config, data, None, progress)
     if config.mode in ("sup", "joint"):
         return train_stage(config, data, config.mode, progress)
-    first = TWO_STAGE[config.mode]
-    stage1_dir = Path(config.output_dir).with_name(Path(config.output_dir).name + ".stage1")
-    stage1 = train_stage(config.replace(mode=first, output_dir=str(stage1_dir)), data, first, progress)
-    return train_stage(config.replace(mode="unsup", model=str(stage1.output_dir)), data, None, progress)
+    start = config.stage1_model
+    if start is None:
+        start = str(train_stage(config.first_stage(), data, TWO_STAGE[config.mode], progress).output_dir)
+    return train_stage(config.replace(model=start), data, None, progress)

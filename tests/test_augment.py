@@ -1,4 +1,4 @@
-"""Each augmentation does exactly what the paper and SPEC §1 define."""
+"""Each augmentation does exactly what the paper and the authors' code define (SPEC §1)."""
 
 from __future__ import annotations
 
@@ -53,13 +53,16 @@ def test_shuffle_view_keeps_token_ids(monkeypatch):
     assert not torch.equal(seen["positions"][:3], torch.arange(10).expand(3, 10))
 
 
-def test_token_cutoff_zeroes_round_ratio_of_real_rows():
+def test_token_cutoff_zeroes_int_ratio_of_real_rows_as_the_authors():
+    """n counts [CLS]/[SEP]; the count rounds down: 10 real tokens at 0.15 lose 1 row (round() would cut 2)."""
     embeddings = torch.randn(3, 10, 8) + 5
     out = token_cutoff(embeddings, MASK, 0.15)
-    for row, mask in zip(out, MASK, strict=True):
+    for row, mask, expected in zip(out, MASK, (1, 1, 0), strict=True):  # int(1.05), int(1.5), int(0.45)
         zero_rows = (row == 0).all(dim=1)
-        assert int(zero_rows.sum()) == round(0.15 * int(mask.sum()))
+        assert int(zero_rows.sum()) == expected
         assert not zero_rows[mask == 0].any()  # only real tokens are cut
+    nine = torch.tensor([[1] * 9 + [0]])
+    assert torch.equal(token_cutoff(embeddings[:1], nine, 0.1), embeddings[:1])  # int(0.9) = 0: the joint rate
     # kept rows are unchanged (no rescaling)
     assert torch.equal(out[out != 0], embeddings[out != 0])
 
@@ -74,11 +77,13 @@ def test_feature_cutoff_zeroes_int_ratio_columns_for_every_token():
     assert torch.equal(out[out != 0], embeddings[out != 0])
 
 
-def test_dropout_zeroes_about_the_ratio_of_elements():
-    embeddings = torch.randn(8, 64, 384) + 5
-    out = element_dropout(embeddings, 0.2)
-    fraction = (out == 0).float().mean().item()
-    assert fraction == pytest.approx(0.2, abs=0.01)
+def test_dropout_zeroes_exactly_int_ratio_of_the_real_tokens_elements():
+    embeddings = torch.randn(3, 10, 384) + 5
+    out = element_dropout(embeddings, MASK, 0.2)
+    for row, mask in zip(out, MASK, strict=True):
+        n_real = int(mask.sum())
+        assert int((row[:n_real] == 0).sum()) == int(0.2 * n_real * 384)
+        assert not (row[n_real:] == 0).any()  # padding untouched
     assert torch.equal(out[out != 0], embeddings[out != 0])
 
 
@@ -88,15 +93,38 @@ def test_none_and_shuffle_leave_embeddings_alone():
         assert augment_embeddings(name, embeddings, MASK, AugmentationRatios()) is embeddings
 
 
-def test_fgv_points_along_the_gradient_with_norm_epsilon():
-    gradient = torch.randn(3, 10, 8)
+def test_fgv_gives_every_token_a_step_of_norm_epsilon_along_its_gradient():
+    gradient = torch.randn(3, 10, 8) * torch.arange(1, 11).view(1, 10, 1)  # tokens of very different scale
     perturbation = fgv_perturbation(gradient, 0.5)
-    for g, r in zip(gradient, perturbation, strict=True):
-        cosine = torch.nn.functional.cosine_similarity(g.flatten(), r.flatten(), dim=0)
-        assert cosine.item() == pytest.approx(1.0, abs=1e-6)
-        assert r.norm().item() == pytest.approx(0.5, abs=1e-6)
+    cosine = torch.nn.functional.cosine_similarity(gradient, perturbation, dim=-1)
+    assert torch.allclose(cosine, torch.ones(3, 10), atol=1e-6)
+    assert torch.allclose(perturbation.norm(dim=-1), torch.full((3, 10), 0.5), atol=1e-6)
 
 
 def test_adversarial_without_gradient_is_an_error():
     with pytest.raises(ValueError, match="supervised loss"):
         augment_embeddings("adversarial", torch.zeros(1, 2, 3), torch.ones(1, 2), AugmentationRatios())
+
+
+def test_the_hook_changes_the_encoders_output_in_a_real_forward_pass():
+    """The stand-in, BERT's dropout removed: clean views coincide, each augmentation changes its view."""
+    from consert.models import STAND_IN_MODEL, resolve_model
+    from consert.pooling import Pooling
+    from consert.train import load_trainable
+    from consert.views import two_view_forward
+
+    tokenizer, model = load_trainable(resolve_model(STAND_IN_MODEL), "cpu", remove_dropout=True)
+    batch = tokenizer(
+        ["A man is playing a guitar on the stage tonight.", "Two dogs run through the deep fresh snow."],
+        padding=True,
+        return_tensors="pt",
+    )
+    ids, mask, mean = batch["input_ids"], batch["attention_mask"], Pooling.parse("mean")
+    ratios = AugmentationRatios(token_cutoff=0.2, feature_cutoff=0.2, dropout=0.2)
+    with torch.no_grad():
+        clean1, clean2 = two_view_forward(model, ids, mask, ("none", "none"), mean, ratios)
+        assert torch.allclose(clean1, clean2, atol=1e-5)
+        for view in ("shuffle", "token_cutoff", "feature_cutoff", "dropout"):
+            plain, augmented = two_view_forward(model, ids, mask, ("none", view), mean, ratios)
+            assert torch.allclose(plain, clean1, atol=1e-5), view
+            assert (augmented - clean1).norm(dim=1).min() > 1e-3, view

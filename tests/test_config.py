@@ -18,7 +18,8 @@ def test_yaml_and_overrides(tmp_path):
 def test_defaults_are_the_papers():
     config = TrainConfig()
     assert (config.lr, config.batch_size, config.temperature, config.max_length) == (5e-7, 96, 0.1, 64)
-    assert config.views == ("shuffle", "feature_cutoff") and config.remove_dropout
+    # scripts/unsup-consert-base.sh: --da_final_1 feature_cutoff --da_final_2 shuffle, --no_dropout
+    assert config.views == ("feature_cutoff", "shuffle") and config.remove_dropout
     assert (config.token_cutoff, config.feature_cutoff, config.dropout) == (0.15, 0.2, 0.2)
     assert (config.eval_every, config.patience, config.warmup_ratio, config.contrastive_weight) == (200, 10, 0.1, 0.15)
 

@@ -36,7 +36,9 @@ def test_two_stage_runs_start_from_the_nli_run():
     spec = RunSpec("base", "joint-unsup", n_texts=100)
     assert spec.stage1 == RunSpec("base", "joint")
     values = train_overrides(spec, config)
-    assert values["model"] == "runs/base-joint-seed1/model" and values["mode"] == "unsup" and values["n_texts"] == 100
+    assert values["stage1_model"] == "runs/base-joint-seed1/model" and values["mode"] == "joint-unsup"
+    assert values["n_texts"] == 100 and values["model"] == "bert-base-uncased"
+    assert values["epochs"] == 25 and values["views"] == ["none", "shuffle"]  # the stage's own block
     first = train_overrides(spec.stage1, config)
     assert first["model"] == "bert-base-uncased" and first["mode"] == "joint"
     assert first["nli_source"] == "snli+mnli"
@@ -73,4 +75,4 @@ def test_offline_config_plans_16_runs_and_its_heatmap_rows_say_which_run_they_sh
     mirrored = cells["feature_cutoff", "none"]
     assert mirrored.labels["trained_as"] == "none+feature_cutoff"
     assert mirrored.spec == cells["none", "feature_cutoff"].spec
-    assert cells["shuffle", "feature_cutoff"].spec.run_id == "base-unsup-seed1"  # the Table 2 run
+    assert cells["feature_cutoff", "shuffle"].spec.run_id == "base-unsup-seed1"  # the Table 2 run

@@ -28,7 +28,7 @@ def test_nt_xent_on_a_2x2_batch_by_hand():
     for anchor, row in sims.items():
         denominator = sum(math.exp(v / tau) for v in row.values())
         terms.append(-math.log(math.exp(row[partner[anchor]] / tau) / denominator))
-    expected = sum(terms) / 4
+    expected = sum(terms) / 2  # the authors' sum of the two directional means (each over 2 anchors)
     assert nt_xent(view1, view2, tau).item() == pytest.approx(expected, rel=1e-6)
 
 

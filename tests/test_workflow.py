@@ -88,6 +88,15 @@ def test_every_artifact_is_produced_and_labelled(dag_run):
             assert (workdir / "figures" / f"{name}.{ext}").stat().st_size > 1000
 
 
+def test_the_recipe_card_lists_every_trained_run_with_nothing_unexplained(dag_run):
+    workdir, _ = dag_run
+    card = pd.read_csv(workdir / "results" / "recipe.csv", keep_default_na=False)
+    trained = {path.stem for path in (workdir / "results" / "evals" / "consert").glob("*.csv")}
+    assert set(card.run) == trained
+    assert not card.differs_from_authors.str.contains("UNEXPLAINED").any()
+    assert set(card.optimizer) == {"AdamW (no bias correction)"}
+
+
 def test_exported_models_are_deleted_once_read_and_kept_vectors_stay(dag_run):
     """keep_models: false (the test config): no model folder outlives the rules that read it."""
     workdir, _ = dag_run

@@ -13,6 +13,18 @@ rule paper_table:
         "../scripts/artifact.py"
 
 
+rule recipe:
+    """The recipe card: every planned training run as it will train, next to the authors' recipe."""
+    output:
+        report("results/recipe.csv", caption="../report/recipe.rst", category="Recipe"),
+    log:
+        "logs/paper/recipe.log",
+    conda:
+        "../envs/consert.yaml"
+    script:
+        "../scripts/recipe.py"
+
+
 rule paper_figure:
     input:
         lambda wc: paper.inputs(FIGURES[wc.name], config),

@@ -1,0 +1,159 @@
+"""The recipe card: every planned training run of a workflow config, as it will train, next to the authors'.
+
+``consert recipe --configfile config/config.yaml`` (and the DAG rule ``recipe``) writes
+``results/recipe.csv``: one row per run with its stage, start model, optimisation, views, loss,
+evaluation and precision settings, the authors' source, and ``differs_from_authors``, which lists
+each value that differs from the authors' recipe (:mod:`consert.recipes`) with its reason. A
+difference no rule explains is marked ``UNEXPLAINED``; for the paper's config there must be none.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from .config import TrainConfig
+from .experiments import RunSpec, plan_runs, train_overrides, unique_runs
+from .recipes import authors_recipe
+
+UNEXPLAINED = "UNEXPLAINED"
+#: The authors trained in fp16 with apex O1 on GPUs.
+AUTHORS_PRECISION = "fp16 (apex O1)"
+#: Keys compared with the authors' recipe, in column order.
+COMPARED = (
+    "batch_size",
+    "lr",
+    "epochs",
+    "max_steps",
+    "n_texts",
+    "views",
+    "token_cutoff",
+    "feature_cutoff",
+    "dropout",
+    "temperature",
+    "contrastive_weight",
+    "remove_dropout",
+    "classifier_features",
+    "adam_bias_correction",
+    "adam_eps",
+    "weight_decay",
+    "max_grad_norm",
+    "warmup_ratio",
+    "eval_every",
+    "eval_grid",
+    "patience",
+    "dev_pooling",
+    "eval_pooling",
+    "max_length",
+)
+#: Which sweep a key belongs to, and the run-spec field that marks a run as that sweep's point.
+SWEEP_OF = {
+    "views": ("views", "Figure 5 augmentation pair"),
+    "temperature": ("temperature", "Figure 7 temperature"),
+    "batch_size": ("batch_size", "Table 4 batch size"),
+    "n_texts": ("n_texts", "Figure 6 few-shot size"),
+}
+MAX_LENGTH_NOTE = (
+    "the authors' tokenizer wrapper turns max_seq_length 64 into at most 65 WordPieces + [CLS]/[SEP]; "
+    "ours counts the special tokens (64 tokens); only sentences of more than 62 WordPieces differ"
+)
+
+
+def authors_values(stage: str, size: str) -> dict[str, Any]:
+    """The authors' value of every compared key for ``stage`` at ``size`` (``None``: all texts, no step cap)."""
+    return {"max_steps": None, "n_texts": None, "dropout": 0.2, **authors_recipe(stage, size)}
+
+
+def _used_keys(config: TrainConfig) -> set[str]:
+    """The keys that matter for this run's stage (a rate only when its augmentation is a view)."""
+    supervised = config.stage in ("sup", "joint")
+    contrastive = config.stage != "sup"
+    keys = set(COMPARED) - {"token_cutoff", "feature_cutoff", "dropout", "views", "temperature", "contrastive_weight"}
+    if contrastive:
+        keys |= {"views", "temperature", "contrastive_weight"}
+        keys |= {rate for rate in ("token_cutoff", "feature_cutoff", "dropout") if rate in config.views}
+    if not supervised:
+        keys -= {"classifier_features"}
+    if supervised:
+        keys -= {"n_texts"}
+    return keys
+
+
+def _same(key: str, ours: Any, theirs: Any) -> bool:
+    if key == "views":  # NT-Xent treats its two views alike: the pair is unordered
+        return sorted(ours) == sorted(theirs)
+    if isinstance(ours, list | tuple) and isinstance(theirs, list | tuple):
+        return list(ours) == list(theirs)
+    return ours == theirs
+
+
+def _reason(key: str, spec: RunSpec, artifacts: set[str], setting: str) -> str:
+    """Why ``key`` of this run may differ from the authors' value, or ``UNEXPLAINED``."""
+    sweep = SWEEP_OF.get("views" if key in ("token_cutoff", "feature_cutoff", "dropout") else key)
+    if sweep and getattr(spec, sweep[0]) is not None:
+        return f"{sweep[1]} (a sweep point)"
+    if any(word in setting for word in ("offline", "test")):
+        return f"{setting}: short CPU runs on the offline stand-in"
+    return UNEXPLAINED
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return "+".join(str(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def recipe_card(config: dict[str, Any]) -> pd.DataFrame:
+    """One row per planned training run of a workflow ``config`` (see the module docstring)."""
+    plan = plan_runs(config)
+    runs = unique_runs(plan)
+    artifacts: dict[str, set[str]] = {run_id: set() for run_id in runs}
+    for item in plan:
+        artifacts[item.spec.run_id].add(item.artifact)
+        if item.spec.stage1 is not None:
+            artifacts[item.spec.stage1.run_id].add(f"{item.artifact} (stage 1)")
+    setting = str(config.get("setting", ""))
+    rows = []
+    for run_id, spec in runs.items():
+        train_config = TrainConfig.from_dict(train_overrides(spec, config), source=run_id)
+        theirs = authors_values(train_config.stage, spec.size)
+        used = _used_keys(train_config)
+        differences = []
+        for key in sorted(used, key=COMPARED.index):
+            ours = getattr(train_config, key)
+            if not _same(key, ours, theirs[key]):
+                reason = _reason(key, spec, artifacts[run_id], setting)
+                differences.append(f"{key}: {_text(ours)} (authors {_text(theirs[key])}; {reason})")
+        if train_config.dtype != "fp16":
+            differences.append(
+                f"precision: {train_config.dtype} (authors {AUTHORS_PRECISION}; chosen from the hardware: bf16 where "
+                "supported, else fp16 with a gradient scaler on GPUs, fp32 on CPUs without native bf16)"
+            )
+        if train_config.stage in ("sup", "joint") and "snli" not in train_config.nli_source:
+            differences.append(f"nli: {train_config.nli_source} (authors snli+mnli; {setting}: offline stand-in)")
+        row: dict[str, Any] = {
+            "run": run_id,
+            "artifacts": ";".join(sorted(artifacts[run_id])),
+            "stage": train_config.stage,
+            "start_model": train_config.stage1_model or train_config.model,
+            "nli": train_config.nli_source if train_config.stage in ("sup", "joint") else "",
+        }
+        row.update({key: _text(getattr(train_config, key)) if key in used else "" for key in COMPARED})
+        row.update(
+            bert_dropout="off" if train_config.remove_dropout else "on",
+            optimizer="AdamW" + ("" if train_config.adam_bias_correction else " (no bias correction)"),
+            precision=train_config.dtype,
+            authors_source=theirs["source"],
+            differs_from_authors="; ".join(differences),
+            notes=f"max_length: {MAX_LENGTH_NOTE}",
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def unexplained(card: pd.DataFrame) -> list[str]:
+    """``run: differences`` of every row with a difference no rule explains."""
+    return [
+        f"{row.run}: {row.differs_from_authors}" for row in card.itertuples() if UNEXPLAINED in row.differs_from_authors
+    ]

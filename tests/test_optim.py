@@ -1,0 +1,69 @@
+"""The authors' AdamW (no bias correction) against arithmetic on their settings and torch's AdamW."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from consert.optim import AdamW
+
+
+def _first_update(correct_bias: bool, gradient: float = 0.5, lr: float = 1e-3) -> torch.Tensor:
+    param = torch.nn.Parameter(torch.zeros(4))
+    optimizer = AdamW([param], lr=lr, eps=1e-12, weight_decay=0.0, correct_bias=correct_bias)
+    param.grad = torch.full((4,), gradient)
+    optimizer.step()
+    return -param.detach()
+
+
+def test_first_update_without_bias_correction_is_3_16_lr():
+    """Constant gradient g: m = 0.1 g, v = 0.001 g^2, so the update is lr * 0.1 / sqrt(0.001) = 3.162 lr."""
+    update = _first_update(correct_bias=False)
+    assert torch.allclose(update, torch.full((4,), 1e-3 * 0.1 / math.sqrt(0.001)), rtol=1e-5)
+    assert update[0].item() / 1e-3 == pytest.approx(3.1623, abs=1e-4)
+
+
+def test_first_update_with_bias_correction_is_lr():
+    assert torch.allclose(_first_update(correct_bias=True), torch.full((4,), 1e-3), rtol=1e-5)
+
+
+def test_without_correction_the_ratio_to_corrected_updates_follows_the_bias_terms():
+    """Under a constant gradient, step t's update ratio is (1 - b1^t) / sqrt(1 - b2^t): 3.16 at t=1, ~1 late."""
+    params = {flag: torch.nn.Parameter(torch.zeros(1)) for flag in (False, True)}
+    optimizers = {flag: AdamW([p], lr=1.0, eps=1e-12, correct_bias=flag) for flag, p in params.items()}
+    previous = {flag: 0.0 for flag in params}
+    for step in range(1, 2001):
+        updates = {}
+        for flag, param in params.items():
+            param.grad = torch.ones(1)
+            optimizers[flag].step()
+            updates[flag] = previous[flag] - param.item()
+            previous[flag] = param.item()
+        if step in (1, 10, 100, 1500):
+            expected = (1 - 0.9**step) / math.sqrt(1 - 0.999**step)
+            assert updates[False] / updates[True] == pytest.approx(expected, rel=1e-4), step
+
+
+def test_with_bias_correction_it_matches_torch_adamw_including_decoupled_weight_decay():
+    torch.manual_seed(0)
+    start = torch.randn(32)
+    ours, reference = torch.nn.Parameter(start.clone()), torch.nn.Parameter(start.clone())
+    mine = AdamW([ours], lr=1e-2, eps=1e-8, weight_decay=0.01, correct_bias=True)
+    torchs = torch.optim.AdamW([reference], lr=1e-2, eps=1e-8, weight_decay=0.01)
+    for _ in range(50):
+        gradient = torch.randn(32)
+        ours.grad, reference.grad = gradient.clone(), gradient.clone()
+        mine.step()
+        torchs.step()
+    # torch decays before the update and adds eps to the bias-corrected denominator: agreement, not identity
+    assert torch.allclose(ours, reference, atol=1e-4)
+
+
+def test_weight_decay_is_decoupled_and_applied_after_the_update():
+    param = torch.nn.Parameter(torch.full((1,), 2.0))
+    optimizer = AdamW([param], lr=0.1, eps=1e-12, weight_decay=0.5, correct_bias=True)
+    param.grad = torch.zeros(1)  # no gradient signal: only the decay moves the parameter
+    optimizer.step()
+    assert param.item() == pytest.approx(2.0 * (1 - 0.1 * 0.5))

@@ -1,0 +1,203 @@
+"""Recipe parity: ConSERT trains as the authors' code did (values from their scripts and the paper)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+import yaml
+
+from consert.config import TrainConfig
+from consert.loop import LoopSettings, evaluation_grid, run_loop
+from consert.losses import NliHead, nt_xent, paired_nt_xent
+from consert.recipe_card import UNEXPLAINED, recipe_card, unexplained
+
+from .conftest import PUBLISHED, ROOT
+
+#: Unlabeled STS texts (Table 1): the authors' unsupervised training set.
+N_TEXTS = 89_192
+
+
+def _authors_settings(batch_size: int, grid: str = "epoch") -> LoopSettings:
+    """The authors' unsupervised schedule (scripts/unsup-consert-base.sh) at ``batch_size``."""
+    return LoopSettings(
+        lr=5e-7,
+        batch_size=batch_size,
+        epochs=10,
+        max_steps=None,
+        warmup_ratio=0.1,
+        weight_decay=0.01,
+        adam_eps=1e-6,
+        max_grad_norm=1.0,
+        eval_every=200,
+        patience=10,
+        eval_at_start=False,
+        seed=1,
+        dtype="fp32",
+        eval_grid=grid,
+    )
+
+
+@pytest.mark.parametrize("row", pd.read_csv(PUBLISHED / "consert_table4_batch_size.csv").to_dict("records"))
+def test_every_published_table4_step_lies_on_the_authors_evaluation_grid(row):
+    """Table 4's steps (1530 at batch 96, 6175 at 16, ...) are evaluations within an epoch or at its end."""
+    grid = evaluation_grid(N_TEXTS, _authors_settings(row["batch_size"]))
+    assert row["steps"] in grid
+    # multiples of 200 counted globally (our old grid) hit none of them
+    assert row["steps"] not in evaluation_grid(N_TEXTS, _authors_settings(row["batch_size"], "global"))
+
+
+def test_epoch_grid_counts_within_epochs_and_scores_each_epoch_end():
+    settings = _authors_settings(96)
+    grid = evaluation_grid(N_TEXTS, settings)
+    per_epoch = math.ceil(N_TEXTS / 96)
+    assert per_epoch == 930
+    assert sorted(grid)[:6] == [200, 400, 600, 800, 930, 1130]
+    assert sum(grid.values()) == 10 * 5  # 4 within + 1 at the end of each of 10 epochs
+    # an epoch that is a multiple of eval_every ends with two evaluations (both count for patience)
+    small = LoopSettings(**{**settings.__dict__, "batch_size": 100, "eval_every": 4, "epochs": 2})
+    assert dict(evaluation_grid(800, small)) == {4: 1, 8: 2, 12: 1, 16: 2}
+
+
+def test_patience_counts_the_repeated_epoch_end_evaluation():
+    """8 items in batches of 4 (2 steps an epoch), eval_every 2: evaluations 2, 2, 4, 4, ... with a flat dev score."""
+    model = torch.nn.Linear(2, 1)
+    settings = LoopSettings(**{**_authors_settings(4).__dict__, "eval_every": 2, "patience": 2, "epochs": 5})
+    scores = iter([1.0] + [0.5] * 20)
+
+    def loss_fn(batch):
+        return model(torch.ones(len(batch), 2)).pow(2).mean()
+
+    result = run_loop(
+        model, list(model.named_parameters()), list(range(8)), loss_fn, lambda: next(scores), settings, "cpu"
+    )
+    # step 2: the best (1.0), then its repeat is a miss; step 4: 0.5 is the second miss -> stop
+    assert result.steps == 4 and result.best_step == 2
+    assert [e["step"] for e in result.log if "dev_spearman" in e] == [2, 2, 4]
+
+
+def test_nt_xent_is_the_sum_of_both_directions_on_a_3_sentence_batch_by_hand():
+    a = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    b = torch.tensor([[1.0, 0.2], [-0.3, 1.0], [0.5, 1.0]])
+    tau = 0.1
+
+    def cos(x, y):
+        return float(x @ y / (x.norm() * y.norm()))
+
+    def direction(first, second):
+        terms = []
+        for i in range(3):
+            candidates = [cos(first[i], second[j]) for j in range(3)] + [
+                cos(first[i], first[j]) for j in range(3) if j != i
+            ]
+            denominator = sum(math.exp(c / tau) for c in candidates)
+            terms.append(-math.log(math.exp(cos(first[i], second[i]) / tau) / denominator))
+        return sum(terms) / 3
+
+    expected = direction(a, b) + direction(b, a)  # AdvCLSoftmaxLoss: loss = loss_a + loss_b
+    assert nt_xent(a, b, tau).item() == pytest.approx(expected, rel=1e-5)
+
+
+def test_joint_contrastive_loss_never_pits_a_premise_against_its_own_hypothesis():
+    torch.manual_seed(0)
+    premises1, premises2 = torch.randn(4, 8), torch.randn(4, 8)
+    gradients = []
+    for _ in range(2):  # two different hypothesis batches
+        hypotheses1, hypotheses2 = torch.randn(4, 8), torch.randn(4, 8)
+        view1 = torch.cat([premises1, hypotheses1]).requires_grad_()
+        view2 = torch.cat([premises2, hypotheses2])
+        loss = paired_nt_xent(view1, view2, 4, 0.1)
+        (gradient,) = torch.autograd.grad(loss, view1)
+        gradients.append(gradient[:4])
+        separate = nt_xent(premises1, premises2, 0.1) + nt_xent(hypotheses1, hypotheses2, 0.1)
+        assert loss.item() == pytest.approx(separate.item(), rel=1e-6)
+    # the premises' gradient does not depend on the hypotheses: they are never each other's negatives
+    assert torch.allclose(gradients[0], gradients[1])
+
+
+@pytest.mark.parametrize("wrong", ["zeros", "signed_difference", "product"])
+def test_authors_classifier_reads_u_v_abs_difference_and_max_squared(wrong):
+    torch.manual_seed(0)
+    head = NliHead(3, features=("u", "v", "abs_diff", "max_square"))
+    u, v = torch.randn(5, 3), torch.randn(5, 3)
+    expected = torch.cat([u, v, (u - v).abs(), torch.maximum(u, v) ** 2], dim=1) @ head.linear.weight.T
+    assert torch.allclose(head(u, v), expected + head.linear.bias, atol=1e-6)
+    third = {"zeros": torch.zeros_like(u), "signed_difference": u - v, "product": u * v}[wrong]
+    impostor = torch.cat([u, v, third, torch.maximum(u, v) ** 2], dim=1) @ head.linear.weight.T
+    assert not torch.allclose(head(u, v), impostor + head.linear.bias, atol=1e-3)
+
+
+def test_each_stage_defaults_to_the_authors_script():
+    unsup = TrainConfig()
+    assert (unsup.lr, unsup.batch_size, unsup.epochs, unsup.patience) == (5e-7, 96, 10, 10)
+    assert set(unsup.views) == {"shuffle", "feature_cutoff"} and unsup.feature_cutoff == 0.2 and unsup.remove_dropout
+    assert not unsup.adam_bias_correction and unsup.eval_grid == "epoch"
+    assert (unsup.dev_pooling, unsup.eval_pooling, unsup.contrastive_weight) == ("mean", "mean:-2,-1", 0.15)
+    sup = TrainConfig(mode="sup")  # scripts/sup-sbert-base.sh (+ main.py defaults: lr 2e-5, 1 epoch, no patience)
+    assert (sup.lr, sup.batch_size, sup.epochs, sup.patience, sup.remove_dropout) == (2e-5, 96, 1, None, False)
+    assert sup.classifier_features == ("u", "v", "abs_diff", "max_square")
+    joint = TrainConfig(mode="joint")  # --data_augmentation_strategy cutoff --cutoff_direction row --cutoff_rate 0.1
+    assert joint.views == ("none", "token_cutoff") and joint.token_cutoff == 0.1 and not joint.remove_dropout
+    second = TrainConfig(mode="sup-unsup")  # 25 epochs, lr 5e-7, cutoff column 0.1, dropout on
+    assert (second.lr, second.epochs, second.views, second.feature_cutoff) == (
+        5e-7,
+        25,
+        ("none", "feature_cutoff"),
+        0.1,
+    )
+    assert not second.remove_dropout
+    assert TrainConfig(mode="joint-unsup").views == ("none", "shuffle")
+    assert TrainConfig(mode="sup", lr=1e-5).lr == 1e-5  # an explicit value wins
+
+
+def test_every_stage_sets_every_stage_dependent_key():
+    from consert.recipes import STAGE_KEYS, STAGES, stage_defaults
+
+    for stage in STAGES:
+        assert set(stage_defaults(stage)) == set(STAGE_KEYS), stage
+    assert TrainConfig(views=("none", "token_cutoff")).token_cutoff == 0.15  # the paper's rate for the sweeps
+
+
+def test_a_two_stage_run_trains_its_first_stage_with_the_nli_recipe_and_its_overrides():
+    config = TrainConfig(mode="joint-unsup", output_dir="runs/x", seed=3, stage1={"max_steps": 4, "batch_size": 8})
+    first = config.first_stage()
+    assert (first.mode, first.lr, first.epochs, first.views) == ("joint", 2e-5, 1, ("none", "token_cutoff"))
+    assert (first.max_steps, first.batch_size, first.seed, first.output_dir) == (4, 8, 3, "runs/x.stage1")
+
+
+def _workflow_config(name: str) -> dict:
+    return yaml.safe_load((ROOT / "config" / name).read_text())
+
+
+def test_the_paper_config_recipe_card_matches_the_authors_with_every_difference_explained():
+    card = recipe_card(_workflow_config("config.yaml"))
+    assert unexplained(card) == []
+    main = card[~card.artifacts.str.contains("table4") | card.run.str.contains("seed1$")]
+    sweep_batches = card[card.differs_from_authors.str.contains("Table 4 batch size")]
+    assert set(card.batch_size.drop(sweep_batches.index)) == {"96"}
+    assert set(card[card.stage != "unsup"].bert_dropout) == {"on"}  # every supervised or second stage
+    base_unsup = card[(card.stage == "unsup") & card.run.str.startswith("base")]
+    assert set(base_unsup.bert_dropout) == {"off"}  # --no_dropout: only the unsupervised base run
+    second_stages = card[card.stage.isin(["sup-unsup", "joint-unsup"])]
+    assert set(second_stages[second_stages.run.str.startswith("base")].epochs) == {"25"}  # *-base.sh
+    assert set(second_stages[second_stages.run.str.startswith("large")].epochs) == {"10"}  # *-large.sh
+    large = card.set_index("run").loc["large-unsup-seed1"]  # scripts/unsup-consert-large.sh
+    assert (large.views, large.bert_dropout, large.epochs, large.eval_every) == ("none+shuffle", "on", "25", "100")
+    assert card.set_index("run").loc["large-joint-seed1"].max_length == "40"
+    assert set(card.optimizer) == {"AdamW (no bias correction)"} and set(card.eval_grid) == {"epoch"}
+    assert set(card.dev_pooling) == {"mean"} and set(card.eval_pooling) == {"mean:-2,-1"}
+    assert len(main) and set(card.stage) == {"unsup", "sup", "joint", "sup-unsup", "joint-unsup"}
+
+
+def test_a_changed_recipe_value_shows_up_unexplained():
+    config = _workflow_config("config.yaml")
+    config["stages"]["sup"]["lr"] = 3e-5
+    problems = unexplained(recipe_card(config))
+    assert problems and all("lr: 3e-05 (authors 2e-05; " + UNEXPLAINED in p for p in problems)
+
+
+def test_the_offline_card_explains_its_short_runs():
+    card = recipe_card(_workflow_config("offline.yaml"))
+    assert unexplained(card) == [] and card.differs_from_authors.str.contains("short CPU runs").all()
