@@ -88,20 +88,20 @@ def _same(key: str, ours: Any, theirs: Any) -> bool:
     return ours == theirs
 
 
-def _reason(key: str, spec: RunSpec, artifacts: set[str], setting: str) -> str:
+def _reason(key: str, spec: RunSpec, setting: str) -> str:
     """Why ``key`` of this run may differ from the authors' value, or ``UNEXPLAINED``."""
     sweep = SWEEP_OF.get("views" if key in ("token_cutoff", "feature_cutoff", "dropout") else key)
     if sweep and getattr(spec, sweep[0]) is not None:
         return f"{sweep[1]} (a sweep point)"
     if any(word in setting for word in ("offline", "test")):
-        return f"{setting}: short CPU runs on the offline stand-in"
+        return "short CPU runs of the offline/test config"
     return UNEXPLAINED
 
 
-def _text(value: Any) -> str:
+def _text(value: Any, none: str = "") -> str:
     if isinstance(value, list | tuple):
         return "+".join(str(v) for v in value)
-    return "" if value is None else str(value)
+    return none if value is None else str(value)
 
 
 def recipe_card(config: dict[str, Any]) -> pd.DataFrame:
@@ -123,15 +123,16 @@ def recipe_card(config: dict[str, Any]) -> pd.DataFrame:
         for key in sorted(used, key=COMPARED.index):
             ours = getattr(train_config, key)
             if not _same(key, ours, theirs[key]):
-                reason = _reason(key, spec, artifacts[run_id], setting)
-                differences.append(f"{key}: {_text(ours)} (authors {_text(theirs[key])}; {reason})")
+                reason = _reason(key, spec, setting)
+                ours_text, theirs_text = _text(ours, "none"), _text(theirs[key], "none")
+                differences.append(f"{key}: {ours_text} (authors {theirs_text}; {reason})")
         if train_config.dtype != "fp16":
             differences.append(
-                f"precision: {train_config.dtype} (authors {AUTHORS_PRECISION}; chosen from the hardware: bf16 where "
-                "supported, else fp16 with a gradient scaler on GPUs, fp32 on CPUs without native bf16)"
+                f"precision: {train_config.dtype} (authors {AUTHORS_PRECISION}; resolved from the hardware when "
+                "run: bf16 where native, fp16 + gradient scaler on older GPUs, fp32 on other CPUs)"
             )
         if train_config.stage in ("sup", "joint") and "snli" not in train_config.nli_source:
-            differences.append(f"nli: {train_config.nli_source} (authors snli+mnli; {setting}: offline stand-in)")
+            differences.append(f"nli: {train_config.nli_source} (authors snli+mnli; the offline stand-in for them)")
         row: dict[str, Any] = {
             "run": run_id,
             "artifacts": ";".join(sorted(artifacts[run_id])),
