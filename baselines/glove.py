@@ -86,5 +86,6 @@ class GloveBaseline:
             "model": str(self.path) if self.path else "glove.6B.50d",
             "setting": "paper setting (GloVe file as given)" if self.path else OFFLINE_GLOVE_LABEL,
             "pooling": "mean of word vectors",
+            "engine": "numpy (no encoder)",
             "empty_sentences": self.empty_sentences,
         }

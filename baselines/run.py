@@ -81,6 +81,7 @@ def evaluate_baseline(
         pooling=str(described.pop("pooling", "")),
         max_length=described.pop("max_length", ""),
         dtype=described.pop("dtype", ""),
+        engine=str(described.pop("engine")),
         device=described.pop("device", "cpu"),
         data_dir=data.root,
         data_sha256=data.fingerprint,

@@ -27,8 +27,6 @@ from .precision import DTYPE_CHOICES
 from .recipes import FIRST_STAGE, STAGE_KEYS, stage_defaults
 
 MODES = ("unsup", "joint", "sup", "sup-unsup", "joint-unsup")
-#: Modes trained in two stages: (first stage on NLI, second stage unsupervised on the STS texts).
-TWO_STAGE = FIRST_STAGE
 EVAL_GRIDS = ("epoch", "global")
 CLASSIFIER_FEATURES = ("u", "v", "abs_diff", "max_square", "product")
 
@@ -141,22 +139,17 @@ class TrainConfig:
                 raise ConfigError(f"{name}: expected a ratio in [0, 1), got {getattr(self, name)}")
         if self.n_texts is not None and self.n_texts < 1:
             raise ConfigError(f"n_texts: expected a positive integer or null, got {self.n_texts}")
-        if (self.stage1 or self.stage1_model) and self.mode not in TWO_STAGE:
+        if (self.stage1 or self.stage1_model) and self.mode not in FIRST_STAGE:
             raise ConfigError(
-                f"stage1/stage1_model: only for the two-stage modes {tuple(TWO_STAGE)}, not {self.mode!r}"
+                f"stage1/stage1_model: only for the two-stage modes {tuple(FIRST_STAGE)}, not {self.mode!r}"
             )
         if self.stage1:
             self.first_stage()  # validate the overrides now, not after the first stage has trained
 
-    @property
-    def stage(self) -> str:
-        """The stage this config trains: its mode (a two-stage mode's second stage)."""
-        return self.mode
-
     def first_stage(self) -> TrainConfig:
         """A two-stage mode's first (NLI) stage: its own recipe, the shared keys, then ``stage1``."""
         shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in self.NOT_INHERITED}
-        values = {**shared, "mode": TWO_STAGE[self.mode], "output_dir": f"{self.output_dir}.stage1", **self.stage1}
+        values = {**shared, "mode": FIRST_STAGE[self.mode], "output_dir": f"{self.output_dir}.stage1", **self.stage1}
         return TrainConfig.from_dict(values, source="stage1")
 
     @classmethod

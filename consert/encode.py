@@ -94,9 +94,7 @@ class SentenceEncoder:
         ONNX Runtime.
         """
         resolved = model if isinstance(model, ResolvedModel) else resolve_model(model)
-        device = device or default_device()
-        dtype = resolve_dtype(dtype, device)
-        tokenizer, network = load_tokenizer_and_model(resolved, device)
+        tokenizer, network = load_tokenizer_and_model(resolved, device or default_device())
         return cls(
             tokenizer,
             network,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .recipes import stage_defaults
+from .recipes import COMMON, stage_defaults
 
 AUGMENTATION_LABELS = {
     "none": "None",
@@ -77,7 +77,7 @@ def stage_values(config: dict[str, Any], stage: str, size: str) -> dict[str, Any
 
 def _normalise(spec: RunSpec, config: dict[str, Any]) -> RunSpec:
     """Drop overrides equal to the unsupervised stage's values so identical experiments get identical ids."""
-    defaults = {"temperature": 0.1, **stage_defaults("unsup"), **stage_values(config, "unsup", spec.size)}
+    defaults = {**COMMON, **stage_defaults("unsup"), **stage_values(config, "unsup", spec.size)}
     changes: dict[str, Any] = {}
     if spec.views is not None and tuple(spec.views) == tuple(defaults["views"]):
         changes["views"] = None

@@ -59,8 +59,8 @@ def provenance(
     data_sha256: str,
     data_verified: bool | None = None,
     seed: int | None = None,
+    engine: str,
     base_model: str | None = None,
-    engine: str = "torch",
     **extra: object,
 ) -> dict[str, object]:
     """One flat dict of provenance columns, appended to every result row.

@@ -67,8 +67,8 @@ def authors_values(stage: str, size: str) -> dict[str, Any]:
 
 def _used_keys(config: TrainConfig) -> set[str]:
     """The keys that matter for this run's stage (a rate only when its augmentation is a view)."""
-    supervised = config.stage in ("sup", "joint")
-    contrastive = config.stage != "sup"
+    supervised = config.mode in ("sup", "joint")
+    contrastive = config.mode != "sup"
     keys = set(COMPARED) - {"token_cutoff", "feature_cutoff", "dropout", "views", "temperature", "contrastive_weight"}
     if contrastive:
         keys |= {"views", "temperature", "contrastive_weight"}
@@ -117,7 +117,7 @@ def recipe_card(config: dict[str, Any]) -> pd.DataFrame:
     rows = []
     for run_id, spec in runs.items():
         train_config = TrainConfig.from_dict(train_overrides(spec, config), source=run_id)
-        theirs = authors_values(train_config.stage, spec.size)
+        theirs = authors_values(train_config.mode, spec.size)
         used = _used_keys(train_config)
         differences = []
         for key in sorted(used, key=COMPARED.index):
@@ -131,14 +131,14 @@ def recipe_card(config: dict[str, Any]) -> pd.DataFrame:
                 f"precision: {train_config.dtype} (authors {AUTHORS_PRECISION}; resolved from the hardware when "
                 "run: bf16 where native, fp16 + gradient scaler on older GPUs, fp32 on other CPUs)"
             )
-        if train_config.stage in ("sup", "joint") and "snli" not in train_config.nli_source:
+        if train_config.mode in ("sup", "joint") and "snli" not in train_config.nli_source:
             differences.append(f"nli: {train_config.nli_source} (authors snli+mnli; the offline stand-in for them)")
         row: dict[str, Any] = {
             "run": run_id,
             "artifacts": ";".join(sorted(artifacts[run_id])),
-            "stage": train_config.stage,
+            "stage": train_config.mode,
             "start_model": train_config.stage1_model or train_config.model,
-            "nli": train_config.nli_source if train_config.stage in ("sup", "joint") else "",
+            "nli": train_config.nli_source if train_config.mode in ("sup", "joint") else "",
         }
         row.update({key: _text(getattr(train_config, key)) if key in used else "" for key in COMPARED})
         row.update(

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from .augment import AugmentationRatios, fgv_perturbation
-from .config import TWO_STAGE, TrainConfig
+from .config import TrainConfig
 from .data import NliPair, SentEvalData, load_senteval
 from .encode import SentenceEncoder
 from .evaluate import encode_and_score, spearman_x100
@@ -30,6 +30,7 @@ from .nli import LABEL_INDEX, SICK_E_LABEL, load_nli
 from .pooling import Pooling
 from .precision import configure_cuda_matmul, hardware_summary, resolve_dtype
 from .provenance import git_commit, package_versions
+from .recipes import FIRST_STAGE
 from .views import forward_with_embedding_grad, pooled_forward, two_view_forward
 
 #: Dev pairs whose cosine similarities all exceed this mean the embedding has collapsed.
@@ -214,7 +215,7 @@ def train_stage(config: TrainConfig, data: SentEvalData, supervised_mode: str | 
     record = {
         "base_model": stage.resolved.base_model,
         "started_from": config.model,
-        "stage": config.stage,
+        "stage": config.mode,
         "nli": (SICK_E_LABEL if config.nli_source == "sick-e" else config.nli_source) if supervised_mode else None,
         "setting": stage.resolved.setting,
         "best_step": outcome.best_step,
@@ -259,5 +260,5 @@ def train(config: TrainConfig, data: SentEvalData | None = None, progress: bool 
         return train_stage(config, data, config.mode, progress)
     start = config.stage1_model
     if start is None:
-        start = str(train_stage(config.first_stage(), data, TWO_STAGE[config.mode], progress).output_dir)
+        start = str(train_stage(config.first_stage(), data, FIRST_STAGE[config.mode], progress).output_dir)
     return train_stage(config.replace(model=start), data, None, progress)
