@@ -31,7 +31,7 @@ from .pooling import Pooling
 from .precision import configure_cuda_matmul, hardware_summary, resolve_dtype
 from .provenance import git_commit, package_versions
 from .recipes import FIRST_STAGE
-from .views import forward_with_embedding_grad, pooled_forward, two_view_forward
+from .views import forward_with_embedding_grad, pooled_forward, two_view_forward, view_forward
 
 #: Dev pairs whose cosine similarities all exceed this mean the embedding has collapsed.
 COLLAPSE_COSINE = 0.999
@@ -134,7 +134,11 @@ class _Stage:
         return self.config.contrastive_weight * nt_xent(view1, view2, self.config.temperature)
 
     def supervised_loss(self, pairs: list[NliPair], joint: bool) -> torch.Tensor:
-        """NLI cross entropy; with ``joint``, plus ``alpha * NT-Xent`` over views of all NLI texts."""
+        """NLI cross entropy; with ``joint``, plus ``alpha * NT-Xent`` over views of all NLI texts.
+
+        With a clean first view (the authors' joint recipe: none + token cutoff) the classifier's
+        forward pass is that view, as in the authors' loss; only the augmented view is encoded again.
+        """
         config, count = self.config, len(pairs)
         ids, mask = self.tokenize([p.premise for p in pairs] + [p.hypothesis for p in pairs])
         labels = torch.tensor([LABEL_INDEX[p.label] for p in pairs], device=self.device)
@@ -150,9 +154,14 @@ class _Stage:
         if adversarial:
             (gradient,) = torch.autograd.grad(cross_entropy, embedded, retain_graph=True)
             perturbation = fgv_perturbation(gradient.detach(), config.adversarial_epsilon)
-        view1, view2 = two_view_forward(
-            self.model, ids, mask, config.views, self.train_pooling, self.ratios, perturbation
-        )
+        first, second = config.views
+        if first == "none":  # the classifier's clean pass is the first view, as the authors' rep_a
+            view1 = pooled
+            view2 = view_forward(self.model, ids, mask, second, self.train_pooling, self.ratios, perturbation)
+        else:
+            view1, view2 = two_view_forward(
+                self.model, ids, mask, config.views, self.train_pooling, self.ratios, perturbation
+            )
         return cross_entropy + config.contrastive_weight * paired_nt_xent(view1, view2, count, config.temperature)
 
     def dev_spearman(self) -> float:

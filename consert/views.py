@@ -60,6 +60,25 @@ def forward_with_embedding_grad(model: nn.Module, input_ids, attention_mask, poo
     return pooled, captured[0]
 
 
+def view_forward(
+    model: nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    view: str,
+    pooling: Pooling,
+    ratios: AugmentationRatios,
+    perturbation: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Pooled vectors (B x d) of one augmented view of every sentence."""
+    positions = shuffled_position_ids(attention_mask) if view == "shuffle" else None
+
+    def augment(output: torch.Tensor) -> torch.Tensor:
+        return augment_embeddings(view, output, attention_mask, ratios, perturbation)
+
+    with edited_embeddings(model, augment):
+        return pooled_forward(model, input_ids, attention_mask, pooling, position_ids=positions)
+
+
 def two_view_forward(
     model: nn.Module,
     input_ids: torch.Tensor,

@@ -107,3 +107,24 @@ def test_supervised_settings_run_end_to_end_on_sick_e(real_data, tmp_path, mode,
         assert stage1["stage"] == mode.split("-")[0] and "offline stand-in" in stage1["nli"]
         assert record["stage"] == mode and record["started_from"].endswith("model.stage1")
         assert "offline stand-in" in record["setting"]
+
+
+def test_joint_reuses_the_classifiers_clean_pass_as_its_first_view(real_data, tmp_path):
+    """The authors' joint loss contrasts rep_a (the classifier's pass) with its cutoff view: 2 passes, not 3."""
+    import torch
+
+    from consert.nli import load_nli
+    from consert.train import _Stage
+
+    config = short_config(tmp_path, mode="joint", batch_size=4, dtype="fp32")
+    assert config.views == ("none", "token_cutoff")
+    stage = _Stage(config, real_data, supervised=True)
+    rows: list[int] = []
+    stage.model.register_forward_pre_hook(
+        lambda _m, _a, kwargs: rows.append(len(kwargs["input_ids"])), with_kwargs=True
+    )
+    pairs = load_nli("sick-e", real_data)[:4]
+    loss = stage.supervised_loss(pairs, joint=True)
+    assert rows == [8, 8]  # premises + hypotheses once for the classifier, once augmented
+    loss.backward()
+    assert all(torch.isfinite(p.grad).all() for p in stage.model.parameters() if p.grad is not None)
