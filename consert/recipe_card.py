@@ -45,7 +45,9 @@ COMPARED = (
     "patience",
     "dev_pooling",
     "eval_pooling",
+    "dev_max_pairs",
     "max_length",
+    "seed",
 )
 #: Which sweep a key belongs to, and the run-spec field that marks a run as that sweep's point.
 SWEEP_OF = {
@@ -54,6 +56,10 @@ SWEEP_OF = {
     "batch_size": ("batch_size", "Table 4 batch size"),
     "n_texts": ("n_texts", "Figure 6 few-shot size"),
 }
+DEV_SET_NOTE = (
+    "SentEval's STSBenchmark/sts-dev.csv (Moses-tokenized, like every set here); the authors read the same "
+    "1,500 pairs from sbert.net's raw stsbenchmark.tsv.gz"
+)
 MAX_LENGTH_NOTE = (
     "the authors' tokenizer wrapper turns max_seq_length 64 into at most 65 WordPieces + [CLS]/[SEP]; "
     "ours counts the special tokens (64 tokens); only sentences of more than 62 WordPieces differ"
@@ -62,7 +68,7 @@ MAX_LENGTH_NOTE = (
 
 def authors_values(stage: str, size: str) -> dict[str, Any]:
     """The authors' value of every compared key for ``stage`` at ``size`` (``None``: all texts, no step cap)."""
-    return {"max_steps": None, "n_texts": None, "dropout": 0.2, **authors_recipe(stage, size)}
+    return {"max_steps": None, "n_texts": None, "dev_max_pairs": None, "dropout": 0.2, **authors_recipe(stage, size)}
 
 
 def _used_keys(config: TrainConfig) -> set[str]:
@@ -90,6 +96,8 @@ def _same(key: str, ours: Any, theirs: Any) -> bool:
 
 def _reason(key: str, spec: RunSpec, setting: str) -> str:
     """Why ``key`` of this run may differ from the authors' value, or ``UNEXPLAINED``."""
+    if key == "seed":
+        return "a further seed of the config's seeds list"
     sweep = SWEEP_OF.get("views" if key in ("token_cutoff", "feature_cutoff", "dropout") else key)
     if sweep and getattr(spec, sweep[0]) is not None:
         return f"{sweep[1]} (a sweep point)"
@@ -147,7 +155,7 @@ def recipe_card(config: dict[str, Any]) -> pd.DataFrame:
             precision=train_config.dtype,
             authors_source=theirs["source"],
             differs_from_authors="; ".join(differences),
-            notes=f"max_length: {MAX_LENGTH_NOTE}",
+            notes=f"max_length: {MAX_LENGTH_NOTE}; dev set: {DEV_SET_NOTE}",
         )
         rows.append(row)
     return pd.DataFrame(rows)

@@ -201,3 +201,14 @@ def test_a_changed_recipe_value_shows_up_unexplained():
 def test_the_offline_card_explains_its_short_runs():
     card = recipe_card(_workflow_config("offline.yaml"))
     assert unexplained(card) == [] and card.differs_from_authors.str.contains("short CPU runs").all()
+    assert card.differs_from_authors.str.contains("dev_max_pairs: 300 (authors none", regex=False).all()
+
+
+def test_a_second_seed_is_listed_and_explained():
+    card = recipe_card(_workflow_config("test.yaml"))  # seeds [1, 2]
+    second = card[card.run.str.endswith("seed2")]
+    assert (
+        len(second)
+        and second.differs_from_authors.str.contains("seed: 2 (authors 1; a further seed", regex=False).all()
+    )
+    assert unexplained(card) == []
