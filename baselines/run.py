@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pandas as pd
 
 from consert.cache import VectorCache
-from consert.data import SentEvalData
+from consert.data import STS_YEAR_SUBSETS, SentEvalData
 from consert.encode import SentenceEncoder
-from consert.evaluate import evaluate_embedder, evaluation_sentences
+from consert.evaluate import evaluate_embedder, evaluate_task_vectors
 from consert.provenance import provenance
 
 from .base import CachedPooledVectors, SentenceEmbedder
@@ -19,21 +17,30 @@ from .pooling import PoolingBaseline
 from .whitening import WhiteningBaseline
 
 BASELINES = ("pooling", "whitening", "flow", "glove")
-WHITENING_FIT = ("targets", "nli")
+#: What a fitted baseline may be fitted on. ``task``: one fit per task on that task's scored pairs
+#: (the authors of BERT-flow and BERT-whitening); ``sts``: one fit on the 89,192 unlabeled STS texts;
+#: ``nli``: one fit on NLI sentences (BERT-whitening's "NLI" variant).
+FIT_CORPORA = {"whitening": ("task", "nli"), "flow": ("task", "sts")}
+#: Key of a corpus shared by every task.
+EVERY_TASK = "*"
+#: BERT-flow's STS12-16 "train+dev+test" is one file (full.txt) given as train, dev and test:
+#: every sentence is fitted on three times in its one epoch.
+FLOW_YEAR_PASSES = 3
 
 
-def fit_texts(name: str, data: SentEvalData, fit_on: str = "targets") -> list[str]:
-    """What a baseline is fitted on: whitening on the target texts (or NLI texts), flow on the
-    unlabeled STS corpus; nothing for the others."""
-    if name == "flow":
-        return data.unlabeled_texts()
-    if name == "whitening":
-        if fit_on == "targets":
-            return evaluation_sentences(data)
-        if fit_on == "nli":  # offline: SICK-E's training pairs stand in for SNLI+MNLI
-            return [s for p in data.sets["SICK-R"].nli["train"] for s in (p.premise, p.hypothesis)]
-        raise ValueError(f"whitening fit_on must be one of {WHITENING_FIT}, got {fit_on!r}")
-    return []
+def fit_corpora(name: str, data: SentEvalData, fit_on: str = "task") -> dict[str, list[str]]:
+    """``{dataset: texts}`` a baseline is fitted on per task, ``{EVERY_TASK: texts}`` for one fit,
+    ``{}`` for methods without parameters."""
+    if name not in FIT_CORPORA:
+        return {}
+    if fit_on not in FIT_CORPORA[name]:
+        raise ValueError(f"{name}: fit_on must be one of {FIT_CORPORA[name]}, got {fit_on!r}")
+    if fit_on == "sts":
+        return {EVERY_TASK: data.unlabeled_texts()}
+    if fit_on == "nli":  # offline: SICK-E's training pairs stand in for SNLI+MNLI
+        return {EVERY_TASK: [s for p in data.sets["SICK-R"].nli["train"] for s in (p.premise, p.hypothesis)]}
+    passes = {name_: FLOW_YEAR_PASSES if name == "flow" and name_ in STS_YEAR_SUBSETS else 1 for name_ in data.sets}
+    return {task: sts.scored_texts() * passes[task] for task, sts in data.sets.items()}
 
 
 def build_baseline(
@@ -41,7 +48,6 @@ def build_baseline(
     encoder: SentenceEncoder | None = None,
     pooling: str = "mean:-2,-1",
     whitening_k: int | None = None,
-    fit_on: str = "targets",
     glove_path: str | None = None,
     progress: bool = True,
     cache: VectorCache | None = None,
@@ -61,17 +67,34 @@ def build_baseline(
     if name == "pooling":
         return PoolingBaseline(vectors)
     if name == "whitening":
-        return WhiteningBaseline(vectors, whitening_k, fit_on)
+        return WhiteningBaseline(vectors, whitening_k)
     return FlowBaseline(vectors, progress=progress, **flow_settings)
 
 
 def evaluate_baseline(
-    embedder: SentenceEmbedder, data: SentEvalData, texts: Sequence[str] = (), seed: int | None = None
+    embedder: SentenceEmbedder,
+    data: SentEvalData,
+    corpora: dict[str, list[str]] | None = None,
+    seed: int | None = None,
+    fit_on: str = "",
 ) -> pd.DataFrame:
-    """Fit on ``texts`` (if any), evaluate on the 7 sets, and attach the provenance columns."""
-    if texts:
-        embedder.fit(texts)
-    frame = evaluate_embedder(data, embedder.encode)
+    """Fit on ``corpora`` (see :func:`fit_corpora`; per task or once), evaluate on the 7 sets, and
+    attach the provenance columns; ``fit_texts`` says how many texts each row's fit saw."""
+    corpora = corpora or {}
+    if EVERY_TASK in corpora or not corpora:
+        if corpora:
+            embedder.fit(corpora[EVERY_TASK])
+        frame = evaluate_embedder(data, embedder.encode)
+        frame["fit_texts"] = len(corpora.get(EVERY_TASK, ()))
+    else:
+        vectors = {}
+        for task, sts in data.sets.items():
+            embedder.fit(corpora[task])
+            sentences = sts.eval_sentences()
+            vectors[task] = dict(zip(sentences, embedder.encode(sentences), strict=True))
+        frame = evaluate_task_vectors(data, vectors)
+        counts = {task: len(texts) for task, texts in corpora.items()}
+        frame["fit_texts"] = frame.dataset.map(counts).fillna(sum(counts.values())).astype(int)
     described = embedder.describe()
     columns = provenance(
         model=str(described.pop("model", "")),
@@ -87,7 +110,7 @@ def evaluate_baseline(
         data_sha256=data.fingerprint,
         data_verified=data.verified,
         seed=seed,
-        fit_texts=len(texts),
+        fit_on=fit_on or "none",
         **described,
     )
     return frame.assign(**columns)

@@ -1,15 +1,21 @@
 """SG-OPT (Kim et al., ACL 2021, ``papers/sgopt.txt`` Section 3): self-guided contrastive learning.
 
 A frozen copy BERT_F yields one view per hidden state k = 0..L of each sentence, h_{i,k} = p(H_{i,k})
-(p = max pooling over real tokens, as the paper says; SPEC §2 says mean, so it is a setting). The
+(p = mean pooling over real tokens, what the authors' code ran: ``training.py`` defaults to
+``--pooling2 mean`` and no script changes it; the paper's text says max, a setting here). The
 tuned copy BERT_T (its embedding layer frozen) yields c_i, its last-layer [CLS]. A projection head f
-(Linear d->4096, GELU, Linear 4096->4096, GELU) maps both. With phi(u, v) = exp(cos(f(u), f(v)) / tau):
+(Linear d->4096, GELU, Linear 4096->4096, GELU; weights normal(0, 0.02), biases zero) maps both.
+With phi(u, v) = exp(cos(f(u), f(v)) / tau):
 
     L_opt3_{i,k} = -log phi(c_i, h_{i,k}) / (phi(c_i, h_{i,k}) + sum_{m != i} sum_{n=0..L} phi(c_i, h_{m,n}))
     L_opt = 1 / (B (L + 1)) sum_i sum_k L_opt3_{i,k} + lambda ||theta_T - theta_F||^2
 
-Settings: tau 0.01, lambda 0.1, lr 5e-5, batch 16, 1 epoch, AdamW betas (0.9, 0.9), dev every 50
-steps, 10% warm-up. The final embedding is the tuned copy's [CLS].
+Settings, as the authors ran (galsang/SG-BERT ``training.py``, ``loss.py``, ``modules.py``): the 17,256
+texts of STS-B train+dev+test (both sides, no dedup; paper footnote 7), tau 0.01, lambda 0.1, lr
+5e-5, batch 16, 1 epoch, AdamW betas (0.9, 0.9), weight decay 0.01, 10% warm-up, max length 128,
+dropout on in both copies, dev every 50 steps with patience 10 counted as dev scores below the
+previous one (never reset), and the state training stopped in is the result (not the best dev
+one). The final embedding is the tuned copy's [CLS].
 """
 
 from __future__ import annotations
@@ -45,12 +51,15 @@ class SgOptConfig:
     max_steps: int | None = None
     betas: tuple[float, float] = (0.9, 0.9)
     eval_every: int = 50
-    patience: int = 10**9  # the paper keeps the best of all evaluations
+    patience: int = 10  # dev scores below the previous one before stopping (never reset)
+    final_state: str = "last"  # the authors test the in-memory model; "best" = the best dev state
     warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
     projection_dim: int = 4096
-    view_pooling: str = "max"
-    train_texts: str = "stsb-train"  # SG-OPT trains on STS-B train sentences; "sts" = all STS texts
-    max_length: int = 64
+    view_pooling: str = "mean"
+    guide_dropout: bool = True  # the authors' fit puts the whole loss model, the guide too, in train mode
+    train_texts: str = "stsb"  # STS-B train+dev+test (17,256); "stsb-train"; "sts" = all 89,192 STS texts
+    max_length: int = 128
     dev_max_pairs: int | None = None
     seed: int = 1
     dtype: str = "auto"  # bf16 where the hardware computes it natively, else fp32 (consert.precision)
@@ -58,12 +67,16 @@ class SgOptConfig:
 
 
 class ProjectionHead(nn.Sequential):
-    """f: Linear(d, p), GELU, Linear(p, p), GELU."""
+    """f: Linear(d, p), GELU, Linear(p, p), GELU; weights normal(0, ``std``), biases zero (BERT's init)."""
 
-    def __init__(self, dim: int, projection_dim: int = 4096):
+    def __init__(self, dim: int, projection_dim: int = 4096, std: float = 0.02):
         super().__init__(
             nn.Linear(dim, projection_dim), nn.GELU(), nn.Linear(projection_dim, projection_dim), nn.GELU()
         )
+        for layer in self:
+            if isinstance(layer, nn.Linear):
+                nn.init.normal_(layer.weight, mean=0.0, std=std)
+                nn.init.zeros_(layer.bias)
 
 
 def sgopt_loss(c: torch.Tensor, h: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -100,9 +113,10 @@ class SgOptTrainer:
         self.resolved = resolve_model(config.model)
         self.device = config.device or default_device()
         self.tokenizer, self.tuned = load_trainable(self.resolved, self.device, remove_dropout=False)
-        self.frozen = copy.deepcopy(self.tuned).eval().requires_grad_(False)
+        self.frozen = copy.deepcopy(self.tuned).train(config.guide_dropout).requires_grad_(False)
         self.tuned.embeddings.requires_grad_(False)  # the 0th layer of BERT_T stays fixed
-        self.head = ProjectionHead(self.tuned.config.hidden_size, config.projection_dim).to(self.device)
+        std = getattr(self.tuned.config, "initializer_range", 0.02)
+        self.head = ProjectionHead(self.tuned.config.hidden_size, config.projection_dim, std).to(self.device)
 
     def loss(self, texts: list[str]) -> torch.Tensor:
         batch = self.tokenizer(
@@ -117,11 +131,14 @@ class SgOptTrainer:
         return contrastive + self.config.regularization * squared_distance(self.tuned, self.frozen)
 
     def training_texts(self) -> list[str]:
+        stsb = self.data.sets["STSb"]
+        if self.config.train_texts == "stsb":
+            return stsb.scored_texts()
         if self.config.train_texts == "stsb-train":
-            return [s for p in self.data.sets["STSb"].groups["train"] for s in (p.sent1, p.sent2)]
+            return [s for p in stsb.groups["train"] for s in (p.sent1, p.sent2)]
         if self.config.train_texts == "sts":
             return self.data.unlabeled_texts()
-        raise ValueError(f"SG-OPT train_texts must be 'stsb-train' or 'sts', got {self.config.train_texts!r}")
+        raise ValueError(f"SG-OPT train_texts must be 'stsb', 'stsb-train' or 'sts', got {self.config.train_texts!r}")
 
 
 @dataclass
@@ -153,7 +170,7 @@ def train_sgopt(config: SgOptConfig, data: SentEvalData | None = None, progress:
         epochs=config.epochs,
         max_steps=config.max_steps,
         warmup_ratio=config.warmup_ratio,
-        weight_decay=0.01,
+        weight_decay=config.weight_decay,
         adam_eps=1e-6,
         max_grad_norm=1.0,
         eval_every=config.eval_every,
@@ -162,6 +179,8 @@ def train_sgopt(config: SgOptConfig, data: SentEvalData | None = None, progress:
         seed=config.seed,
         dtype=encoder.dtype,
         betas=config.betas,
+        patience_counts="declines",
+        final_state=config.final_state,
     )
     parameters = list(trainer.tuned.named_parameters()) + list(trainer.head.named_parameters())
     outcome = run_loop(

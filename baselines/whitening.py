@@ -37,16 +37,15 @@ class WhiteningTransform:
 
 
 class WhiteningBaseline:
-    """Pooled encoder vectors, whitened with mu and W fitted on ``fit`` texts (paper: the target texts)."""
+    """Pooled encoder vectors, whitened with mu and W fitted on the ``fit`` texts (the authors: per task)."""
 
-    def __init__(self, vectors: CachedPooledVectors, k: int | None = None, fit_on: str = "targets"):
-        self.vectors, self.k, self.fit_on = vectors, k, fit_on
+    def __init__(self, vectors: CachedPooledVectors, k: int | None = None):
+        self.vectors, self.k = vectors, k
         self.transform: WhiteningTransform | None = None
-        self.name = f"whitening[{vectors.pooling}, k={k or 'all'}, fit={fit_on}]"
+        self.name = f"whitening[{vectors.pooling}, k={k or 'all'}]"
 
     def fit(self, texts: Sequence[str]) -> WhiteningBaseline:
         self.transform = WhiteningTransform.fit(self.vectors(list(texts)), self.k)
-        self.fit_texts = len(texts)
         return self
 
     def encode(self, sentences: Sequence[str]) -> np.ndarray:
@@ -55,4 +54,4 @@ class WhiteningBaseline:
         return self.transform.transform(self.vectors(sentences))
 
     def describe(self) -> dict[str, object]:
-        return {"method": self.name, "whitening_k": self.k or "all", "fit_on": self.fit_on, **self.vectors.describe()}
+        return {"method": self.name, "whitening_k": self.k or "all", **self.vectors.describe()}

@@ -34,10 +34,22 @@ PROVENANCE_COLUMNS = (
 Entry = tuple[dict[str, Any], pd.DataFrame]
 
 
+#: Sets whose SentEval aggregates (mean / wmean over subsets) differ from the merged Spearman.
+MULTI_SUBSET = ("STS12", "STS13", "STS14", "STS15", "STS16", "Avg")
+#: SentEval's aggregates, kept beside the merged Spearman as ``<set>_mean`` and ``<set>_wmean``.
+SUBSET_AGGREGATES = ("mean", "wmean")
+
+
 def per_set_scores(evaluation: pd.DataFrame) -> dict[str, float]:
-    """``{dataset: Spearman}`` of the "all" rows (the paper's protocol), Avg included."""
+    """``{dataset: Spearman}`` of the "all" rows (the paper's protocol), Avg included, plus
+    ``{set}_mean`` / ``{set}_wmean`` (SentEval's aggregates) for the multi-subset sets and Avg."""
     rows = evaluation[evaluation.subset == "all"]
-    return dict(zip(rows.dataset, rows.spearman.astype(float), strict=True))
+    scores = dict(zip(rows.dataset, rows.spearman.astype(float), strict=True))
+    for aggregate in SUBSET_AGGREGATES:
+        if f"spearman_{aggregate}" in rows:
+            values = dict(zip(rows.dataset, rows[f"spearman_{aggregate}"].astype(float), strict=True))
+            scores.update({f"{name}_{aggregate}": values[name] for name in MULTI_SUBSET if name in values})
+    return scores
 
 
 def summarize(entries: Iterable[Entry], extra: Sequence[str] = ()) -> pd.DataFrame:
@@ -55,7 +67,8 @@ def summarize(entries: Iterable[Entry], extra: Sequence[str] = ()) -> pd.DataFra
         scores = pd.DataFrame([per_set_scores(ev) for _, ev in members])
         for column in scores.columns:
             row[column] = scores[column].mean()
-            row[f"{column}_std"] = scores[column].std(ddof=1) if len(members) > 1 else np.nan
+            if column in SCORE_COLUMNS:
+                row[f"{column}_std"] = scores[column].std(ddof=1) if len(members) > 1 else np.nan
         for column in extra:
             values = [float(ev[column].iloc[0]) for _, ev in members]
             row[column] = float(np.mean(values))
@@ -78,6 +91,7 @@ def score_table(entries: Iterable[Entry], label_columns: Sequence[str], extra: S
         *scores,
         *extra,
         *(f"{c}_std" for c in (*scores, *extra)),
+        *(f"{c}_{a}" for a in SUBSET_AGGREGATES for c in MULTI_SUBSET),
         "n_seeds",
         "seeds",
         *PROVENANCE_COLUMNS,
@@ -90,8 +104,16 @@ def heatmap_matrix(figure5: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:
     return figure5.pivot(index="view1", columns="view2", values="Avg").reindex(index=order, columns=order)
 
 
+def authors_topk_k(tokens_removed: int) -> int | None:
+    """The ConSERT authors' k for a curve point: their ``analysis_rep_space.py`` drops every token of
+    frequency rank <= k (ranks from 0), i.e. k + 1 tokens; no removal has no k (None)."""
+    return tokens_removed - 1 if tokens_removed > 0 else None
+
+
 def topk_table(curves: Iterable[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
-    """Figure 4 data: one row per (model label, k) with the average Spearman and each set's."""
+    """Figure 4 data: one row per (model label, k) with the average Spearman and each set's.
+
+    ``k`` counts the tokens removed; ``authors_k`` is the same point in the authors' convention."""
     frames = []
     for label, curve in curves:
         wide = curve.pivot(index="k", columns="dataset", values="spearman").reset_index()
@@ -99,4 +121,5 @@ def topk_table(curves: Iterable[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
         wide["setting"] = wide.k.map(provenance["setting"]) if "setting" in provenance else ""
         frames.append(wide.assign(model=label))
     table = pd.concat(frames, ignore_index=True)
-    return table[["model", "k", *SCORE_COLUMNS, "setting"]]
+    table["authors_k"] = table.k.map(authors_topk_k).astype("Int64")
+    return table[["model", "k", "authors_k", *SCORE_COLUMNS, "setting"]]

@@ -13,6 +13,20 @@ from .loop import TrainingFault
 from .models import ModelNotAvailableError
 from .pooling import PAPER_POOLING
 
+#: ``consert baseline flow`` options (``--flow-NAME``), each a FlowBaseline keyword.
+FLOW_OPTIONS = (
+    ("levels", int),
+    ("depth", int),
+    ("width", int),
+    ("permutation", str),
+    ("lr", float),
+    ("weight-decay", float),
+    ("max-grad-norm", float),
+    ("epochs", int),
+    ("batch-size", int),
+    ("encoder-dropout", bool),
+)
+
 
 def _add_data_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -65,7 +79,8 @@ def _evaluate_export(output_dir, pooling, data, args, max_length, device, seed, 
     encoder = SentenceEncoder.load(
         str(output_dir), max_length=max_length, dtype=args.eval_dtype, device=device, engine=args.engine
     )
-    cache = _encode_cache(encoder, evaluation_sentences(data), [pooling], data, args.topk_max, progress=False)
+    poolings = list(dict.fromkeys([pooling, *(args.save_pooling or [])]))
+    cache = _encode_cache(encoder, evaluation_sentences(data), poolings, data, args.topk_max, progress=False)
     if args.save_vectors:
         print(f"wrote {cache.save(args.save_vectors)}")
     frame = evaluate_model(
@@ -154,7 +169,7 @@ def _cmd_encode(args: argparse.Namespace) -> int:
 
 
 def _cmd_baseline(args: argparse.Namespace) -> int:
-    from baselines.run import build_baseline, evaluate_baseline, fit_texts
+    from baselines.run import build_baseline, evaluate_baseline, fit_corpora
 
     from .data import load_senteval
     from .encode import SentenceEncoder
@@ -167,18 +182,18 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
         encoder = SentenceEncoder.load(
             args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine
         )
-    flow = {k: getattr(args, f"flow_{k}") for k in ("levels", "depth", "width", "lr", "epochs", "batch_size")}
+    flow = {key: getattr(args, f"flow_{key}") for key in (name.replace("-", "_") for name, _ in FLOW_OPTIONS)}
     embedder = build_baseline(
         args.name,
         encoder,
         pooling=args.pooling,
         whitening_k=args.k,
-        fit_on=args.fit_on,
         glove_path=args.glove,
         cache=_load_cache(args.vectors, encoder, data) if args.vectors else None,
         **({k: v for k, v in flow.items() if v is not None} if args.name == "flow" else {}),
     )
-    frame = evaluate_baseline(embedder, data, fit_texts(args.name, data, args.fit_on))
+    fit_on = args.fit_on if args.name in ("whitening", "flow") else ""
+    frame = evaluate_baseline(embedder, data, fit_corpora(args.name, data, fit_on), fit_on=fit_on)
     print(f"\n{embedder.name}  ({frame.setting.iloc[0]})")
     print(summary_table(frame).to_string(index=False, float_format=lambda v: f"{v:6.2f}"))
     if args.output:
@@ -295,6 +310,12 @@ def _add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     _add_precision_arguments(parser, "--eval-dtype")
     parser.add_argument(
         "--save-vectors", default=None, metavar="CACHE.npz", help="keep that evaluation's vectors as a vector cache"
+    )
+    parser.add_argument(
+        "--save-pooling",
+        action="append",
+        metavar="P",
+        help="a further pooling to keep in the --save-vectors cache (repeatable; e.g. BERT-flow's mean:1,-1)",
     )
     _add_topk_max_argument(parser, "in that cache")
 
@@ -414,19 +435,23 @@ def build_parser() -> argparse.ArgumentParser:
     baseline.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2", help="encoder (not for glove)")
     baseline.add_argument("--pooling", default=PAPER_POOLING, metavar="P")
     baseline.add_argument("--k", type=int, default=None, help="whitening: keep k dimensions (default all)")
-    baseline.add_argument("--fit-on", choices=("targets", "nli"), default="targets", help="whitening fit texts")
+    baseline.add_argument(
+        "--fit-on",
+        choices=("task", "sts", "nli"),
+        default="task",
+        help="what whitening/flow is fitted on: each task's own pairs (the authors'; default), the 89,192 "
+        "STS texts (flow), or NLI sentences (whitening)",
+    )
     baseline.add_argument("--glove", default=None, metavar="FILE", help="GloVe text file (default: offline 6B-50d)")
     baseline.add_argument("--output", default=None, metavar="FILE.csv")
     baseline.add_argument("--vectors", default=None, metavar="CACHE.npz", help="read vectors from `consert encode`")
-    for name, kind in (
-        ("levels", int),
-        ("depth", int),
-        ("width", int),
-        ("lr", float),
-        ("epochs", int),
-        ("batch-size", int),
-    ):
-        baseline.add_argument(f"--flow-{name}", type=kind, default=None, help=f"flow: {name} (paper default)")
+    for name, kind in FLOW_OPTIONS:
+        if kind is bool:
+            baseline.add_argument(
+                f"--flow-{name}", action=argparse.BooleanOptionalAction, default=None, help=f"flow: {name} (default on)"
+            )
+        else:
+            baseline.add_argument(f"--flow-{name}", type=kind, default=None, help=f"flow: {name} (authors' default)")
     _add_encoder_arguments(baseline)
     baseline.set_defaults(run=_cmd_baseline)
 

@@ -1,9 +1,16 @@
 """Cell-by-cell comparison of reproduced artifacts with the published numbers.
 
 Every reproduced cell that has a published counterpart becomes one row of ``comparison.csv``:
-artifact, row, column, published, reproduced, delta, tolerance, within_tolerance, comparable and
-the reason when it is not comparable (a different encoder, the offline stand-in, SICK-E instead
-of SNLI+MNLI, GloVe 6B-50d instead of 840B-300d). Only comparable cells can fail a gate.
+artifact, row, column, aggregate, published, reproduced, delta, tolerance, within_tolerance,
+comparable and the reason when it is not comparable (a different encoder, the offline stand-in,
+SICK-E instead of SNLI+MNLI, GloVe 6B-50d instead of 840B-300d, an unknown aggregate). Only
+comparable cells can fail a gate.
+
+Each published STS12-16 number (and an Avg over them) was aggregated one way: ConSERT merges a
+year's subsets into one Spearman (``all``), BERT-flow and BERT-whitening report SentEval's mean
+weighted by subset size (``wmean``). ``aggregates.csv`` beside the published tables maps every
+published row to its aggregate, with the source; the reproduced value of the same aggregate is
+compared. STS-B and SICK-R have one test split, where every aggregate agrees (``test split``).
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .artifacts import MULTI_SUBSET, authors_topk_k
 from .data import DATASETS
 
 SCORE_COLUMNS = (*DATASETS, "Avg")
@@ -25,6 +33,7 @@ COMPARISON_COLUMNS = (
     "artifact",
     "row",
     "column",
+    "aggregate",
     "published",
     "reproduced",
     "delta",
@@ -52,6 +61,38 @@ def _not_comparable_reason(row: pd.Series, size: str | None) -> str:
     return ""
 
 
+#: The aggregates a published row may declare (``unknown``: not recorded by its authors).
+AGGREGATES = ("all", "mean", "wmean", "unknown")
+AGGREGATES_FILE = "aggregates.csv"
+
+
+def load_aggregates(published: Path) -> dict[tuple[str, str], tuple[str, str]]:
+    """``{(artifact, published row or "*"): (aggregate, source)}`` from ``aggregates.csv``."""
+    table = pd.read_csv(published / AGGREGATES_FILE, dtype=str)
+    bad = sorted(set(table["aggregate"]) - set(AGGREGATES))
+    if bad:
+        raise ValueError(f"{published / AGGREGATES_FILE}: unknown aggregate(s) {bad}; expected one of {AGGREGATES}")
+    columns = zip(table["artifact"], table["row"], table["aggregate"], table["source"], strict=True)
+    return {(artifact, row): (aggregate, source) for artifact, row, aggregate, source in columns}
+
+
+def aggregate_of(aggregates: dict[tuple[str, str], tuple[str, str]], artifact: str, row: str) -> str:
+    """The aggregate of a published row: its own entry, else its artifact's ``*`` entry."""
+    entry = aggregates.get((artifact, row)) or aggregates.get((artifact, "*"))
+    if entry is None:
+        raise KeyError(f"{AGGREGATES_FILE} names no aggregate for {artifact} row {row!r} (nor a '*' row)")
+    return entry[0]
+
+
+def cell_value(row: pd.Series, column: str, aggregate: str) -> tuple[Any, str, str]:
+    """(reproduced value, the cell's aggregate label, why it is not comparable or "") of ``column``."""
+    if column not in MULTI_SUBSET:
+        return row.get(column), "test split" if column in DATASETS else "", ""
+    if aggregate == "unknown":
+        return row.get(column), "unknown", "the published value's aggregate over subsets is unknown"
+    return row.get(column if aggregate == "all" else f"{column}_{aggregate}"), aggregate, ""
+
+
 def _cells(
     artifact: str,
     published: pd.DataFrame,
@@ -59,6 +100,7 @@ def _cells(
     key_pairs: list[tuple[str, str, str | None]],
     columns: list[tuple[str, str]],
     tolerance: float,
+    aggregates: dict[tuple[str, str], tuple[str, str]],
 ) -> list[dict[str, Any]]:
     """Rows for each (published row name, reproduced row name, size) and (published col, reproduced col)."""
     out = []
@@ -69,16 +111,19 @@ def _cells(
             continue
         pub_row, rep_row = pub.iloc[0], rep.iloc[0]
         reason = _not_comparable_reason(rep_row, size)
+        row_aggregate = aggregate_of(aggregates, artifact, published_name)
         for published_column, reproduced_column in columns:
+            value, aggregate, why = cell_value(rep_row, reproduced_column, row_aggregate)
             row = _comparison_row(
                 artifact,
                 published_name,
                 published_column,
                 pub_row.get(published_column),
-                rep_row.get(reproduced_column),
+                value,
                 tolerance,
                 rep_row,
-                reason,
+                "; ".join(r for r in (reason, why) if r),
+                aggregate,
             )
             if row is not None:
                 out.append(row)
@@ -88,6 +133,7 @@ def _cells(
 def compare(results: Path, published: Path, tolerances: dict[str, float] | None = None) -> pd.DataFrame:
     """The comparison table for whatever reproduced artifacts exist under ``results``."""
     tol = {**DEFAULT_TOLERANCES, **(tolerances or {})}
+    aggregates = load_aggregates(published)
     rows: list[dict[str, Any]] = []
     score_columns = [(c, c) for c in SCORE_COLUMNS]
 
@@ -106,7 +152,11 @@ def compare(results: Path, published: Path, tolerances: dict[str, float] | None 
                 (f"BERT-{size}-flow", f"BERT-{size}-flow", size),
                 (f"ConSERT-{size}", f"ConSERT-{size}", size),
             ]
-        rows += _cells("table2", pub, rep, pairs, score_columns, tol["table2"])
+        rows += _cells("table2", pub, rep, pairs, score_columns, tol["table2"], aggregates)
+        whitening = pd.read_csv(published / "bert_whitening_table1.csv")
+        whitening = whitening.assign(key=whitening.method)
+        pairs = [(m, f"{m} ({p})", "base") for m, p in zip(whitening.method, whitening.pooling, strict=True)]
+        rows += _cells("whitening_table1", whitening, rep, pairs, score_columns, tol["table2"], aggregates)
         sgopt = pd.read_csv(published / "sgopt_table1_bert_base.csv")
         sgopt = sgopt.assign(key=sgopt.model + " | " + sgopt.pooling.astype(str)).rename(columns={"STSb": "STSb"})
         pairs = [
@@ -114,7 +164,7 @@ def compare(results: Path, published: Path, tolerances: dict[str, float] | None 
             ("BERT-base no tuning | cls", "BERT-base (cls)", "base"),
             ("BERT-base no tuning | mean", "BERT-base (mean)", "base"),
         ]
-        rows += _cells("sgopt_table1", sgopt, rep, pairs, score_columns, tol["sgopt"])
+        rows += _cells("sgopt_table1", sgopt, rep, pairs, score_columns, tol["sgopt"], aggregates)
     table3 = load("table3_sup.csv")
     if table3 is not None:
         pub = pd.read_csv(published / "consert_table3_sup.csv")
@@ -129,7 +179,7 @@ def compare(results: Path, published: Path, tolerances: dict[str, float] | None 
                 (f"ConSERT-{size} joint-unsup | nli+sts_unlabeled", f"ConSERT-{size} joint-unsup", size),
                 (f"BERT-{size}-flow | nli+sts_unlabeled", f"BERT-{size}-flow (NLI)", size),
             ]
-        rows += _cells("table3", pub, rep, pairs, score_columns, tol["table3"])
+        rows += _cells("table3", pub, rep, pairs, score_columns, tol["table3"], aggregates)
     table4 = load("table4_batch_size.csv")
     if table4 is not None:
         pub = pd.read_csv(published / "consert_table4_batch_size.csv")
@@ -137,8 +187,8 @@ def compare(results: Path, published: Path, tolerances: dict[str, float] | None 
         rep = table4[table4["size"] == "base"]
         rep = rep.assign(key=rep.batch_size.astype(str))
         pairs = [(k, k, "base") for k in pub.key]
-        rows += _cells("table4", pub, rep, pairs, [("avg_spearman", "Avg")], tol["table4"])
-        rows += _cells("table4", pub, rep, pairs, [("steps", "best_step")], tol["table4_steps"])
+        rows += _cells("table4", pub, rep, pairs, [("avg_spearman", "Avg")], tol["table4"], aggregates)
+        rows += _cells("table4", pub, rep, pairs, [("steps", "best_step")], tol["table4_steps"], aggregates)
     rows += _text_values(results, published, tol["text"])
     frame = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
     return frame
@@ -154,7 +204,7 @@ def _text_values(results: Path, published: Path, tolerance: float) -> list[dict[
         curve = pd.read_csv(figure4)
         bert = curve[curve.model == "BERT-base"].set_index("k")
         if not bert.empty:
-            best_k = int(bert.Avg.idxmax())
+            best_k = authors_topk_k(int(bert.Avg.idxmax()))  # the paper's k is the authors' script's
             reproduced = {
                 "BERT-base avg spearman with no tokens removed": bert.Avg.get(0, np.nan),
                 "BERT-base best avg spearman (k=34 most frequent tokens removed)": bert.Avg.max(),
@@ -185,9 +235,8 @@ def _text_values(results: Path, published: Path, tolerance: float) -> list[dict[
 
 
 def _text_row(artifact: str, quantity: str, published: Any, reproduced: Any, tolerance: float, source: pd.Series):
-    return _comparison_row(
-        artifact, quantity, "value", published, reproduced, tolerance, source, _not_comparable_reason(source, "base")
-    )
+    reason = _not_comparable_reason(source, "base")
+    return _comparison_row(artifact, quantity, "value", published, reproduced, tolerance, source, reason, "all")
 
 
 def _comparison_row(
@@ -199,6 +248,7 @@ def _comparison_row(
     tolerance: float,
     source: pd.Series,
     reason: str,
+    aggregate: str = "",
 ) -> dict[str, Any] | None:
     """One comparison row, or None when either value is missing."""
     value, ours = pd.to_numeric(published, errors="coerce"), pd.to_numeric(reproduced, errors="coerce")
@@ -209,6 +259,7 @@ def _comparison_row(
         "artifact": artifact,
         "row": row,
         "column": column,
+        "aggregate": aggregate,
         "published": float(value),
         "reproduced": float(ours),
         "delta": delta,

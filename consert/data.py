@@ -97,6 +97,18 @@ class StsData:
         """The scored pairs that the STS protocol evaluates, by subset."""
         return {name: self.groups[name] for name in self.eval_subsets}
 
+    def scored_texts(self) -> list[str]:
+        """Both sentences of every scored pair of every split or subset, in file order, no dedup.
+
+        What BERT-whitening (and BERT-flow's "target, train+dev+test") fit on per task: STS-B
+        train+dev+test (17,256), SICK-R train+trial+test (19,854), all scored pairs of a year.
+        """
+        return [s for pairs in self.groups.values() for p in pairs for s in (p.sent1, p.sent2)]
+
+    def eval_sentences(self) -> list[str]:
+        """Every sentence of the evaluated pairs, each once, in a fixed order."""
+        return list(dict.fromkeys(s for pairs in self.eval_groups.values() for p in pairs for s in (p.sent1, p.sent2)))
+
 
 class DataIntegrityError(DataFormatError):
     """Data files differ from the SentEval files the paper used (by sha256); lists every file."""

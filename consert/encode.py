@@ -110,9 +110,17 @@ class SentenceEncoder:
         """Device type the model lives on (``cpu`` or ``cuda``)."""
         return next(self.model.parameters()).device.type
 
-    def encode(self, sentences: Sequence[str], pooling: str = PAPER_POOLING, progress: bool = True) -> np.ndarray:
-        """Encode ``sentences`` (N) into an N x d float32 array with one pooling."""
-        return self.encode_poolings(sentences, [pooling], progress=progress)[str(Pooling.parse(pooling))]
+    def encode(
+        self, sentences: Sequence[str], pooling: str = PAPER_POOLING, progress: bool = True, dropout: bool = False
+    ) -> np.ndarray:
+        """Encode ``sentences`` (N) into an N x d float32 array with one pooling.
+
+        ``dropout``: run the model in train mode (dropout on, no gradients; PyTorch engine), as
+        BERT-flow's encoder while the flow is fitted.
+        """
+        return self.encode_poolings(sentences, [pooling], progress=progress, dropout=dropout)[
+            str(Pooling.parse(pooling))
+        ]
 
     def encode_poolings(
         self,
@@ -120,6 +128,7 @@ class SentenceEncoder:
         poolings: Sequence[str],
         progress: bool = True,
         observers: Sequence[BatchObserver] = (),
+        dropout: bool = False,
     ) -> dict[str, np.ndarray]:
         """Encode ``sentences`` once and return ``{pooling name: N x d float32 array}``.
 
@@ -133,7 +142,7 @@ class SentenceEncoder:
         unique = list(dict.fromkeys(sentences))
         outputs = {spec: np.zeros((len(unique), dim), dtype=np.float32) for spec in specs}
         need_all = bool(observers) or any(spec.needs_all_hidden_states for spec in specs)
-        for rows, hidden, batch in self.forward_batches(unique, need_all, progress):
+        for rows, hidden, batch in self.forward_batches(unique, need_all, progress, dropout):
             for spec in specs:
                 outputs[spec][rows] = spec(hidden, batch["attention_mask"]).float().cpu().numpy()
             for observe in observers:
@@ -143,9 +152,10 @@ class SentenceEncoder:
         return {str(spec): matrix[rows] for spec, matrix in outputs.items()}
 
     def forward_batches(
-        self, unique: Sequence[str], all_hidden_states: bool = True, progress: bool = True
+        self, unique: Sequence[str], all_hidden_states: bool = True, progress: bool = True, dropout: bool = False
     ) -> Iterator[tuple[np.ndarray, tuple[torch.Tensor, ...], dict[str, torch.Tensor]]]:
-        """Run the model over ``unique`` sentences in length-sorted batches (eval mode, no grad).
+        """Run the model over ``unique`` sentences in length-sorted batches (eval mode unless
+        ``dropout``, no grad).
 
         Yields ``(rows, hidden_states, batch)``: the rows of ``unique`` in the batch, the hidden
         states (all layers, or only the last one), and the padded ``input_ids``/``attention_mask``.
@@ -155,20 +165,22 @@ class SentenceEncoder:
         )
         order = np.argsort([len(ids) for ids in token_ids], kind="stable")[::-1]
         was_training = self.model.training
-        self.model.eval()
+        self.model.train(dropout)
         try:
             with torch.inference_mode(), autocast(self.device, self.dtype):
                 starts = range(0, len(order), self.batch_size)
                 for start in tqdm(starts, desc="encoding", unit="batch", disable=not progress, leave=False):
                     rows = order[start : start + self.batch_size]
                     batch = self.tokenizer.pad({"input_ids": [token_ids[i] for i in rows]}, return_tensors="pt")
-                    yield rows, self._hidden_states(batch, all_hidden_states), batch
+                    yield rows, self._hidden_states(batch, all_hidden_states, dropout), batch
         finally:
             self.model.train(was_training)
 
-    def _hidden_states(self, batch: dict[str, torch.Tensor], all_hidden_states: bool) -> tuple[torch.Tensor, ...]:
+    def _hidden_states(
+        self, batch: dict[str, torch.Tensor], all_hidden_states: bool, dropout: bool = False
+    ) -> tuple[torch.Tensor, ...]:
         """The model's hidden states for one padded batch (moved to the model's device in place)."""
-        if self.engine == "onnxruntime":
+        if self.engine == "onnxruntime" and not dropout:  # the ONNX export has no dropout
             if self._ort is None:
                 self._ort = OrtEncoderSession(self.model)
             return self._ort.run(batch["input_ids"], batch["attention_mask"], all_hidden_states)

@@ -60,13 +60,7 @@ def aggregate(groups: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, flo
 
 def evaluation_sentences(data: SentEvalData) -> list[str]:
     """Every sentence the protocol needs, each once, in a fixed order."""
-    seen: dict[str, None] = {}
-    for sts in data.sets.values():
-        for pairs in sts.eval_groups.values():
-            for pair in pairs:
-                seen.setdefault(pair.sent1)
-                seen.setdefault(pair.sent2)
-    return list(seen)
+    return list(dict.fromkeys(s for sts in data.sets.values() for s in sts.eval_sentences()))
 
 
 def score_pairs(pairs: Sequence[ScoredPair], vectors: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -89,9 +83,18 @@ def evaluate_vectors(data: SentEvalData, vectors: dict[str, np.ndarray]) -> pd.D
     One row per dataset (``subset == 'all'``), one per subset, and a final ``Avg`` row; see
     :data:`RESULT_COLUMNS`.
     """
+    return evaluate_task_vectors(data, {name: vectors for name in data.sets})
+
+
+def evaluate_task_vectors(data: SentEvalData, vectors: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
+    """As :func:`evaluate_vectors`, with each dataset's own ``{sentence: vector}`` (``vectors[dataset]``).
+
+    For methods fitted once per task (BERT-flow, BERT-whitening), where one sentence has a different
+    vector in each task.
+    """
     rows = []
     for name in (n for n in DATASETS if n in data.sets):
-        groups = {sub: score_pairs(pairs, vectors) for sub, pairs in data.sets[name].eval_groups.items()}
+        groups = {sub: score_pairs(pairs, vectors[name]) for sub, pairs in data.sets[name].eval_groups.items()}
         scores = aggregate(groups)
         n_total = sum(len(gold) for _, gold in groups.values())
         rows.append((name, "all", n_total, scores["all"], scores["mean"], scores["wmean"]))

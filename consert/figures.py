@@ -48,7 +48,10 @@ def figure4(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
     """Average Spearman vs number of most frequent tokens removed from the average."""
     figure, axis = plt.subplots(figsize=(6, 4))
     sns.lineplot(data=table, x="k", y="Avg", hue="model", marker="o", markersize=3, ax=axis)
-    axis.set(xlabel="k most frequent tokens removed (STS-B test frequencies)", ylabel="avg Spearman x 100")
+    axis.set(
+        xlabel="k most frequent tokens removed (STS-B test frequencies; the authors' script's k is this - 1)",
+        ylabel="avg Spearman x 100",
+    )
     axis.set_title(f"Figure 4: top-k frequency masking\n{_setting_line(table)}", fontsize=9)
     _save(figure, paths)
 

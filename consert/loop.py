@@ -56,6 +56,11 @@ class LoopSettings:
     betas: tuple[float, float] = (0.9, 0.999)
     bias_correction: bool = True
     eval_grid: str = "global"
+    #: ``since_best``: patience counts evaluations since the best one (the ConSERT authors' fit);
+    #: ``declines``: evaluations scoring below the previous one, never reset (SG-BERT's fit).
+    patience_counts: str = "since_best"
+    #: ``best``: end at the best dev state (ConSERT); ``last``: keep the state training stopped in (SG-BERT).
+    final_state: str = "best"
 
     def planned_steps(self, n_items: int) -> int:
         """Steps of ``epochs`` passes over ``n_items``, capped by ``max_steps``."""
@@ -129,7 +134,8 @@ def run_loop(
     desc: str = "train",
     progress: bool = True,
 ) -> LoopResult:
-    """Minimise ``loss_fn(batch)`` over shuffled batches of ``items``; ``model`` ends at its best dev state."""
+    """Minimise ``loss_fn(batch)`` over shuffled batches of ``items``; ``model`` ends at its best dev
+    state (or where it stopped, with ``final_state="last"``)."""
     from transformers import get_linear_schedule_with_warmup
 
     planned = settings.planned_steps(len(items))
@@ -143,7 +149,7 @@ def run_loop(
     trainable = [p for _, p in parameters if p.requires_grad]
     log: list[dict] = []
     best: dict = {"step": 0, "dev": -math.inf, "state": None}
-    misses = 0
+    misses, previous = 0, -math.inf
     started = time.perf_counter()
     status: dict[str, str] = {}
     bar = tqdm(total=planned, desc=desc, unit="step", disable=not progress)
@@ -166,17 +172,20 @@ def run_loop(
 
     def evaluate(step: int, times: int = 1) -> bool:
         """Score on dev (``times`` evaluations of the same model), keep the best state; True when patience runs out."""
-        nonlocal misses
+        nonlocal misses, previous
         flush()
         score = dev_fn()
         for _ in range(times):
             log.append({"step": step, "dev_spearman": score, "seconds": time.perf_counter() - started})
-            if score > best["dev"]:
+            improved = score > best["dev"]
+            if improved:
                 state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
                 best.update(step=step, dev=score, state=state)
-                misses = 0
+            if settings.patience_counts == "declines":
+                misses += score < previous
             else:
-                misses += 1
+                misses = 0 if improved else misses + 1
+            previous = score
             if settings.patience is not None and misses >= settings.patience:
                 break  # the authors' fit returns as soon as patience runs out
         status.update(dev=f"{score:.2f}", best=f"{best['dev']:.2f}")
@@ -212,5 +221,6 @@ def run_loop(
     bar.close()
     if best["state"] is None:
         raise TrainingFault("no dev evaluation was run; set eval_at_start or eval_every <= the planned steps")
-    model.load_state_dict(best["state"])
+    if settings.final_state == "best":
+        model.load_state_dict(best["state"])
     return LoopResult(best["step"], best["dev"], step, planned, log)

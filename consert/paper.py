@@ -36,6 +36,16 @@ def baseline_eval(size: str, name: str) -> str:
     return str(EVALS / "baselines" / size / f"{name}.csv")
 
 
+def pooling_slug(pooling: str) -> str:
+    """A pooling name fit for a file name: ``mean:1,-1`` -> ``mean_1_-1``."""
+    return pooling.replace(":", "_").replace(",", "_")
+
+
+def whitening_eval(size: str, pooling: str, k: int | None) -> str:
+    """Evaluation CSV of BERT-whitening (fitted per task) on one pooling, keeping k dimensions (all: None)."""
+    return baseline_eval(size, f"whitening-{pooling_slug(pooling)}-k{k or 'all'}")
+
+
 def vector_cache(size: str) -> str:
     """Corpus vector cache of one model size (``consert encode``)."""
     return str(RESULTS / "cache" / f"{size}.npz")
@@ -104,9 +114,10 @@ def table2_sources(config: dict[str, Any]) -> list[Source]:
                 ({"method": f"BERT-{size} ({pooling})", "size": size}, baseline_eval(size, "poolings"), pooling)
             )
         sources.append(({"method": f"BERT-{size}-flow", "size": size}, baseline_eval(size, "flow"), None))
-        for k in baselines["whitening_k"]:
-            label = f"BERT-{size}-whitening" + (f"-{k}" if k else "")
-            sources.append(({"method": label, "size": size}, baseline_eval(size, f"whitening-k{k or 'all'}"), None))
+        for pooling in baselines["whitening_poolings"]:
+            for k in baselines["whitening_k"]:
+                label = f"BERT-{size}-whitening" + (f"-{k}" if k else "") + f" ({pooling})"
+                sources.append(({"method": label, "size": size}, whitening_eval(size, pooling, k), None))
         for seed in config["seeds"]:
             sources.append(
                 ({"method": f"BERT-{size}-SG-OPT", "size": size, "seed": seed}, sgopt_eval(size, seed), None)

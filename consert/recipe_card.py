@@ -1,7 +1,8 @@
 """The recipe card: every planned training run of a workflow config, as it will train, next to the authors'.
 
 ``consert recipe --configfile config/config.yaml`` (and the DAG rule ``recipe``) writes
-``results/recipe.csv``: one row per run with its stage, start model, optimisation, views, loss,
+``results/recipe.csv``: one row per baseline fit (:mod:`consert.baseline_recipe`) and one per run
+with its stage, start model, optimisation, views, loss,
 evaluation and precision settings, the authors' source, and ``differs_from_authors``, which lists
 each value that differs from the authors' recipe (:mod:`consert.recipes`) with its reason. A
 difference no rule explains is marked ``UNEXPLAINED``; for the paper's config there must be none.
@@ -13,11 +14,11 @@ from typing import Any
 
 import pandas as pd
 
+from .baseline_recipe import UNEXPLAINED, baseline_recipe_rows
 from .config import TrainConfig
 from .experiments import RunSpec, plan_runs, train_overrides, unique_runs
 from .recipes import authors_recipe
 
-UNEXPLAINED = "UNEXPLAINED"
 #: The authors trained in fp16 with apex O1 on GPUs.
 AUTHORS_PRECISION = "fp16 (apex O1)"
 #: Keys compared with the authors' recipe, in column order.
@@ -162,7 +163,7 @@ def recipe_card(config: dict[str, Any]) -> pd.DataFrame:
             notes=f"max_length: {MAX_LENGTH_NOTE}; dev set: {DEV_SET_NOTE}; warm-up: {WARMUP_NOTE}",
         )
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows + baseline_recipe_rows(config))
 
 
 def unexplained(card: pd.DataFrame) -> list[str]:

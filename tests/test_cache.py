@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from baselines.run import build_baseline, evaluate_baseline, fit_texts
+from baselines.run import build_baseline, evaluate_baseline, fit_corpora
 from consert.cache import VectorCache, cache_key
 from consert.cli import main
 from consert.data import load_senteval
@@ -42,8 +42,10 @@ def test_baselines_from_the_cache_never_run_the_model(tiny_tree, encoder):
     handle = encoder.model.register_forward_hook(lambda *args: calls.append(1))
     try:
         for name in ("pooling", "whitening", "flow"):
-            embedder = build_baseline(name, encoder, cache=cache, progress=False, batch_size=16, levels=2)
-            frame = evaluate_baseline(embedder, data, fit_texts(name, data))
+            embedder = build_baseline(
+                name, encoder, cache=cache, progress=False, batch_size=16, levels=2, encoder_dropout=False
+            )
+            frame = evaluate_baseline(embedder, data, fit_corpora(name, data))
             assert frame.spearman.notna().all()
     finally:
         handle.remove()
@@ -76,20 +78,23 @@ def test_evaluate_with_vectors_equals_encoding(tiny_tree, tmp_path):
 
 
 def test_a_partial_cache_leaves_only_the_missing_texts_to_encode(tiny_tree, encoder):
-    # a trained run's cache holds its evaluation sentences; BERT-flow on top of it fits on the corpus
+    # a trained run's cache holds its evaluation sentences; BERT-flow on top of it fits on every task's pairs
     from consert.evaluate import evaluation_sentences
 
     data = load_senteval(tiny_tree)
     cache = VectorCache.build(encoder, evaluation_sentences(data), ["mean:-2,-1"], data.fingerprint, progress=False)
-    missing = set(data.unlabeled_texts()) - set(cache.sentences)
-    assert missing and set(cache.sentences) < set(data.unlabeled_texts())
+    fitted = {text for texts in fit_corpora("flow", data).values() for text in texts}
+    missing = fitted - set(cache.sentences)
+    assert missing and set(cache.sentences) < fitted
     encoded = []
     handle = encoder.model.register_forward_hook(
         lambda module, args, kwargs, output: encoded.append(kwargs["input_ids"].shape[0]), with_kwargs=True
     )
     try:
-        embedder = build_baseline("flow", encoder, cache=cache, progress=False, batch_size=16, levels=2)
-        evaluate_baseline(embedder, data, fit_texts("flow", data))
+        embedder = build_baseline(
+            "flow", encoder, cache=cache, progress=False, batch_size=16, levels=2, encoder_dropout=False
+        )
+        evaluate_baseline(embedder, data, fit_corpora("flow", data))
     finally:
         handle.remove()
     assert sum(encoded) == len(missing)

@@ -47,28 +47,34 @@ rule eval_poolings:
 
 
 rule eval_whitening:
+    """BERT-whitening, one kernel per task fitted on that task's scored pairs (the authors')."""
     input:
         paper.vector_cache("{size}"),
     output:
-        paper.baseline_eval("{size}", "whitening-k{k}"),
+        paper.baseline_eval("{size}", "whitening-{pooling}-k{k}"),
+    wildcard_constraints:
+        k="all|[0-9]+",
     log:
-        "logs/baselines/{size}/whitening-k{k}.log",
+        "logs/baselines/{size}/whitening-{pooling}-k{k}.log",
     benchmark:
-        "benchmarks/baselines/{size}/whitening-k{k}.tsv"
+        "benchmarks/baselines/{size}/whitening-{pooling}-k{k}.tsv"
     params:
         data=DATA,
         encoder=ENCODER_FLAGS,
         model=lambda wc: config["models"][wc.size],
+        pooling=lambda wc: shlex.quote(WHITENING_POOLINGS[wc.pooling]),
         k=lambda wc: "" if wc.k == "all" else f"--k {wc.k}",
     threads: config["threads"]
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert baseline whitening --model {params.model} {params.k} --vectors {input} "
-        "--data {params.data} {params.encoder} --output {output} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} consert baseline whitening --model {params.model} --pooling {params.pooling} "
+        "{params.k} --fit-on task --vectors {input} --data {params.data} {params.encoder} --output {output} > {log} 2>&1"
 
 
 rule eval_flow:
+    """BERT-flow, one flow per task fitted on that task's scored pairs (the authors' "target,
+    train+dev+test"), on their first-last pooling."""
     input:
         paper.vector_cache("{size}"),
     output:
@@ -81,6 +87,7 @@ rule eval_flow:
         data=DATA,
         encoder=ENCODER_FLAGS,
         model=lambda wc: config["models"][wc.size],
+        pooling=shlex.quote(FLOW_POOLING),
         flow=flow_flags(),
     threads: config["threads"]
     resources:
@@ -88,13 +95,14 @@ rule eval_flow:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert baseline flow --model {params.model} {params.flow} --vectors {input} "
-        "--data {params.data} {params.encoder} --output {output} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} consert baseline flow --model {params.model} --pooling {params.pooling} "
+        "{params.flow} --fit-on task --vectors {input} --data {params.data} {params.encoder} --output {output} "
+        "> {log} 2>&1"
 
 
 rule eval_flow_nli:
-    """BERT-flow on top of the SBERT-NLI re-implementation (Table 3's flow + NLI row); the run's
-    evaluation vectors are reused, only the rest of the corpus is encoded for the fit."""
+    """BERT-flow on top of the SBERT-NLI re-implementation (Table 3's flow + NLI row), fitted as
+    above; the run's evaluation vectors (kept in the flow's pooling too) are reused."""
     input:
         model=lambda wc: paper.run_model(f"{wc.size}-sup-seed{wc.seed}"),
         vectors=lambda wc: paper.run_vectors(f"{wc.size}-sup-seed{wc.seed}"),
@@ -107,6 +115,7 @@ rule eval_flow_nli:
     params:
         data=DATA,
         encoder=ENCODER_FLAGS,
+        pooling=shlex.quote(FLOW_POOLING),
         flow=flow_flags(),
     threads: config["threads"]
     resources:
@@ -114,8 +123,9 @@ rule eval_flow_nli:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert baseline flow --model {input.model} {params.flow} --vectors {input.vectors} "
-        "--data {params.data} {params.encoder} --output {output} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} consert baseline flow --model {input.model} --pooling {params.pooling} "
+        "{params.flow} --fit-on task --vectors {input.vectors} --data {params.data} {params.encoder} "
+        "--output {output} > {log} 2>&1"
 
 
 rule eval_glove:

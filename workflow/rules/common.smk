@@ -109,16 +109,29 @@ def topk_flag(cache):
     return f"--topk-max {config['baselines']['topk_max']}" if cache in figure_caches else ""
 
 
+FLOW_POOLING = config["baselines"]["flow_pooling"]
+#: whitening pooling by its file-name slug
+WHITENING_POOLINGS = {paper.pooling_slug(p): p for p in config["baselines"]["whitening_poolings"]}
+
+
 def pooling_flags(cache=False):
-    """The config's poolings; for the corpus cache also the paper's pooling (whitening and flow use it)."""
+    """The config's poolings; for the corpus cache also those whitening and flow are fitted on."""
     poolings = list(config["baselines"]["poolings"])
-    if cache and "mean:-2,-1" not in poolings:
-        poolings.append("mean:-2,-1")
+    if cache:
+        poolings = list(dict.fromkeys([*poolings, FLOW_POOLING, *WHITENING_POOLINGS.values()]))
     return " ".join(f"--pooling {shlex.quote(p)}" for p in poolings)
 
 
 def flow_flags():
-    return " ".join(f"--flow-{k.replace('_', '-')} {v}" for k, v in config["baselines"].get("flow", {}).items())
+    """``--flow-KEY VALUE`` for each key of ``baselines.flow`` (booleans as ``--[no-]flow-KEY``)."""
+    flags = []
+    for key, value in config["baselines"].get("flow", {}).items():
+        name = key.replace("_", "-")
+        if isinstance(value, bool):
+            flags.append(f"--flow-{name}" if value else f"--no-flow-{name}")
+        else:
+            flags.append(f"--flow-{name} {value}")
+    return " ".join(flags)
 
 
 def tolerance_flags():

@@ -38,4 +38,6 @@ use rule consert_train as consert_train_keeping_vectors with:
     params:
         dtype=DTYPE,
         flags=run_flags,
-        keep_vectors=lambda wc, output: f"--save-vectors {output.vectors} {topk_flag(output.vectors)}",
+        keep_vectors=lambda wc, output: (
+            f"--save-vectors {output.vectors} --save-pooling {shlex.quote(FLOW_POOLING)} {topk_flag(output.vectors)}"
+        ),
