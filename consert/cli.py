@@ -343,7 +343,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from .io import write_csv
 
     tolerances = {key: float(value) for key, value in parse_overrides(args.tolerance).items()}
-    table = compare(Path(args.results), Path(args.published), tolerances)
+    results = Path(args.results)
+    if args.check and not results.is_dir():
+        print(f"error: --check: results directory {results} does not exist: nothing to check", file=sys.stderr)
+        return 1
+    table = compare(results, Path(args.published), tolerances)
     write_csv(table, args.output)
     comparable = table[table.comparable.astype(bool)]
     failed = failures(table)
@@ -356,6 +360,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             f"{row.reproduced:.2f} (delta {row.delta:+.2f}, tolerance {row.tolerance})"
         )
     print(f"wrote {args.output}")
+    if args.check and table.empty:
+        print(f"error: --check: no reproduced cell under {results} has a published counterpart", file=sys.stderr)
+        return 1
     return 1 if args.check and len(failed) else 0
 
 

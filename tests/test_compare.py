@@ -80,3 +80,12 @@ def test_check_exit_code(tmp_path, capsys):
     bad = _table2([{"method": "ConSERT-base", "size": "base", "score": 10.0, **stand_in}])
     assert _gate(_results(tmp_path, bad), tmp_path) == 0
     assert "no cell is comparable" in capsys.readouterr().out
+
+
+def test_the_gate_cannot_pass_on_nothing(tmp_path, capsys):
+    assert _gate(tmp_path / "missing", tmp_path) == 1
+    assert "does not exist" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _gate(empty, tmp_path) == 1
+    assert "no reproduced cell" in capsys.readouterr().err
