@@ -29,6 +29,8 @@ from .recipes import FIRST_STAGE, STAGE_KEYS, stage_defaults
 MODES = ("unsup", "joint", "sup", "sup-unsup", "joint-unsup")
 EVAL_GRIDS = ("epoch", "global")
 CLASSIFIER_FEATURES = ("u", "v", "abs_diff", "max_square", "product")
+#: Shortest max_length accepted: [CLS] + [SEP] + a few tokens (2 gives every sentence the same vector).
+MIN_MAX_LENGTH = 8
 
 
 class _ByStage:
@@ -126,9 +128,17 @@ class TrainConfig:
             raise ConfigError(
                 "train_pooling: the exported model must be loadable by sentence-transformers: cls or mean"
             )
-        for name in ("batch_size", "epochs", "eval_every", "max_length"):
+        for name in ("batch_size", "epochs", "eval_every"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}: expected a positive integer, got {getattr(self, name)}")
+        if self.max_length < MIN_MAX_LENGTH:
+            raise ConfigError(
+                f"max_length: expected at least {MIN_MAX_LENGTH} tokens ([CLS] and [SEP] included), "
+                f"got {self.max_length}"
+            )
+        for name in ("max_steps", "dev_max_pairs"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ConfigError(f"{name}: expected a positive integer or null, got {getattr(self, name)}")
         if self.patience is not None and self.patience < 1:
             raise ConfigError(f"patience: expected a positive integer or null (no early stopping), got {self.patience}")
         for name in ("temperature", "lr"):
@@ -183,12 +193,39 @@ def dataclass_from_dict(cls: type, values: dict[str, Any], source: str = "config
 
 
 def _coerce(key: str, value: Any, annotation: str, source: str) -> Any:
-    """Read numbers that YAML 1.1 leaves as strings (``5e-7``) as the field's numeric type."""
-    if isinstance(value, str) and annotation.split(" |")[0] in ("float", "int"):
-        try:
-            return float(value) if annotation.startswith("float") else int(value)
-        except ValueError:
-            raise ConfigError(f"{source}: {key}: expected a number, got {value!r}") from None
+    """Check ``value`` against the field's type before anything runs; read numbers that YAML 1.1
+    leaves as strings (``5e-7``). A quoted ``"false"`` is not a bool and ``1.9`` is not an int."""
+    kinds = [kind.strip() for kind in annotation.split("|")]
+    base = kinds[0]
+
+    def fail(expected: str) -> ConfigError:
+        return ConfigError(f"{source}: {key}: expected {expected}, got {value!r} ({type(value).__name__})")
+
+    if value is None:
+        if "None" in kinds:
+            return None
+        raise fail(f"a value of type {base} (null is not allowed)")
+    if base == "bool":
+        if not isinstance(value, bool):
+            raise fail("true or false (unquoted)")
+        return value
+    if base in ("int", "float"):
+        if isinstance(value, str):
+            try:
+                value = float(value) if base == "float" else int(value)
+            except ValueError:
+                raise fail("a number") from None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise fail("an integer" if base == "int" else "a number")
+        if base == "int" and not isinstance(value, int):
+            raise fail("an integer")
+        return float(value) if base == "float" else value
+    if base == "str" and not isinstance(value, str):
+        raise fail("a string")
+    if base.startswith(("tuple", "list")) and not isinstance(value, list | tuple):
+        raise fail("a list")
+    if base.startswith("dict") and not isinstance(value, dict):
+        raise fail("a mapping")
     return value
 
 

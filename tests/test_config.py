@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import dataclasses
 
-from consert.config import ConfigError, TrainConfig, load_train_config
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from consert.config import MIN_MAX_LENGTH, ConfigError, TrainConfig, dataclass_from_dict, load_train_config
 
 
 def test_yaml_and_overrides(tmp_path):
@@ -48,3 +52,72 @@ def test_duplicate_key_names_file_and_line(tmp_path):
 def test_bad_values_are_clear_errors(override, message):
     with pytest.raises(ConfigError, match=message):
         load_train_config(None, [override])
+
+
+# ---- every key type-checked when the config is read (issue: no bad value runs silently) ----------
+
+
+FIELD_TYPES = {f.name: str(f.type) for f in dataclasses.fields(TrainConfig)}
+BOOL_KEYS = sorted(k for k, t in FIELD_TYPES.items() if t == "bool")
+INT_KEYS = sorted(k for k, t in FIELD_TYPES.items() if t.startswith("int"))
+LIST_KEYS = sorted(k for k, t in FIELD_TYPES.items() if t.startswith(("tuple", "list")))
+
+
+@pytest.mark.parametrize(("key", "value"), [("remove_dropout", "false"), ("eval_at_start", "no"), ("seed", 1.9)])
+def test_the_reported_silent_values_are_errors(key, value):
+    with pytest.raises(ConfigError, match=f"{key}: expected .*{value!r}"):
+        TrainConfig.from_dict({"model": "m", "output_dir": "o", key: value})
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("max_steps", -5, "positive integer or null"),
+        ("dev_max_pairs", 0, "positive integer or null"),
+        ("batch_size", 4.5, "an integer"),
+        ("lr", [1e-5], "a number"),
+        ("max_length", MIN_MAX_LENGTH - 1, f"at least {MIN_MAX_LENGTH}"),
+    ],
+)
+def test_out_of_range_and_mistyped_numbers_are_errors(key, value, expected):
+    with pytest.raises(ConfigError, match=expected):
+        TrainConfig.from_dict({"model": "m", "output_dir": "o", key: value})
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    key=st.sampled_from(BOOL_KEYS),
+    value=st.one_of(st.sampled_from(["false", "no", "off", "true", "0"]), st.integers(0, 1), st.floats(0, 1)),
+)
+def test_bool_keys_take_only_booleans(key, value):
+    with pytest.raises(ConfigError, match=f"{key}: expected true or false"):
+        dataclass_from_dict(TrainConfig, {"model": "m", "output_dir": "o", key: value})
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    key=st.sampled_from(INT_KEYS),
+    value=st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False).filter(lambda v: v != int(v)),
+        st.booleans(),
+        st.text(alphabet="abcxyz", min_size=1),
+        st.lists(st.integers(), min_size=1),
+    ),
+)
+def test_int_keys_reject_fractions_bools_words_and_lists(key, value):
+    with pytest.raises(ConfigError, match=f"{key}: expected"):
+        dataclass_from_dict(TrainConfig, {"model": "m", "output_dir": "o", key: value})
+
+
+@settings(max_examples=30, deadline=None)
+@given(key=st.sampled_from(LIST_KEYS), value=st.one_of(st.integers(), st.floats(allow_nan=False), st.booleans()))
+def test_list_keys_reject_scalars(key, value):
+    with pytest.raises(ConfigError, match=f"{key}: expected a list"):
+        dataclass_from_dict(TrainConfig, {"model": "m", "output_dir": "o", key: value})
+
+
+def test_well_typed_values_still_load():
+    config = TrainConfig.from_dict(
+        {"model": "m", "output_dir": "o", "remove_dropout": False, "seed": 3, "lr": "5e-7", "max_steps": None}
+    )
+    assert (config.remove_dropout, config.seed, config.lr, config.max_steps) == (False, 3, 5e-7, None)
