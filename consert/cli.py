@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .config import ConfigError
+from .config import MIN_MAX_LENGTH, ConfigError
 from .data import DataFormatError
 from .loop import TrainingFault
 from .models import ModelNotAvailableError
@@ -273,8 +274,28 @@ def _add_precision_arguments(parser: argparse.ArgumentParser, flag: str) -> None
     )
 
 
+def _at_least(minimum: int):
+    """An argparse type: an integer >= ``minimum``, else a one-line usage error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
 def _add_encoder_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--max-length", type=int, default=64)
+    parser.add_argument(
+        "--max-length",
+        type=_at_least(MIN_MAX_LENGTH),
+        default=64,
+        help=f"tokens per sentence, [CLS] and [SEP] included (at least {MIN_MAX_LENGTH}, at most the model's limit)",
+    )
     _add_precision_arguments(parser, "--dtype")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
     _add_data_argument(parser)
@@ -338,7 +359,7 @@ def _add_topk_max_argument(parser: argparse.ArgumentParser, where: str) -> None:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from .compare import compare, failures
+    from .compare import compare, failures, gaps
     from .config import parse_overrides
     from .io import write_csv
 
@@ -347,11 +368,20 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.check and not results.is_dir():
         print(f"error: --check: results directory {results} does not exist: nothing to check", file=sys.stderr)
         return 1
-    table = compare(results, Path(args.published), tolerances)
+    table = compare(results, Path(args.published), tolerances, args.not_run)
     write_csv(table, args.output)
-    comparable = table[table.comparable.astype(bool)]
-    failed = failures(table)
-    print(f"{len(table)} cells compared; {len(comparable)} comparable; {len(failed)} comparable cells out of tolerance")
+    compared = table[table.status == "compared"]
+    comparable = compared[compared.comparable.astype(bool)]
+    failed, missing = failures(table), gaps(table)
+    not_run = table[table.status == "not run"]
+    print(
+        f"{len(compared)} cells compared; {len(comparable)} comparable; {len(failed)} comparable cells out of "
+        f"tolerance; {len(not_run)} published rows declared not run; {len(missing)} missing"
+    )
+    for _, row in not_run.iterrows():
+        print(f"  not run: {row.artifact} {row.row} ({row.reason})")
+    for _, row in missing.iterrows():
+        print(f"  MISSING: {row.artifact} {row.row} ({row.reason})")
     if len(comparable) == 0 and len(table):
         print("no cell is comparable (offline stand-in, other encoder or other NLI data): nothing to gate on")
     for _, row in failed.iterrows():
@@ -360,8 +390,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             f"{row.reproduced:.2f} (delta {row.delta:+.2f}, tolerance {row.tolerance})"
         )
     print(f"wrote {args.output}")
-    if args.check and table.empty:
+    if args.check and compared.empty:
         print(f"error: --check: no reproduced cell under {results} has a published counterpart", file=sys.stderr)
+        return 1
+    if args.check and len(missing):
+        print(
+            f"error: --check: {len(missing)} published rows have nothing reproduced (listed above); produce them "
+            "or declare them with --not-run ARTIFACT:ROW (config key not_run)",
+            file=sys.stderr,
+        )
         return 1
     return 1 if args.check and len(failed) else 0
 
@@ -409,6 +446,7 @@ def _cmd_download_data(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(prog="consert", description="ConSERT reproduction harness")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of a failure")
     commands = parser.add_subparsers(dest="command", required=True)
 
     evaluate = commands.add_parser("evaluate", help="evaluate an encoder on the 7 STS sets")
@@ -419,7 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="P",
         help=f"cls | mean | mean:I,J,... (hidden-state indices); repeatable; default {PAPER_POOLING}",
     )
-    evaluate.add_argument("--batch-size", type=int, default=128)
+    evaluate.add_argument("--batch-size", type=_at_least(1), default=128)
     evaluate.add_argument("--vectors", default=None, metavar="CACHE.npz", help="read vectors from `consert encode`")
     evaluate.add_argument("--output", default=None, metavar="FILE.csv", help="write the tidy result CSV")
     _add_encoder_arguments(evaluate)
@@ -441,7 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
     baseline.add_argument("name", choices=("pooling", "whitening", "flow", "glove"))
     baseline.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2", help="encoder (not for glove)")
     baseline.add_argument("--pooling", default=PAPER_POOLING, metavar="P")
-    baseline.add_argument("--k", type=int, default=None, help="whitening: keep k dimensions (default all)")
+    baseline.add_argument("--k", type=_at_least(1), default=None, help="whitening: keep k dimensions (default all)")
     baseline.add_argument(
         "--fit-on",
         choices=("task", "sts", "nli"),
@@ -458,7 +496,8 @@ def build_parser() -> argparse.ArgumentParser:
                 f"--flow-{name}", action=argparse.BooleanOptionalAction, default=None, help=f"flow: {name} (default on)"
             )
         else:
-            baseline.add_argument(f"--flow-{name}", type=kind, default=None, help=f"flow: {name} (authors' default)")
+            parse = _at_least(1) if kind is int else kind
+            baseline.add_argument(f"--flow-{name}", type=parse, default=None, help=f"flow: {name} (authors' default)")
     _add_encoder_arguments(baseline)
     baseline.set_defaults(run=_cmd_baseline)
 
@@ -510,12 +549,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="e.g. table2=1.0 table4_steps=300 (defaults in consert/compare.py)",
     )
     comparison.add_argument(
-        "--check", action="store_true", help="exit 1 when a comparable cell is out of tolerance (for CI gates)"
+        "--not-run",
+        action="append",
+        default=[],
+        metavar="ARTIFACT:ROW",
+        help="a published row this run deliberately does not reproduce (glob, repeatable), e.g. 'table2:*large*'",
+    )
+    comparison.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 when a comparable cell is out of tolerance, a published row is missing, or nothing was compared",
     )
     comparison.set_defaults(run=_cmd_compare)
 
     bench = commands.add_parser("bench", help="benchmark evaluation and training against sentence-transformers")
-    bench.add_argument("--repeats", type=int, default=3)
+    bench.add_argument("--repeats", type=_at_least(1), default=3)
     _add_data_argument(bench)
     bench.set_defaults(run=_cmd_bench)
 
@@ -538,6 +586,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Failures that bad input or a broken environment cause: one line and exit 2 (tracebacks with --debug).
+EXPECTED_FAILURES = (
+    DataFormatError,
+    ConfigError,
+    ModelNotAvailableError,
+    TrainingFault,
+    ValueError,
+    KeyError,
+    TypeError,
+    OverflowError,
+    OSError,
+)
+#: Arguments that name files a command writes.
+OUTPUT_ARGUMENTS = ("output", "evaluate", "save_vectors")
+
+
+def _check_outputs_writable(args: argparse.Namespace) -> None:
+    """Refuse, before any work, an output that could not be written: under a file, or a directory itself."""
+    for name in OUTPUT_ARGUMENTS:
+        value = getattr(args, name, None)
+        if not isinstance(value, str) or not value:
+            continue
+        path = Path(value)
+        if path.is_dir():
+            raise OSError(f"--{name.replace('_', '-')} {path}: is a directory; expected a file path")
+        for parent in path.parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise OSError(f"--{name.replace('_', '-')} {path}: {parent} is a file, not a directory")
+                if not os.access(parent, os.W_OK):
+                    raise OSError(f"--{name.replace('_', '-')} {path}: {parent} is not writable")
+                break
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input, with a one-line error)."""
     parser = build_parser()
@@ -547,8 +629,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "topk_max", 0) and hasattr(args, "save_vectors") and not args.save_vectors:
         parser.error("--topk-max statistics are kept in the --save-vectors cache: pass --save-vectors CACHE.npz too")
     try:
+        _check_outputs_writable(args)
         return args.run(args)
-    except (DataFormatError, ConfigError, ModelNotAvailableError, TrainingFault, ValueError, KeyError) as err:
+    except EXPECTED_FAILURES as err:
+        if args.debug:
+            raise
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"consert {args.command}: error: {message}", file=sys.stderr)
+        print(f"consert {args.command}: error: {message} (--debug shows the traceback)", file=sys.stderr)
         return 2

@@ -15,6 +15,8 @@ compared. STS-B and SICK-R have one test split, where every aggregate agrees (``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +44,16 @@ COMPARISON_COLUMNS = (
     "comparable",
     "reason",
     "setting",
+    "status",
 )
+#: The reproduced artifact files the comparison reads, and the comparison artifacts each feeds.
+ARTIFACT_FILES = {
+    "table2_unsup.csv": ("table2", "whitening_table1", "sgopt_table1"),
+    "table3_sup.csv": ("table3",),
+    "table4_batch_size.csv": ("table4",),
+    "figure4_topk.csv": ("figure4_topk",),
+    "figure5_heatmap.csv": ("figure5_heatmap",),
+}
 
 
 def _not_comparable_reason(row: pd.Series, size: str | None) -> str:
@@ -101,13 +112,19 @@ def _cells(
     columns: list[tuple[str, str]],
     tolerance: float,
     aggregates: dict[tuple[str, str], tuple[str, str]],
+    report_gaps: bool = True,
 ) -> list[dict[str, Any]]:
-    """Rows for each (published row name, reproduced row name, size) and (published col, reproduced col)."""
+    """Rows for each (published row name, reproduced row name, size) and (published col, reproduced col);
+    a published row without its reproduced row gives one gap row (see :func:`gap_row`)."""
     out = []
     for published_name, reproduced_name, size in key_pairs:
         pub = published[published.key == published_name]
         rep = reproduced[reproduced.key == reproduced_name]
-        if pub.empty or rep.empty:
+        if pub.empty:
+            raise ValueError(f"{artifact}: the published table has no row {published_name!r}")
+        if rep.empty:
+            if report_gaps:
+                out.append(gap_row(artifact, published_name, f"no reproduced row named {reproduced_name!r}"))
             continue
         pub_row, rep_row = pub.iloc[0], rep.iloc[0]
         reason = _not_comparable_reason(rep_row, size)
@@ -130,8 +147,35 @@ def _cells(
     return out
 
 
-def compare(results: Path, published: Path, tolerances: dict[str, float] | None = None) -> pd.DataFrame:
-    """The comparison table for whatever reproduced artifacts exist under ``results``."""
+def gap_row(artifact: str, row: str, reason: str) -> dict[str, Any]:
+    """A published row (``*``: a whole artifact) with nothing reproduced to compare it with."""
+    return {
+        "artifact": artifact,
+        "row": row,
+        "column": "*",
+        "aggregate": "",
+        "published": np.nan,
+        "reproduced": np.nan,
+        "delta": np.nan,
+        "tolerance": np.nan,
+        "within_tolerance": False,
+        "comparable": False,
+        "reason": reason,
+        "setting": "",
+        "status": "missing",
+    }
+
+
+def compare(
+    results: Path, published: Path, tolerances: dict[str, float] | None = None, not_run: Sequence[str] = ()
+) -> pd.DataFrame:
+    """The comparison table of the reproduced artifacts under ``results``.
+
+    Every published row the harness reproduces gives cells (``status`` ``compared``) or a gap row:
+    ``not run`` when it matches one of ``not_run`` (``artifact:row`` glob patterns a config declares,
+    e.g. ``table2:*large*`` for a base-only run), else ``missing``; a missing artifact file gives one
+    gap row per comparison artifact it feeds.
+    """
     tol = {**DEFAULT_TOLERANCES, **(tolerances or {})}
     aggregates = load_aggregates(published)
     rows: list[dict[str, Any]] = []
@@ -139,7 +183,10 @@ def compare(results: Path, published: Path, tolerances: dict[str, float] | None 
 
     def load(name: str) -> pd.DataFrame | None:
         path = results / name
-        return pd.read_csv(path) if path.is_file() else None
+        if path.is_file():
+            return pd.read_csv(path)
+        rows.extend(gap_row(artifact, "*", f"{path} not found") for artifact in ARTIFACT_FILES[name])
+        return None
 
     table2 = load("table2_unsup.csv")
     if table2 is not None:
@@ -188,22 +235,26 @@ def compare(results: Path, published: Path, tolerances: dict[str, float] | None 
         rep = rep.assign(key=rep.batch_size.astype(str))
         pairs = [(k, k, "base") for k in pub.key]
         rows += _cells("table4", pub, rep, pairs, [("avg_spearman", "Avg")], tol["table4"], aggregates)
-        rows += _cells("table4", pub, rep, pairs, [("steps", "best_step")], tol["table4_steps"], aggregates)
-    rows += _text_values(results, published, tol["text"])
+        steps = [("steps", "best_step")]
+        rows += _cells("table4", pub, rep, pairs, steps, tol["table4_steps"], aggregates, report_gaps=False)
+    rows += _text_values(load, published, tol["text"])
     frame = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
+    declared = frame.apply(lambda r: any(fnmatch(f"{r.artifact}:{r.row}", p) for p in not_run), axis=1)
+    frame.loc[(frame.status == "missing") & declared.astype(bool), "status"] = "not run"
     return frame
 
 
-def _text_values(results: Path, published: Path, tolerance: float) -> list[dict[str, Any]]:
+def _text_values(load, published: Path, tolerance: float) -> list[dict[str, Any]]:
     """The numbers the paper states in its text for Figures 4 and 5."""
     text = pd.read_csv(published / "consert_text_values.csv")
     stated = dict(zip(text.quantity, text.value, strict=True))
     rows = []
-    figure4 = results / "figure4_topk.csv"
-    if figure4.is_file():
-        curve = pd.read_csv(figure4)
+    curve = load("figure4_topk.csv")
+    if curve is not None:
         bert = curve[curve.model == "BERT-base"].set_index("k")
-        if not bert.empty:
+        if bert.empty:
+            rows.append(gap_row("figure4_topk", "BERT-base", "no BERT-base curve in figure4_topk.csv"))
+        else:
             best_k = authors_topk_k(int(bert.Avg.idxmax()))  # the paper's k is the authors' script's
             reproduced = {
                 "BERT-base avg spearman with no tokens removed": bert.Avg.get(0, np.nan),
@@ -216,16 +267,17 @@ def _text_values(results: Path, published: Path, tolerance: float) -> list[dict[
                     "figure4_topk", "best k for BERT-base", stated["best k for BERT-base"], best_k, np.inf, bert.iloc[0]
                 )
             )
-    figure5 = results / "figure5_heatmap.csv"
-    if figure5.is_file():
-        heat = pd.read_csv(figure5)
+    heat = load("figure5_heatmap.csv")
+    if heat is not None:
         heat = heat[heat["size"] == "base"].set_index(["view1", "view2"])
         pairs = {
             "None-None avg spearman": ("none", "none"),
             "best pair (Shuffle + Feature Cutoff) avg spearman": ("shuffle", "feature_cutoff"),
         }
         for quantity, cell in pairs.items():
-            if cell in heat.index:
+            if cell not in heat.index:
+                rows.append(gap_row("figure5_heatmap", quantity, f"no base heatmap cell {cell}"))
+            else:
                 rows.append(
                     _text_row(
                         "figure5_heatmap", quantity, stated[quantity], heat.loc[cell, "Avg"], tolerance, heat.loc[cell]
@@ -268,9 +320,16 @@ def _comparison_row(
         "comparable": not reason,
         "reason": reason,
         "setting": source.get("setting", ""),
+        "status": "compared",
     }
 
 
 def failures(comparison: pd.DataFrame) -> pd.DataFrame:
     """Comparable cells outside their tolerance: what a CI gate fails on."""
-    return comparison[comparison.comparable.astype(bool) & ~comparison.within_tolerance.astype(bool)]
+    compared = comparison.status == "compared"
+    return comparison[compared & comparison.comparable.astype(bool) & ~comparison.within_tolerance.astype(bool)]
+
+
+def gaps(comparison: pd.DataFrame) -> pd.DataFrame:
+    """Published rows with nothing reproduced that no ``not_run`` pattern declares: the gate fails on them."""
+    return comparison[comparison.status == "missing"]

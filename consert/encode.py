@@ -70,6 +70,11 @@ class SentenceEncoder:
         engine: str = "torch",
     ):
         self.tokenizer, self.model = tokenizer, model
+        limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+        if limit is not None and max_length > limit:
+            raise ValueError(f"max_length {max_length} exceeds the model's limit of {limit} positions")
+        if max_length < 2 or batch_size < 1:
+            raise ValueError(f"max_length must be >= 2 and batch_size >= 1, got {max_length} and {batch_size}")
         self.max_length, self.batch_size = max_length, batch_size
         self.dtype = resolve_dtype(dtype, self.device)
         self.resolved = resolved

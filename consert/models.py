@@ -81,11 +81,26 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _looks_like_a_path(text: str) -> bool:
+    """A local path rather than a hub id (``org/name``): absolute, relative with ./ or ../, ~, or deeper."""
+    return text.startswith(("/", "./", "../", "~")) or text.count("/") > 1 or os.sep != "/" and os.sep in text
+
+
 def resolve_model(name: str | os.PathLike) -> ResolvedModel:
     """Find the local folder for ``name`` (a directory or a hub id), downloading only as a last resort."""
     text = str(name)
     if Path(text).is_dir():
+        if not (Path(text) / "config.json").is_file():
+            raise ModelNotAvailableError(
+                f"model directory {text} has no config.json: expected a Hugging Face model folder "
+                "(config.json, tokenizer files and model.safetensors or pytorch_model.bin)"
+            )
         return ResolvedModel(text, Path(text).resolve())
+    if _looks_like_a_path(text):
+        raise ModelNotAvailableError(
+            f"model directory {text} does not exist (a path, not a hub id: check the spelling, or train or "
+            "export the model first)"
+        )
     if text in PACKAGED_MODELS:
         module_name, function = PACKAGED_MODELS[text]
         try:

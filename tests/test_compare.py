@@ -64,22 +64,47 @@ def test_tolerance_and_comparability(tmp_path):
     assert set(failed.row) == {"ConSERT-base"} and "Avg" not in set(failed.column)
 
 
-def _gate(results, tmp_path) -> int:
+#: Everything but table2's ConSERT-base row, declared not run (the fixtures produce only that row).
+ONLY_CONSERT_BASE = [
+    "table2:Avg*",
+    "table2:BERT-*",
+    "table2:ConSERT-large",
+    "whitening_table1:*",
+    "sgopt_table1:*",
+    "table3:*",
+    "table4:*",
+    "figure4_topk:*",
+    "figure5_heatmap:*",
+]
+
+
+def _gate(results, tmp_path, not_run=()) -> int:
     argv = ["compare", "--results", str(results), "--published", str(PUBLISHED), "--output", str(tmp_path / "c.csv")]
-    return main([*argv, "--check"])
+    return main([*argv, *(f"--not-run={pattern}" for pattern in not_run), "--check"])
 
 
 def test_check_exit_code(tmp_path, capsys):
     good = _table2([{"method": "ConSERT-base", "size": "base", "score": 72.74, **PAPER}])
     # only Avg equals the published value: every other cell is out of tolerance
-    assert _gate(_results(tmp_path, good), tmp_path) == 1
+    assert _gate(_results(tmp_path, good), tmp_path, ONLY_CONSERT_BASE) == 1
     assert "out of tolerance" in capsys.readouterr().out
     # a stand-in row never fails the gate, however far off
     shutil.rmtree(tmp_path / "results")
     stand_in = {"setting": "offline stand-in (x)", "nli": "", "base_model": "x"}
     bad = _table2([{"method": "ConSERT-base", "size": "base", "score": 10.0, **stand_in}])
-    assert _gate(_results(tmp_path, bad), tmp_path) == 0
+    assert _gate(_results(tmp_path, bad), tmp_path, ONLY_CONSERT_BASE) == 0
     assert "no cell is comparable" in capsys.readouterr().out
+
+
+def test_a_paper_setting_row_inside_tolerance_passes_the_gate(tmp_path):
+    published = pd.read_csv(PUBLISHED / "consert_table2_unsup.csv").set_index("method").loc["ConSERT-base"]
+    row = {c: published[c] + 0.3 for c in ("STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R", "Avg")}
+    table = pd.DataFrame([{"method": "ConSERT-base", "size": "base", **row, **PAPER}])
+    assert _gate(_results(tmp_path, table), tmp_path, ONLY_CONSERT_BASE) == 0
+    comparison = pd.read_csv(tmp_path / "c.csv")
+    cells = comparison[comparison.status == "compared"]
+    assert len(cells) == 8 and cells.comparable.all() and cells.within_tolerance.all()
+    assert cells.delta.round(6).eq(0.3).all()
 
 
 def test_the_gate_cannot_pass_on_nothing(tmp_path, capsys):
@@ -89,3 +114,23 @@ def test_the_gate_cannot_pass_on_nothing(tmp_path, capsys):
     empty.mkdir()
     assert _gate(empty, tmp_path) == 1
     assert "no reproduced cell" in capsys.readouterr().err
+
+
+def test_a_renamed_or_absent_row_is_missing_not_skipped(tmp_path, capsys):
+    renamed = _table2(
+        [
+            {"method": "ConSERT-base (renamed)", "size": "base", "score": 72.74, **PAPER},
+            {"method": "ConSERT-large", "size": "large", "score": 76.45, **PAPER},  # something is compared
+        ]
+    )
+    results = _results(tmp_path, renamed)
+    comparison = compare(results, PUBLISHED)
+    missing = comparison[comparison.status == "missing"]
+    assert "ConSERT-base" in set(missing.row) and (missing.column == "*").all()
+    assert {"table3", "table4", "figure4_topk", "figure5_heatmap"} <= set(missing[missing.row == "*"].artifact)
+    # declared rows are "not run", listed and never silently dropped; an undeclared one fails the gate
+    declared = compare(results, PUBLISHED, not_run=["table3:*"])
+    assert (declared[declared.artifact == "table3"].status == "not run").all()
+    assert _gate(results, tmp_path, ONLY_CONSERT_BASE) == 1
+    out = capsys.readouterr()
+    assert "MISSING: table2 ConSERT-base" in out.out and "nothing reproduced" in out.err

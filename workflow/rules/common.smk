@@ -135,4 +135,7 @@ def flow_flags():
 
 
 def tolerance_flags():
-    return " ".join(f"--tolerance {k}={v}" for k, v in config.get("comparison", {}).items())
+    """The comparison's tolerances, and the published rows the config declares it does not reproduce."""
+    flags = [f"--tolerance {k}={v}" for k, v in config.get("comparison", {}).items()]
+    flags += [f"--not-run {shlex.quote(pattern)}" for pattern in config["not_run"]]
+    return " ".join(flags)

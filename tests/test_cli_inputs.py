@@ -1,0 +1,61 @@
+"""Bad command-line numbers and paths: a one-line error and a non-zero exit before any work, or a run
+that does what was asked (issue: honest gates, strict inputs)."""
+
+from __future__ import annotations
+
+import pytest
+
+from consert.cli import main
+from consert.models import STAND_IN_MODEL
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["evaluate", STAND_IN_MODEL, "--max-length", "0"], "--max-length: must be at least 8, got 0"),
+        (["evaluate", STAND_IN_MODEL, "--max-length", "2"], "--max-length: must be at least 8, got 2"),
+        (["evaluate", STAND_IN_MODEL, "--max-length", "-1"], "--max-length: must be at least 8, got -1"),
+        (["evaluate", STAND_IN_MODEL, "--batch-size", "0"], "--batch-size: must be at least 1, got 0"),
+        (["evaluate", STAND_IN_MODEL, "--max-length", "1.5"], "--max-length: expected an integer, got '1.5'"),
+        (["baseline", "whitening", "--k", "0"], "--k: must be at least 1"),
+        (["baseline", "flow", "--flow-levels", "0"], "--flow-levels: must be at least 1"),
+    ],
+)
+def test_numbers_out_of_range_are_usage_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_a_max_length_beyond_the_models_limit_is_refused(tiny_tree, capsys):
+    # all-MiniLM-L6-v2 has 512 positions
+    assert main(["evaluate", STAND_IN_MODEL, "--max-length", "513", "--data", str(tiny_tree)]) == 2
+    assert "max_length 513 exceeds the model's limit of 512 positions" in capsys.readouterr().err
+
+
+def test_an_output_under_a_file_fails_before_any_work(tiny_tree, tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    assert main(["evaluate", STAND_IN_MODEL, "--data", str(tiny_tree), "--output", str(blocker / "r.csv")]) == 2
+    err = capsys.readouterr().err
+    assert f"{blocker} is a file, not a directory" in err and len(err.strip().splitlines()) == 1
+    assert main(["evaluate", STAND_IN_MODEL, "--data", str(tiny_tree), "--output", str(tmp_path)]) == 2
+    assert "is a directory; expected a file path" in capsys.readouterr().err
+
+
+def test_local_model_paths_get_a_local_message(tmp_path, tiny_tree, capsys):
+    missing = tmp_path / "no" / "such" / "model"
+    assert main(["evaluate", str(missing), "--data", str(tiny_tree)]) == 2
+    err = capsys.readouterr().err
+    assert f"model directory {missing} does not exist" in err and "huggingface-cli" not in err
+    empty = tmp_path / "empty_model"
+    empty.mkdir()
+    assert main(["evaluate", str(empty), "--data", str(tiny_tree)]) == 2
+    assert "has no config.json" in capsys.readouterr().err
+
+
+def test_debug_shows_the_traceback(tmp_path, tiny_tree):
+    with pytest.raises(Exception, match="does not exist"):
+        main(["--debug", "evaluate", str(tmp_path / "nothing" / "here"), "--data", str(tiny_tree)])
