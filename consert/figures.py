@@ -1,6 +1,7 @@
 """The paper's figures drawn from the artifact tables (seaborn/matplotlib), saved as PNG and PDF.
 
-Every title names the setting, so a figure made with the offline stand-in says so on its face.
+Every title names the setting, so a figure made with the offline stand-in says so on its face. Each
+function returns the (closed) figure, whose artists hold the plotted data (tests read them back).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def _save(figure: plt.Figure, paths: Sequence[str | Path]) -> None:
     plt.close(figure)
 
 
-def figure1(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
+def figure1(table: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
     """Gold score vs predicted cosine on STS-B test, one panel per model."""
     models = list(dict.fromkeys(table.model))
     figure, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4.2), sharey=True, squeeze=False)
@@ -42,9 +43,10 @@ def figure1(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
         axis.set(title=model, xlabel="gold similarity (STS-B test)", ylabel="cosine similarity")
     figure.suptitle(f"Figure 1: gold vs cosine\n{_setting_line(table)}", fontsize=9, y=1.04)
     _save(figure, paths)
+    return figure
 
 
-def figure4(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
+def figure4(table: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
     """Average Spearman vs number of most frequent tokens removed from the average."""
     figure, axis = plt.subplots(figsize=(6, 4))
     sns.lineplot(data=table, x="k", y="Avg", hue="model", marker="o", markersize=3, ax=axis)
@@ -54,9 +56,10 @@ def figure4(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
     )
     axis.set_title(f"Figure 4: top-k frequency masking\n{_setting_line(table)}", fontsize=9)
     _save(figure, paths)
+    return figure
 
 
-def figure5(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
+def figure5(table: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
     """5 x 5 heatmap of average Spearman: row = first view's augmentation, column = second's."""
     order = [a for a in AUGMENTATION_LABELS if a in set(table.view1) | set(table.view2)]
     matrix = heatmap_matrix(table, order).rename(index=AUGMENTATION_LABELS, columns=AUGMENTATION_LABELS)
@@ -67,9 +70,10 @@ def figure5(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
     note = "; each unordered pair trained once, shown in both cells" if mirrored else ""
     axis.set_title(f"Figure 5: augmentation pairs{note}\n{_setting_line(table)}", fontsize=9)
     _save(figure, paths)
+    return figure
 
 
-def figure6(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
+def figure6(table: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
     """Average Spearman vs number of unlabeled training texts, unsupervised and supervised."""
     data = table.copy()
     full = data.n_texts.astype(str) == "all"
@@ -85,9 +89,10 @@ def figure6(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
     axis.set(xlabel="unlabeled texts", ylabel="avg Spearman x 100")
     axis.set_title(f"Figure 6: few-shot\n{_setting_line(table)}", fontsize=9)
     _save(figure, paths)
+    return figure
 
 
-def figure7(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
+def figure7(table: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
     """Average Spearman vs NT-Xent temperature."""
     figure, axis = plt.subplots(figsize=(6, 4))
     sns.lineplot(data=table.sort_values("temperature"), x="temperature", y="Avg", marker="o", ax=axis)
@@ -95,6 +100,7 @@ def figure7(table: pd.DataFrame, paths: Sequence[str | Path]) -> None:
     axis.set(xlabel="temperature tau", ylabel="avg Spearman x 100")
     axis.set_title(f"Figure 7: temperature\n{_setting_line(table)}", fontsize=9)
     _save(figure, paths)
+    return figure
 
 
 DRAW = {"figure1": figure1, "figure4": figure4, "figure5": figure5, "figure6": figure6, "figure7": figure7}

@@ -44,14 +44,24 @@ def test_nt_xent_prefers_aligned_views():
     assert nt_xent(a, a + 0.01 * torch.randn(8, 32), 0.1) < nt_xent(a, torch.randn(8, 32), 0.1)
 
 
-def test_nli_head_uses_u_v_and_abs_difference():
+def test_nli_head_concatenates_each_feature_block_exactly():
+    # with an identity weight the logits ARE the feature vector, so swapping |u - v| for zeros, u - v
+    # or u * v, or max(u, v)^2 for anything else, changes them
+    head = NliHead(2, num_labels=8, features=("u", "v", "abs_diff", "max_square"))
+    with torch.no_grad():
+        head.linear.weight.copy_(torch.eye(8))
+        head.linear.bias.zero_()
+    u, v = torch.tensor([[1.0, 2.0]]), torch.tensor([[4.0, 5.0]])
+    # u, v, |u - v| = [3, 3] (u - v = [-3, -3], u * v = [4, 10]), max(u, v)^2 = [16, 25]
+    assert head(u, v).tolist() == [[1.0, 2.0, 4.0, 5.0, 3.0, 3.0, 16.0, 25.0]]
+
+
+def test_nli_head_loss_is_softmax_cross_entropy():
     head = NliHead(2)
     with torch.no_grad():
         head.linear.weight.copy_(torch.eye(3, 6))
         head.linear.bias.zero_()
     u, v = torch.tensor([[1.0, 2.0]]), torch.tensor([[4.0, -1.0]])
-    # features [u1 u2 v1 v2 |u1-v1| |u2-v2|] = [1 2 4 -1 3 3]; identity rows pick the first three
-    assert torch.equal(head(u, v), torch.tensor([[1.0, 2.0, 4.0]]))
-    logits = torch.tensor([[1.0, 2.0, 4.0]])
+    logits = torch.tensor([[1.0, 2.0, 4.0]])  # identity rows pick u1, u2, v1
     expected = -torch.log_softmax(logits, 1)[0, 2]
     assert head.loss(u, v, torch.tensor([2])).item() == pytest.approx(expected.item())

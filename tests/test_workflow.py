@@ -244,3 +244,64 @@ def test_paper_dry_run_lists_every_job_offline(tmp_path):
     assert counts["consert_train_keeping_vectors"] == 3  # the figures' run and the two NLI runs flow reuses
     assert counts["train_sgopt"] == 2 and counts["encode_corpus"] == 2
     assert counts["paper_figure"] == 5 and counts["paper_table"] == 3
+
+
+def test_table1_counts_the_fixture_by_its_construction(dag_run):
+    """12 pairs a file: STS years have 5/3/6/5/5 subsets, STS15/16 leave every other pair unscored."""
+    workdir, _ = dag_run
+    table1 = pd.read_csv(workdir / "results" / "table1_datasets.csv").set_index("statistic")
+    subsets = {"STS12": 5, "STS13": 3, "STS14": 6, "STS15": 5, "STS16": 5}
+    for year, n in subsets.items():
+        scored = 12 * n // (2 if year in ("STS15", "STS16") else 1)
+        assert table1.loc["test_samples", year] == scored and table1.loc["unlabeled_texts", year] == 24 * n
+    for name in ("STSb", "SICK-R"):
+        assert [table1.loc[s, name] for s in ("train_samples", "valid_samples", "test_samples")] == [12, 12, 12]
+        assert table1.loc["unlabeled_texts", name] == 72
+    assert table1.loc["unlabeled_texts", "Total"] == 24 * 24 + 72 + 72
+
+
+def test_comparison_rows_carry_the_published_value_and_its_arithmetic(dag_run):
+    workdir, _ = dag_run
+    comparison = pd.read_csv(workdir / "results" / "comparison.csv")
+    published = pd.read_csv(ROOT / "results" / "published" / "consert_table2_unsup.csv").set_index("method")
+    table2 = pd.read_csv(workdir / "results" / "table2_unsup.csv").set_index("method")
+    cells = comparison[(comparison.artifact == "table2") & (comparison.status == "compared")]
+    assert len(cells)
+    for cell in cells.itertuples():
+        assert cell.published == published.loc[cell.row, cell.column]
+        assert cell.delta == pytest.approx(cell.reproduced - cell.published, abs=1e-9)
+    flow = cells[cells.row == "BERT-base-flow"].set_index("column")
+    # BERT-flow's published numbers are wmean: the reproduced cell is the table's wmean column
+    assert flow.loc["STS12", "aggregate"] == "wmean"
+    assert flow.loc["STS12", "reproduced"] == pytest.approx(table2.loc["BERT-base-flow", "STS12_wmean"])
+    assert flow.loc["STSb", "aggregate"] == "test split"
+
+
+def test_each_figure_plots_the_data_of_its_csv(dag_run, tmp_path):
+    """Redraw each figure from its CSV and read the plotted data back from the figure's artists."""
+    import numpy as np
+
+    from consert.artifacts import heatmap_matrix
+    from consert.experiments import AUGMENTATION_LABELS
+    from consert.figures import DRAW
+
+    workdir, _ = dag_run
+    results = workdir / "results"
+
+    def draw(name: str):
+        table = pd.read_csv(results / f"{name}.csv")
+        return table, DRAW[name.split("_")[0]](table, [tmp_path / f"{name}.png"])
+
+    table, figure = draw("figure4_topk")
+    for line, (_, curve) in zip(figure.axes[0].lines, table.groupby("model", sort=False), strict=False):
+        np.testing.assert_allclose(line.get_ydata(), curve.sort_values("k").Avg)
+    table, figure = draw("figure5_heatmap")
+    order = [a for a in AUGMENTATION_LABELS if a in set(table.view1)]
+    np.testing.assert_allclose(
+        figure.axes[0].collections[0].get_array().reshape(len(order), -1), heatmap_matrix(table, order)
+    )
+    table, figure = draw("figure7_temperature")
+    np.testing.assert_allclose(figure.axes[0].lines[0].get_ydata(), table.sort_values("temperature").Avg)
+    table, figure = draw("figure1_scatter")
+    points = np.vstack([axis.collections[0].get_offsets() for axis in figure.axes[: table.model.nunique()]])
+    np.testing.assert_allclose(np.sort(points[:, 1]), np.sort(table.cosine))
