@@ -2,8 +2,10 @@
 
 Each builder takes ``(labels, evaluation frame)`` entries and returns the artifact as a frame whose
 rows carry the provenance of the evaluations behind them. Seeds are averaged: every score column
-``X`` has a companion ``X_std`` (sample standard deviation over seeds, empty for one seed) and
-``n_seeds`` says how many runs each row averages.
+``X`` has a companion ``X_std`` (sample standard deviation over seeds, empty for one seed),
+``X_seed_ci_low``/``_high`` (Student-t interval of the mean over seeds) and ``X_ci_low``/``_high``
+(the test-set bootstrap interval, averaged over seeds); ``n_seeds`` says how many runs each row
+averages.
 """
 
 from __future__ import annotations
@@ -49,7 +51,25 @@ def per_set_scores(evaluation: pd.DataFrame) -> dict[str, float]:
         if f"spearman_{aggregate}" in rows:
             values = dict(zip(rows.dataset, rows[f"spearman_{aggregate}"].astype(float), strict=True))
             scores.update({f"{name}_{aggregate}": values[name] for name in MULTI_SUBSET if name in values})
+    for aggregate in ("", *(f"_{a}" for a in SUBSET_AGGREGATES)):
+        for end in ("low", "high"):
+            column = f"spearman{aggregate}_ci_{end}"
+            if column in rows:
+                values = dict(zip(rows.dataset, rows[column].astype(float), strict=True))
+                names = SCORE_COLUMNS if not aggregate else MULTI_SUBSET
+                scores.update({f"{name}{aggregate}_ci_{end}": values[name] for name in names if name in values})
     return scores
+
+
+def seed_interval(values: pd.Series, level: float = 0.95) -> tuple[float, float]:
+    """Student-t interval of the mean over seeds (NaN for a single seed)."""
+    from scipy import stats
+
+    values = values.dropna()
+    if len(values) < 2:
+        return np.nan, np.nan
+    half = stats.t.ppf(0.5 + level / 2, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values))
+    return float(values.mean() - half), float(values.mean() + half)
 
 
 def summarize(entries: Iterable[Entry], extra: Sequence[str] = ()) -> pd.DataFrame:
@@ -69,6 +89,7 @@ def summarize(entries: Iterable[Entry], extra: Sequence[str] = ()) -> pd.DataFra
             row[column] = scores[column].mean()
             if column in SCORE_COLUMNS:
                 row[f"{column}_std"] = scores[column].std(ddof=1) if len(members) > 1 else np.nan
+                row[f"{column}_seed_ci_low"], row[f"{column}_seed_ci_high"] = seed_interval(scores[column])
         for column in extra:
             values = [float(ev[column].iloc[0]) for _, ev in members]
             row[column] = float(np.mean(values))
@@ -92,6 +113,8 @@ def score_table(entries: Iterable[Entry], label_columns: Sequence[str], extra: S
         *extra,
         *(f"{c}_std" for c in (*scores, *extra)),
         *(f"{c}_{a}" for a in SUBSET_AGGREGATES for c in MULTI_SUBSET),
+        *(f"{c}_{kind}ci_{end}" for c in scores for kind in ("", "seed_") for end in ("low", "high")),
+        *(f"{c}_{a}_ci_{end}" for a in SUBSET_AGGREGATES for c in MULTI_SUBSET for end in ("low", "high")),
         "n_seeds",
         "seeds",
         *PROVENANCE_COLUMNS,

@@ -374,9 +374,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     comparable = compared[compared.comparable.astype(bool)]
     failed, missing = failures(table), gaps(table)
     not_run = table[table.status == "not run"]
+    reproduced = comparable[comparable.verdict == "reproduced"]
     print(
-        f"{len(compared)} cells compared; {len(comparable)} comparable; {len(failed)} comparable cells out of "
-        f"tolerance; {len(not_run)} published rows declared not run; {len(missing)} missing"
+        f"{len(compared)} cells compared; {len(comparable)} comparable: {len(reproduced)} reproduced, {len(failed)} "
+        f"higher or lower than published beyond their interval and tolerance; {len(not_run)} published rows "
+        f"declared not run; {len(missing)} missing"
     )
     for _, row in not_run.iterrows():
         print(f"  not run: {row.artifact} {row.row} ({row.reason})")
@@ -386,8 +388,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print("no cell is comparable (offline stand-in, other encoder or other NLI data): nothing to gate on")
     for _, row in failed.iterrows():
         print(
-            f"  {row.artifact} {row.row} {row.column}: published {row.published:.2f}, reproduced "
-            f"{row.reproduced:.2f} (delta {row.delta:+.2f}, tolerance {row.tolerance})"
+            f"  {row.verdict.upper()}: {row.artifact} {row.row} {row.column}: published {row.published:.2f}, "
+            f"reproduced {row.reproduced:.2f} [{row.ci_low:.2f}, {row.ci_high:.2f}] (delta {row.delta:+.2f}, "
+            f"tolerance {row.tolerance})"
         )
     print(f"wrote {args.output}")
     if args.check and compared.empty:

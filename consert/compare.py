@@ -41,6 +41,10 @@ COMPARISON_COLUMNS = (
     "delta",
     "tolerance",
     "within_tolerance",
+    "ci_low",
+    "ci_high",
+    "interval",
+    "verdict",
     "comparable",
     "reason",
     "setting",
@@ -95,13 +99,40 @@ def aggregate_of(aggregates: dict[tuple[str, str], tuple[str, str]], artifact: s
     return entry[0]
 
 
-def cell_value(row: pd.Series, column: str, aggregate: str) -> tuple[Any, str, str]:
-    """(reproduced value, the cell's aggregate label, why it is not comparable or "") of ``column``."""
+def cell_value(row: pd.Series, column: str, aggregate: str) -> tuple[Any, str, str, tuple[float, float, str]]:
+    """(reproduced value, the cell's aggregate label, why it is not comparable or "", its interval)."""
     if column not in MULTI_SUBSET:
-        return row.get(column), "test split" if column in DATASETS else "", ""
+        return row.get(column), "test split" if column in DATASETS else "", "", cell_interval(row, column)
     if aggregate == "unknown":
-        return row.get(column), "unknown", "the published value's aggregate over subsets is unknown"
-    return row.get(column if aggregate == "all" else f"{column}_{aggregate}"), aggregate, ""
+        why = "the published value's aggregate over subsets is unknown"
+        return row.get(column), "unknown", why, cell_interval(row, column)
+    name = column if aggregate == "all" else f"{column}_{aggregate}"
+    return row.get(name), aggregate, "", cell_interval(row, name)
+
+
+def cell_interval(row: pd.Series, name: str) -> tuple[float, float, str]:
+    """The wider of a cell's test-set bootstrap interval and its interval over seeds, with its source."""
+    candidates = []
+    for source, prefix in (("bootstrap", f"{name}_ci"), ("seeds", f"{name}_seed_ci")):
+        low = pd.to_numeric(row.get(f"{prefix}_low"), errors="coerce")
+        high = pd.to_numeric(row.get(f"{prefix}_high"), errors="coerce")
+        if pd.notna(low) and pd.notna(high):
+            candidates.append((float(high) - float(low), float(low), float(high), source))
+    if not candidates:
+        return np.nan, np.nan, ""
+    _, low, high, source = max(candidates)
+    return low, high, source
+
+
+def verdict(comparable: bool, published: float, reproduced: float, tolerance: float, low: float, high: float) -> str:
+    """``reproduced`` when the published value lies in the interval or within the tolerance (a floor),
+    else ``higher``/``lower`` (the reproduction's side); ``not comparable`` for other settings."""
+    if not comparable:
+        return "not comparable"
+    inside = pd.notna(low) and pd.notna(high) and low <= published <= high
+    if inside or abs(reproduced - published) <= tolerance:
+        return "reproduced"
+    return "higher" if reproduced > published else "lower"
 
 
 def _cells(
@@ -130,7 +161,7 @@ def _cells(
         reason = _not_comparable_reason(rep_row, size)
         row_aggregate = aggregate_of(aggregates, artifact, published_name)
         for published_column, reproduced_column in columns:
-            value, aggregate, why = cell_value(rep_row, reproduced_column, row_aggregate)
+            value, aggregate, why, bounds = cell_value(rep_row, reproduced_column, row_aggregate)
             row = _comparison_row(
                 artifact,
                 published_name,
@@ -141,6 +172,7 @@ def _cells(
                 rep_row,
                 "; ".join(r for r in (reason, why) if r),
                 aggregate,
+                bounds,
             )
             if row is not None:
                 out.append(row)
@@ -159,6 +191,10 @@ def gap_row(artifact: str, row: str, reason: str) -> dict[str, Any]:
         "delta": np.nan,
         "tolerance": np.nan,
         "within_tolerance": False,
+        "ci_low": np.nan,
+        "ci_high": np.nan,
+        "interval": "",
+        "verdict": "missing",
         "comparable": False,
         "reason": reason,
         "setting": "",
@@ -240,7 +276,7 @@ def compare(
     rows += _text_values(load, published, tol["text"])
     frame = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
     declared = frame.apply(lambda r: any(fnmatch(f"{r.artifact}:{r.row}", p) for p in not_run), axis=1)
-    frame.loc[(frame.status == "missing") & declared.astype(bool), "status"] = "not run"
+    frame.loc[(frame.status == "missing") & declared.astype(bool), ["status", "verdict"]] = "not run"
     return frame
 
 
@@ -288,7 +324,8 @@ def _text_values(load, published: Path, tolerance: float) -> list[dict[str, Any]
 
 def _text_row(artifact: str, quantity: str, published: Any, reproduced: Any, tolerance: float, source: pd.Series):
     reason = _not_comparable_reason(source, "base")
-    return _comparison_row(artifact, quantity, "value", published, reproduced, tolerance, source, reason, "all")
+    bounds = cell_interval(source, "Avg") if "avg spearman" in quantity else (np.nan, np.nan, "")
+    return _comparison_row(artifact, quantity, "value", published, reproduced, tolerance, source, reason, "all", bounds)
 
 
 def _comparison_row(
@@ -301,12 +338,14 @@ def _comparison_row(
     source: pd.Series,
     reason: str,
     aggregate: str = "",
+    bounds: tuple[float, float, str] = (np.nan, np.nan, ""),
 ) -> dict[str, Any] | None:
     """One comparison row, or None when either value is missing."""
     value, ours = pd.to_numeric(published, errors="coerce"), pd.to_numeric(reproduced, errors="coerce")
     if pd.isna(value) or pd.isna(ours):
         return None
     delta = float(ours) - float(value)
+    low, high, source_name = bounds
     return {
         "artifact": artifact,
         "row": row,
@@ -317,6 +356,10 @@ def _comparison_row(
         "delta": delta,
         "tolerance": tolerance,
         "within_tolerance": abs(delta) <= tolerance,
+        "ci_low": low,
+        "ci_high": high,
+        "interval": source_name,
+        "verdict": verdict(not reason, float(value), float(ours), tolerance, low, high),
         "comparable": not reason,
         "reason": reason,
         "setting": source.get("setting", ""),
@@ -325,9 +368,8 @@ def _comparison_row(
 
 
 def failures(comparison: pd.DataFrame) -> pd.DataFrame:
-    """Comparable cells outside their tolerance: what a CI gate fails on."""
-    compared = comparison.status == "compared"
-    return comparison[compared & comparison.comparable.astype(bool) & ~comparison.within_tolerance.astype(bool)]
+    """Comparable cells whose verdict is ``higher`` or ``lower``: what a CI gate fails on."""
+    return comparison[(comparison.status == "compared") & comparison.verdict.isin(["higher", "lower"])]
 
 
 def gaps(comparison: pd.DataFrame) -> pd.DataFrame:

@@ -15,14 +15,30 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+from .bootstrap import BOOTSTRAP_SEED, DEFAULT_RESAMPLES, Replicates, grouped_replicates, interval
 from .data import DATASETS, ScoredPair, SentEvalData
 
 if TYPE_CHECKING:
     from .cache import VectorCache
     from .encode import SentenceEncoder
 
-#: Columns of the per-dataset/per-subset result frame (provenance columns are appended later).
-RESULT_COLUMNS = ("dataset", "subset", "n_pairs", "spearman", "spearman_mean", "spearman_wmean")
+#: SentEval's aggregates over a year's subsets, in the order of their result columns.
+AGGREGATE_KEYS = ("all", "mean", "wmean")
+#: Columns of the per-dataset/per-subset result frame (provenance columns are appended later); the
+#: interval columns are empty on subset rows and when no bootstrap was asked for.
+RESULT_COLUMNS = (
+    "dataset",
+    "subset",
+    "n_pairs",
+    "spearman",
+    "spearman_mean",
+    "spearman_wmean",
+    *(
+        f"spearman{'' if key == 'all' else '_' + key}_ci_{end}"
+        for key in ("all", "mean", "wmean")
+        for end in ("low", "high")
+    ),
+)
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
 
 
@@ -77,35 +93,60 @@ def encode_and_score(encoder, pairs: Sequence[ScoredPair], pooling: str) -> tupl
     return score_pairs(pairs, vectors)
 
 
-def evaluate_vectors(data: SentEvalData, vectors: dict[str, np.ndarray]) -> pd.DataFrame:
+def evaluate_vectors(
+    data: SentEvalData, vectors: dict[str, np.ndarray], resamples: int = DEFAULT_RESAMPLES
+) -> pd.DataFrame:
     """Result frame for sentence vectors given as ``{sentence: vector}`` covering every eval sentence.
 
     One row per dataset (``subset == 'all'``), one per subset, and a final ``Avg`` row; see
-    :data:`RESULT_COLUMNS`.
+    :data:`RESULT_COLUMNS` and, for the intervals, :func:`evaluate_task_vectors`.
     """
-    return evaluate_task_vectors(data, {name: vectors for name in data.sets})
+    return evaluate_task_vectors(data, {name: vectors for name in data.sets}, resamples)
 
 
-def evaluate_task_vectors(data: SentEvalData, vectors: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
+def evaluate_task_vectors(
+    data: SentEvalData,
+    vectors: dict[str, dict[str, np.ndarray]],
+    resamples: int = DEFAULT_RESAMPLES,
+    bootstrap_seed: int = BOOTSTRAP_SEED,
+) -> pd.DataFrame:
     """As :func:`evaluate_vectors`, with each dataset's own ``{sentence: vector}`` (``vectors[dataset]``).
 
     For methods fitted once per task (BERT-flow, BERT-whitening), where one sentence has a different
-    vector in each task.
+    vector in each task. With ``resamples`` > 0 every dataset row and the Avg row get percentile
+    bootstrap intervals of each aggregate (``spearman_ci_low``/``_high``, ``spearman_mean_ci_*``,
+    ``spearman_wmean_ci_*``; :mod:`consert.bootstrap`); the resamples depend only on
+    ``bootstrap_seed`` and the pairs, so every model evaluated on the same data gets the same ones
+    (paired). The replicates are kept in ``frame.attrs["replicates"]`` (``{dataset: {aggregate: B}}``).
     """
-    rows = []
+    rows, replicates = [], Replicates()
     for name in (n for n in DATASETS if n in data.sets):
         groups = {sub: score_pairs(pairs, vectors[name]) for sub, pairs in data.sets[name].eval_groups.items()}
         scores = aggregate(groups)
         n_total = sum(len(gold) for _, gold in groups.values())
-        rows.append((name, "all", n_total, scores["all"], scores["mean"], scores["wmean"]))
+        bounds: list[float] = []
+        if resamples:
+            replicates[name] = grouped_replicates(groups, resamples, bootstrap_seed)
+            bounds = [b for key in AGGREGATE_KEYS for b in interval(replicates[name][key])]
+        rows.append((name, "all", n_total, scores["all"], scores["mean"], scores["wmean"], *_or_nan(bounds)))
         for sub, (_, gold) in groups.items():
-            rows.append((name, sub, len(gold), scores[f"subset:{sub}"], np.nan, np.nan))
+            rows.append((name, sub, len(gold), scores[f"subset:{sub}"], *[np.nan] * (len(RESULT_COLUMNS) - 4)))
     frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     per_set = frame[frame.subset == "all"]
     if len(per_set) == len(DATASETS):
-        average = ("Avg", "all", int(per_set.n_pairs.sum()), *per_set[list(RESULT_COLUMNS[3:])].mean())
-        frame = pd.concat([frame, pd.DataFrame([average], columns=list(RESULT_COLUMNS))], ignore_index=True)
+        average = ["Avg", "all", int(per_set.n_pairs.sum()), *per_set[list(RESULT_COLUMNS[3:6])].mean()]
+        bounds = []
+        if resamples:
+            replicates["Avg"] = {key: np.mean([replicates[n][key] for n in DATASETS], axis=0) for key in AGGREGATE_KEYS}
+            bounds = [b for key in AGGREGATE_KEYS for b in interval(replicates["Avg"][key])]
+        frame = pd.concat([frame, pd.DataFrame([[*average, *_or_nan(bounds)]], columns=list(RESULT_COLUMNS))])
+        frame = frame.reset_index(drop=True)
+    frame.attrs["replicates"] = replicates
     return frame
+
+
+def _or_nan(bounds: list[float]) -> list[float]:
+    return bounds or [np.nan] * 2 * len(AGGREGATE_KEYS)
 
 
 def evaluate_embedder(data: SentEvalData, embed: EmbedFn) -> pd.DataFrame:
@@ -200,4 +241,7 @@ def evaluate_model(
             seed=seed,
         )
         frames.append(frame.assign(**columns))
-    return pd.concat(frames, ignore_index=True)
+    result = pd.concat(frames, ignore_index=True)
+    by_pooling = Replicates({f.pooling.iloc[0]: f.attrs.get("replicates", {}) for f in frames})
+    result.attrs = {"replicates_by_pooling": by_pooling}
+    return result

@@ -27,7 +27,19 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 
 
 def write_csv(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
-    """Write ``frame`` to ``path`` as CSV atomically; return the path."""
+    """Write ``frame`` to ``path`` as CSV atomically; return the path.
+
+    An evaluation frame with bootstrap replicates (:func:`consert.bootstrap.replicate_arrays`) also
+    gets them beside it, in ``<path>.replicates.npz`` (for paired comparisons of two rows later).
+    """
+    import numpy as np
+
+    from .bootstrap import REPLICATES_SUFFIX, replicate_arrays
+
+    arrays = replicate_arrays(frame)
+    if arrays:
+        with atomic_path(str(path) + REPLICATES_SUFFIX) as temporary, open(temporary, "wb") as handle:
+            np.savez_compressed(handle, **arrays)
     with atomic_path(path) as temporary:
         frame.to_csv(temporary, index=False, float_format="%.4f")
     return Path(path)

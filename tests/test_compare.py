@@ -87,7 +87,7 @@ def test_check_exit_code(tmp_path, capsys):
     good = _table2([{"method": "ConSERT-base", "size": "base", "score": 72.74, **PAPER}])
     # only Avg equals the published value: every other cell is out of tolerance
     assert _gate(_results(tmp_path, good), tmp_path, ONLY_CONSERT_BASE) == 1
-    assert "out of tolerance" in capsys.readouterr().out
+    assert "HIGHER: table2 ConSERT-base STS12" in capsys.readouterr().out
     # a stand-in row never fails the gate, however far off
     shutil.rmtree(tmp_path / "results")
     stand_in = {"setting": "offline stand-in (x)", "nli": "", "base_model": "x"}

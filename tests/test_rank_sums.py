@@ -128,7 +128,8 @@ def test_cli_errors_are_one_line(tiny_tree, tmp_path, capsys):
     args = ["predictions", STAND_IN_MODEL, "--pooling", "cls", "--vectors", str(cache), "--output", out]
     assert main([*args, "--data", str(tiny_tree)]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        f"consert predictions: error: {cache}: pooling cls not in the cache (has ['mean:-2,-1'])"
+        f"consert predictions: error: {cache}: pooling cls not in the cache (has ['mean:-2,-1']) "
+        "(--debug shows the traceback)"
     )
     assert main(["topk", STAND_IN_MODEL, "--vectors", str(cache), "--data", str(tiny_tree)]) == 2
     assert "no top-k statistics in this cache" in capsys.readouterr().err

@@ -1,0 +1,148 @@
+"""Bootstrap confidence intervals of Spearman correlations, exact and vectorised.
+
+The test pairs of a set are a sample; resampling them with replacement gives the spread of its
+Spearman. A resample is a vector of multiplicities ``w`` over the original pairs (stratified: each
+subset of an STS year is resampled within itself, so SentEval's weighted mean keeps its weights).
+Spearman of a resample is Pearson of its ranks, where ties (original ties and the copies a resample
+makes) share their average rank. With the values sorted once, the rank of every value in every
+resample follows from cumulative sums of the multiplicities: no sort per resample. So B resamples
+cost a few B x n array operations per set, and the result equals ``scipy.stats.spearmanr`` on the
+explicitly resampled pairs (a test checks this against a slow loop).
+
+Resamples depend only on the seed and the subset sizes, so two models scored on the same pairs see
+the same resamples: the difference of their replicates is a paired bootstrap of the difference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+#: Resamples drawn when none is given.
+DEFAULT_RESAMPLES = 1000
+#: Two-sided interval level.
+DEFAULT_LEVEL = 0.95
+#: Seed of the resamples: fixed, so that every model scored on the same pairs gets the same ones.
+BOOTSTRAP_SEED = 20210801
+
+
+def resample_weights(sizes: Sequence[int], resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> np.ndarray:
+    """B x n multiplicities: each block of ``sizes`` (a subset) resampled with replacement within itself."""
+    rng = np.random.default_rng(seed)
+    blocks = []
+    for size in sizes:
+        draws = rng.integers(0, size, size=(resamples, size)) + size * np.arange(resamples)[:, None]
+        blocks.append(np.bincount(draws.ravel(), minlength=resamples * size).reshape(resamples, size))
+    return np.concatenate(blocks, axis=1).astype(np.float64)
+
+
+def _weighted_ranks(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """B x n average ranks of ``values`` (n) in each resample given by ``weights`` (B x n).
+
+    Values are sorted once; a run of equal values is one group, whose rank in a resample is the
+    weight of the groups below it plus (its weight + 1) / 2: the average rank of its copies.
+    """
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    group = np.add.reduceat(weights[:, order], starts, axis=1)
+    rank = np.cumsum(group, axis=1)
+    rank -= group
+    rank += (group + 1.0) / 2.0
+    of_value = np.empty(len(values), dtype=np.int64)
+    of_value[order] = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(values)]))
+    return rank[:, of_value]
+
+
+def bootstrap_spearman(predicted: np.ndarray, gold: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Spearman x 100 of each resample (B) of the pairs (``predicted``, ``gold``), weights B x n."""
+    rank_p = _weighted_ranks(np.asarray(predicted, dtype=np.float64), weights)
+    rank_g = _weighted_ranks(np.asarray(gold, dtype=np.float64), weights)
+    total = weights.sum(axis=1)
+    weighted_p = weights * rank_p
+    sum_p, sum_g = weighted_p.sum(axis=1), np.einsum("ij,ij->i", weights, rank_g)
+    cross = np.einsum("ij,ij->i", weighted_p, rank_g) - sum_p * sum_g / total
+    var_p = np.einsum("ij,ij->i", weighted_p, rank_p) - sum_p**2 / total
+    var_g = np.einsum("ij,ij->i", weights * rank_g, rank_g) - sum_g**2 / total
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return 100.0 * cross / np.sqrt(var_p * var_g)
+
+
+def interval(replicates: np.ndarray, level: float = DEFAULT_LEVEL) -> tuple[float, float]:
+    """Percentile interval of bootstrap replicates (NaN replicates, from degenerate resamples, dropped)."""
+    finite = replicates[np.isfinite(replicates)]
+    if not len(finite):
+        return float("nan"), float("nan")
+    tail = (1.0 - level) / 2.0 * 100.0
+    low, high = np.percentile(finite, [tail, 100.0 - tail])
+    return float(low), float(high)
+
+
+def grouped_replicates(
+    groups: dict[str, tuple[np.ndarray, np.ndarray]], resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> dict[str, np.ndarray]:
+    """Replicates of SentEval's aggregates over ``{subset: (predicted, gold)}``: ``all`` (merged),
+    ``mean`` and ``wmean`` (over per-subset Spearman), each a B-vector, with stratified resamples."""
+    sizes = [len(gold) for _, gold in groups.values()]
+    weights = resample_weights(sizes, resamples, seed)
+    predicted = np.concatenate([p for p, _ in groups.values()])
+    gold = np.concatenate([g for _, g in groups.values()])
+    merged = bootstrap_spearman(predicted, gold, weights)
+    if len(groups) == 1:
+        return {"all": merged, "mean": merged, "wmean": merged}
+    bounds = np.cumsum([0, *sizes])
+    per_subset = np.stack(
+        [
+            bootstrap_spearman(p, g, weights[:, start:stop])
+            for (p, g), start, stop in zip(groups.values(), bounds[:-1], bounds[1:], strict=True)
+        ],
+        axis=1,
+    )
+    size = np.asarray(sizes, dtype=np.float64)
+    return {"all": merged, "mean": per_subset.mean(axis=1), "wmean": per_subset @ size / size.sum()}
+
+
+class Replicates(dict):
+    """``{dataset: {aggregate: B replicates}}`` kept in a frame's ``attrs``; compared by identity,
+    because pandas compares ``attrs`` when it concatenates frames (arrays have no truth value)."""
+
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+
+#: Suffix of the file that keeps an evaluation CSV's bootstrap replicates beside it.
+REPLICATES_SUFFIX = ".replicates.npz"
+
+
+def replicate_arrays(frame) -> dict[str, np.ndarray]:
+    """``{"pooling|dataset|aggregate": B replicates}`` of an evaluation frame (empty without bootstrap).
+
+    A frame of one pooling keeps ``attrs["replicates"]`` (``{dataset: {aggregate: B}}``, from
+    :func:`consert.evaluate.evaluate_task_vectors`); one of several keeps ``attrs["replicates_by_pooling"]``.
+    """
+    by_pooling = frame.attrs.get("replicates_by_pooling")
+    if by_pooling is None and frame.attrs.get("replicates"):
+        pooling = str(frame["pooling"].iloc[0]) if "pooling" in frame.columns and len(frame) else ""
+        by_pooling = {pooling: frame.attrs["replicates"]}
+    return {
+        f"{pooling}|{dataset}|{key}": values
+        for pooling, datasets in (by_pooling or {}).items()
+        for dataset, aggregates in datasets.items()
+        for key, values in aggregates.items()
+    }
+
+
+def load_replicates(csv_path, pooling: str | None = None) -> dict[tuple[str, str], np.ndarray]:
+    """``{(dataset, aggregate): B replicates}`` kept beside an evaluation CSV (of ``pooling``, or its only one);
+    empty when the file is missing."""
+    from pathlib import Path
+
+    path = Path(str(csv_path) + REPLICATES_SUFFIX)
+    if not path.is_file():
+        return {}
+    with np.load(path) as stored:
+        keys = [key.split("|") for key in stored.files]
+        poolings = sorted({p for p, _, _ in keys})
+        chosen = pooling if pooling is not None else (poolings[0] if len(poolings) == 1 else None)
+        return {(d, a): stored[f"{p}|{d}|{a}"] for p, d, a in keys if p == chosen}
