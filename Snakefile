@@ -36,5 +36,8 @@ rule all:
         expand("results/{name}.csv", name=list(TABLES) + list(FIGURES)),
         expand("figures/{name}.{ext}", name=FIGURES, ext=["png", "pdf"]),
         "results/comparison.csv",
+        "results/claims.csv",
+        "figures/comparison_forest.png",
+        "figures/comparison_forest.pdf",
         "results/recipe.csv",
     default_target: True

@@ -406,6 +406,18 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 1 if args.check and len(failed) else 0
 
 
+def _cmd_claims(args: argparse.Namespace) -> int:
+    from .claims import CLAIMS_FILE, evaluate_claims, load_claims
+    from .config import read_yaml
+    from .io import write_csv
+
+    claims = load_claims(Path(args.published) / CLAIMS_FILE)
+    table = evaluate_claims(claims, Path(args.results), read_yaml(args.configfile))
+    print(table[["id", "size", "verdict", "p_value", "comparable", "detail"]].to_string(index=False))
+    print(f"wrote {write_csv(table, args.output)} ({len(table)} claims)")
+    return 0
+
+
 def _cmd_recipe(args: argparse.Namespace) -> int:
     from .config import read_yaml
     from .io import write_csv
@@ -569,6 +581,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeats", type=_at_least(1), default=3)
     _add_data_argument(bench)
     bench.set_defaults(run=_cmd_bench)
+
+    claims = commands.add_parser("claims", help="check the paper's qualitative claims on the reproduced artifacts")
+    claims.add_argument("--configfile", default="config/config.yaml", metavar="FILE.yaml", help="workflow config")
+    claims.add_argument("--results", default="results")
+    claims.add_argument("--published", default="results/published")
+    claims.add_argument("--output", default="results/claims.csv", metavar="FILE.csv")
+    claims.set_defaults(run=_cmd_claims)
 
     recipe = commands.add_parser(
         "recipe", help="write the recipe card: every planned training run of a workflow config next to the authors'"

@@ -60,7 +60,7 @@ ARTIFACT_FILES = {
 }
 
 
-def _not_comparable_reason(row: pd.Series, size: str | None) -> str:
+def not_comparable_reason(row: pd.Series, size: str | None) -> str:
     """Empty when the reproduced row used the paper's encoder and data; else why not."""
     texts = " ".join(str(row.get(c, "")) for c in ("setting", "nli"))
     if "stand-in" in texts:
@@ -158,7 +158,7 @@ def _cells(
                 out.append(gap_row(artifact, published_name, f"no reproduced row named {reproduced_name!r}"))
             continue
         pub_row, rep_row = pub.iloc[0], rep.iloc[0]
-        reason = _not_comparable_reason(rep_row, size)
+        reason = not_comparable_reason(rep_row, size)
         row_aggregate = aggregate_of(aggregates, artifact, published_name)
         for published_column, reproduced_column in columns:
             value, aggregate, why, bounds = cell_value(rep_row, reproduced_column, row_aggregate)
@@ -323,7 +323,7 @@ def _text_values(load, published: Path, tolerance: float) -> list[dict[str, Any]
 
 
 def _text_row(artifact: str, quantity: str, published: Any, reproduced: Any, tolerance: float, source: pd.Series):
-    reason = _not_comparable_reason(source, "base")
+    reason = not_comparable_reason(source, "base")
     bounds = cell_interval(source, "Avg") if "avg spearman" in quantity else (np.nan, np.nan, "")
     return _comparison_row(artifact, quantity, "value", published, reproduced, tolerance, source, reason, "all", bounds)
 

@@ -104,3 +104,30 @@ def figure7(table: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
 
 
 DRAW = {"figure1": figure1, "figure4": figure4, "figure5": figure5, "figure6": figure6, "figure7": figure7}
+
+
+def comparison_forest(comparison: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
+    """Every compared Spearman cell as reproduced - published with its interval, grouped by artifact;
+    comparable cells coloured by verdict, non-comparable ones grey. A vertical line marks 0. (Table 4's
+    step counts and Figure 4's best k are counts, not Spearman: they stay in the CSV only.)"""
+    counts = (comparison.column == "steps") | comparison.row.astype(str).str.startswith("best k")  # not Spearman
+    cells = comparison[(comparison.status == "compared") & ~counts].reset_index(drop=True)
+    colours = {"reproduced": "tab:green", "higher": "tab:blue", "lower": "tab:red"}
+    height = max(2.5, 0.16 * len(cells) + 1.2)
+    figure, axis = plt.subplots(figsize=(7.5, height))
+    labels = []
+    for y, cell in enumerate(cells.itertuples()):
+        low, high = cell.ci_low - cell.published, cell.ci_high - cell.published
+        colour = colours.get(cell.verdict, "0.6") if cell.comparable else "0.6"
+        if pd.notna(low) and pd.notna(high):
+            axis.plot([low, high], [y, y], color=colour, linewidth=1.2)
+        axis.plot([cell.delta], [y], "o", color=colour, markersize=3)
+        labels.append(f"{cell.artifact} | {cell.row} | {cell.column}")
+    axis.axvline(0, color="black", linewidth=0.8)
+    axis.set_yticks(range(len(cells)), labels, fontsize=5)
+    axis.invert_yaxis()
+    axis.set_xlabel("reproduced - published (Spearman x 100; bar: bootstrap or seed interval)")
+    legend = "green: reproduced, blue: higher, red: lower, grey: not comparable"
+    axis.set_title(f"Comparison with the published numbers ({legend})\n{_setting_line(cells)}", fontsize=8)
+    _save(figure, paths)
+    return figure

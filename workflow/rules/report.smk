@@ -30,3 +30,34 @@ rule check_published:
     shell:
         "consert compare --results results --published {params.published} {params.tolerances} "
         "--output {input} --check 2>&1 | tee {log}"
+
+
+rule claims:
+    """The paper's qualitative claims, checked on whatever ran (verdicts of the stand-in are labelled)."""
+    input:
+        expand("results/{name}.csv", name=list(TABLES) + list(FIGURES)),
+    output:
+        report("results/claims.csv", caption="../report/claims.rst", category="Comparison"),
+    log:
+        "logs/claims.log",
+    params:
+        published=PUBLISHED,
+    conda:
+        "../envs/consert.yaml"
+    script:
+        "../scripts/claims.py"
+
+
+rule comparison_forest:
+    """Reproduced - published for every compared cell, with its interval."""
+    input:
+        "results/comparison.csv",
+    output:
+        png=report("figures/comparison_forest.png", caption="../report/forest.rst", category="Comparison"),
+        pdf="figures/comparison_forest.pdf",
+    log:
+        "logs/comparison_forest.log",
+    conda:
+        "../envs/consert.yaml"
+    script:
+        "../scripts/forest.py"

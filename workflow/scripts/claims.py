@@ -1,0 +1,14 @@
+"""Snakemake script: the paper's claims checked on this run's artifacts (thin wrapper around consert.claims)."""
+
+import sys
+from pathlib import Path
+
+from consert.claims import CLAIMS_FILE, evaluate_claims, load_claims
+from consert.io import write_csv
+
+with open(snakemake.log[0], "w") as log:  # noqa: F821 - injected by Snakemake
+    sys.stderr = log
+    claims = load_claims(Path(snakemake.params.published) / CLAIMS_FILE)  # noqa: F821
+    table = evaluate_claims(claims, Path("results"), snakemake.config)  # noqa: F821
+    write_csv(table, snakemake.output[0])  # noqa: F821
+    print(table[["id", "size", "verdict", "p_value", "comparable"]].to_string(index=False), file=log)
