@@ -95,8 +95,9 @@ def bench_evaluation(data: SentEvalData, repeats: int, batch_size: int = 256) ->
         }
 
     def run_harness(encoder: SentenceEncoder, label: str) -> Callable[[], None]:
-        def run():
-            frame = evaluate_embedder(data, lambda sentences: encoder.encode(sentences, "mean", progress=False))
+        def run():  # the work sentence-transformers' evaluator does: no bootstrap (timed on its own below)
+            embed = lambda sentences: encoder.encode(sentences, "mean", progress=False)  # noqa: E731
+            frame = evaluate_embedder(data, embed, resamples=0)
             rows = frame[(frame.subset == "all") & (frame.dataset != "Avg")]
             results[label] = dict(zip(rows.dataset, rows.spearman, strict=True))
 
@@ -180,6 +181,34 @@ def peak_rss_of_evaluation(data_dir: str) -> float:
     return int(line.split()[1]) / 1024**2
 
 
+def bench_bootstrap(data: SentEvalData, repeats: int) -> dict[str, float]:
+    """Seconds the bootstrap intervals (1,000 resamples, every set and aggregate) add to scoring one
+    model, and seconds of that model's whole evaluation (encoding + scoring, dtype auto)."""
+    from .bootstrap import DEFAULT_RESAMPLES
+    from .encode import SentenceEncoder
+    from .evaluate import evaluate_vectors, evaluation_sentences
+
+    encoder = SentenceEncoder.load(STAND_IN_MODEL, device="cpu", batch_size=256)
+    sentences = evaluation_sentences(data)
+    vectors: dict[str, np.ndarray] = {}
+
+    def evaluate():
+        vectors.update(zip(sentences, encoder.encode(sentences, "mean", progress=False), strict=True))
+        evaluate_vectors(data, vectors, resamples=0)
+
+    times = _median_times(
+        {
+            "evaluation": evaluate,
+            "scoring": lambda: evaluate_vectors(data, vectors, resamples=0),
+            "scoring + bootstrap": lambda: evaluate_vectors(data, vectors, resamples=DEFAULT_RESAMPLES),
+        },
+        repeats,
+    )
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    bootstrap = max(medians["scoring + bootstrap"] - medians["scoring"], 0.0)
+    return {"evaluation_s": medians["evaluation"], "bootstrap_s": bootstrap, "resamples": DEFAULT_RESAMPLES}
+
+
 def run(data_dir: str | None, repeats: int = 3) -> dict[str, object]:
     """Run every benchmark and print a report as it goes; return the raw numbers."""
     data = load_senteval(data_dir)
@@ -200,6 +229,14 @@ def run(data_dir: str | None, repeats: int = 3) -> dict[str, object]:
             f"  {label}: {med[label]:.1f}s, speed-up {med[REFERENCE] / med[label]:.2f}x, "
             f"max |Spearman - PyTorch fp32| = {worst:.3f}{picked}"
         )
+
+    boot = report["bootstrap"] = bench_bootstrap(data, repeats)
+    print(
+        f"bootstrap intervals ({boot['resamples']} resamples, 7 sets, all/mean/wmean, Avg): "
+        f"{boot['bootstrap_s']:.2f}s = {100 * boot['bootstrap_s'] / boot['evaluation_s']:.1f}% of the "
+        f"{boot['evaluation_s']:.1f}s evaluation (dtype auto) it adds to",
+        flush=True,
+    )
 
     report["peak_rss_gb"] = peak_rss_of_evaluation(str(data.root))
     print(f"peak RSS of the 7-set evaluation (dtype auto, own process): {report['peak_rss_gb']:.2f} GB", flush=True)

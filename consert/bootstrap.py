@@ -28,43 +28,61 @@ BOOTSTRAP_SEED = 20210801
 
 
 def resample_weights(sizes: Sequence[int], resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> np.ndarray:
-    """B x n multiplicities: each block of ``sizes`` (a subset) resampled with replacement within itself."""
+    """n x B multiplicities (pair i in resample b): each block of ``sizes`` (a subset) resampled with
+    replacement within itself. Pairs are rows, so that gathering pairs in sorted order copies rows."""
     rng = np.random.default_rng(seed)
     blocks = []
     for size in sizes:
-        draws = rng.integers(0, size, size=(resamples, size)) + size * np.arange(resamples)[:, None]
-        blocks.append(np.bincount(draws.ravel(), minlength=resamples * size).reshape(resamples, size))
-    return np.concatenate(blocks, axis=1).astype(np.float64)
+        draws = rng.integers(0, size, size=(resamples, size), dtype=np.int64)
+        draws *= resamples
+        draws += np.arange(resamples)[:, None]  # resample b's draw of pair i counts into i * B + b
+        blocks.append(np.bincount(draws.ravel(), minlength=size * resamples).reshape(size, resamples))
+    return np.concatenate(blocks, axis=0).astype(np.float64)
 
 
 def _weighted_ranks(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """B x n average ranks of ``values`` (n) in each resample given by ``weights`` (B x n).
+    """n x B average ranks of ``values`` (n) in each resample given by ``weights`` (n x B).
 
-    Values are sorted once; a run of equal values is one group, whose rank in a resample is the
-    weight of the groups below it plus (its weight + 1) / 2: the average rank of its copies.
+    Values are sorted once and the multiplicities summed cumulatively in that order: a run of equal
+    values is one group, whose rank in a resample is the weight below it plus (its weight + 1) / 2,
+    the average rank of its copies. No sort per resample.
     """
     order = np.argsort(values, kind="stable")
     ordered = values[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    group = np.add.reduceat(weights[:, order], starts, axis=1)
-    rank = np.cumsum(group, axis=1)
-    rank -= group
-    rank += (group + 1.0) / 2.0
-    of_value = np.empty(len(values), dtype=np.int64)
-    of_value[order] = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(values)]))
-    return rank[:, of_value]
+    sorted_weights = weights[order]
+    cumulative = np.cumsum(sorted_weights, axis=0)
+    distinct = ordered[1:] != ordered[:-1]
+    if distinct.all():  # no ties: every value is its own group
+        sorted_weights -= 1.0
+        sorted_weights /= 2.0
+        cumulative -= sorted_weights
+        sorted_rank = cumulative
+    else:
+        upto = cumulative[np.flatnonzero(np.r_[distinct, True])]  # weight up to each group's end
+        below = np.vstack([np.zeros((1, weights.shape[1])), upto[:-1]])
+        group_rank = below + (upto - below + 1.0) / 2.0
+        sorted_rank = group_rank[np.cumsum(np.r_[False, distinct])]
+    rank = np.empty_like(sorted_rank)
+    rank[order] = sorted_rank
+    return rank
 
 
 def bootstrap_spearman(predicted: np.ndarray, gold: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Spearman x 100 of each resample (B) of the pairs (``predicted``, ``gold``), weights B x n."""
+    """Spearman x 100 of each resample (B) of the pairs (``predicted``, ``gold``), weights n x B.
+
+    Every resample has n pairs, so its mean rank is exactly (n + 1) / 2: the ranks are centred on
+    that, and Pearson needs three weighted sums of products per resample.
+    """
+    centre = (weights.shape[0] + 1) / 2.0
     rank_p = _weighted_ranks(np.asarray(predicted, dtype=np.float64), weights)
+    rank_p -= centre
     rank_g = _weighted_ranks(np.asarray(gold, dtype=np.float64), weights)
-    total = weights.sum(axis=1)
+    rank_g -= centre
     weighted_p = weights * rank_p
-    sum_p, sum_g = weighted_p.sum(axis=1), np.einsum("ij,ij->i", weights, rank_g)
-    cross = np.einsum("ij,ij->i", weighted_p, rank_g) - sum_p * sum_g / total
-    var_p = np.einsum("ij,ij->i", weighted_p, rank_p) - sum_p**2 / total
-    var_g = np.einsum("ij,ij->i", weights * rank_g, rank_g) - sum_g**2 / total
+    cross = np.einsum("ij,ij->j", weighted_p, rank_g)
+    var_p = np.einsum("ij,ij->j", weighted_p, rank_p)
+    rank_g *= np.sqrt(weights)
+    var_g = np.einsum("ij,ij->j", rank_g, rank_g)
     with np.errstate(invalid="ignore", divide="ignore"):
         return 100.0 * cross / np.sqrt(var_p * var_g)
 
@@ -94,8 +112,8 @@ def grouped_replicates(
     bounds = np.cumsum([0, *sizes])
     per_subset = np.stack(
         [
-            bootstrap_spearman(p, g, weights[:, start:stop])
-            for (p, g), start, stop in zip(groups.values(), bounds[:-1], bounds[1:], strict=True)
+            bootstrap_spearman(p, g, weights[low:high])
+            for (p, g), low, high in zip(groups.values(), bounds[:-1], bounds[1:], strict=True)
         ],
         axis=1,
     )

@@ -408,22 +408,22 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def _cmd_claims(args: argparse.Namespace) -> int:
     from .claims import CLAIMS_FILE, evaluate_claims, load_claims
-    from .config import read_yaml
+    from .config import read_workflow_config
     from .io import write_csv
 
     claims = load_claims(Path(args.published) / CLAIMS_FILE)
-    table = evaluate_claims(claims, Path(args.results), read_yaml(args.configfile))
+    table = evaluate_claims(claims, Path(args.results), read_workflow_config(args.configfile))
     print(table[["id", "size", "verdict", "p_value", "comparable", "detail"]].to_string(index=False))
     print(f"wrote {write_csv(table, args.output)} ({len(table)} claims)")
     return 0
 
 
 def _cmd_recipe(args: argparse.Namespace) -> int:
-    from .config import read_yaml
+    from .config import read_workflow_config
     from .io import write_csv
     from .recipe_card import recipe_card, unexplained
 
-    card = recipe_card(read_yaml(args.configfile))
+    card = recipe_card(read_workflow_config(args.configfile))
     shown = ["run", "stage", "batch_size", "lr", "epochs", "views", "bert_dropout", "patience"]
     print(card[shown].to_string(index=False))
     print(f"wrote {write_csv(card, args.output)} ({len(card)} runs)")

@@ -269,6 +269,22 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     return values
 
 
+#: The workflow config's JSON schema (its defaults fill keys a config file leaves out).
+WORKFLOW_SCHEMA = Path(__file__).resolve().parent.parent / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def read_workflow_config(path: str | Path) -> dict[str, Any]:
+    """A workflow config file validated against the workflow's schema, its defaults filled in (as the DAG sees it)."""
+    from snakemake.utils import validate
+
+    config = read_yaml(path)
+    try:
+        validate(config, str(WORKFLOW_SCHEMA), set_default=True)
+    except Exception as err:  # noqa: BLE001 - snakemake wraps jsonschema's ValidationError in a WorkflowError
+        raise ConfigError(f"{path}: {str(err).splitlines()[0]}") from None
+    return config
+
+
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     """Turn ``["key=value", ...]`` into a dict, reading each value as YAML (``lr=1e-5``, ``views=[a, b]``)."""
     values: dict[str, Any] = {}

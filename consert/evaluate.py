@@ -149,11 +149,11 @@ def _or_nan(bounds: list[float]) -> list[float]:
     return bounds or [np.nan] * 2 * len(AGGREGATE_KEYS)
 
 
-def evaluate_embedder(data: SentEvalData, embed: EmbedFn) -> pd.DataFrame:
+def evaluate_embedder(data: SentEvalData, embed: EmbedFn, resamples: int = DEFAULT_RESAMPLES) -> pd.DataFrame:
     """Run the protocol with ``embed`` (list of sentences -> N x d array), each sentence encoded once."""
     sentences = evaluation_sentences(data)
     matrix = embed(sentences)
-    return evaluate_vectors(data, dict(zip(sentences, matrix, strict=True)))
+    return evaluate_vectors(data, dict(zip(sentences, matrix, strict=True)), resamples)
 
 
 def pair_predictions(data: SentEvalData, vectors: dict[str, np.ndarray], dataset: str) -> pd.DataFrame:

@@ -16,7 +16,7 @@ def _slow_replicates(groups, weights):
     predicted = np.concatenate([p for p, _ in groups.values()])
     gold = np.concatenate([g for _, g in groups.values()])
     out = []
-    for w in weights.astype(int):
+    for w in weights.T.astype(int):  # one column per resample
         index = np.repeat(np.arange(len(gold)), w)
         out.append(spearmanr(predicted[index], gold[index]).statistic * 100)
     return np.array(out)
@@ -35,15 +35,23 @@ def test_the_vectorised_interval_equals_a_slow_loop():
     assert interval(fast["all"]) == pytest.approx(interval(slow), abs=1e-9)
     # per-subset replicates give SentEval's mean / wmean of each resample
     weights = resample_weights([40, 25], 200, seed=3)
-    only_a = _slow_replicates({"a": groups["a"]}, weights[:, :40])
-    only_b = _slow_replicates({"b": groups["b"]}, weights[:, 40:])
+    only_a = _slow_replicates({"a": groups["a"]}, weights[:40])
+    only_b = _slow_replicates({"b": groups["b"]}, weights[40:])
     np.testing.assert_allclose(fast["mean"], (only_a + only_b) / 2, atol=1e-9)
     np.testing.assert_allclose(fast["wmean"], (40 * only_a + 25 * only_b) / 65, atol=1e-9)
 
 
+def test_untied_values_take_the_same_path_to_the_same_answer():
+    rng = np.random.default_rng(8)
+    groups = {"x": (rng.normal(size=70), rng.normal(size=70))}  # no ties in either vector
+    fast = grouped_replicates(groups, resamples=150, seed=4)["all"]
+    np.testing.assert_allclose(fast, _slow_replicates(groups, resample_weights([70], 150, seed=4)), atol=1e-9)
+
+
 def test_resamples_keep_each_subsets_size_and_depend_only_on_the_seed():
     weights = resample_weights([5, 3], resamples=50, seed=11)
-    assert (weights[:, :5].sum(1) == 5).all() and (weights[:, 5:].sum(1) == 3).all()
+    assert weights.shape == (8, 50)
+    assert (weights[:5].sum(0) == 5).all() and (weights[5:].sum(0) == 3).all()
     np.testing.assert_array_equal(weights, resample_weights([5, 3], resamples=50, seed=11))
 
 
