@@ -47,13 +47,13 @@ def snakemake_command(workdir: Path, *args: str) -> tuple[list[str], dict[str, s
         str(ROOT / "Snakefile"),
         "--directory",
         str(workdir),
+        *args,  # before the options that take several values (--resources would swallow a target)
         "--configfile",
         str(ROOT / "config" / "test.yaml"),
         "--cores",
         "2",
         "--resources",
         "gpu=2",
-        *args,
     ]
     return command, env
 
@@ -151,7 +151,7 @@ def test_comparison_marks_the_stand_in_not_comparable(dag_run):
 
 def test_the_published_number_gate_runs_on_the_dag_output(dag_run):
     workdir, data = dag_run
-    result = snakemake(workdir, "--config", f"data_dir={data}", "check_published")
+    result = snakemake(workdir, "check_published", "--config", f"data_dir={data}")
     log = (workdir / "logs" / "check_published.log").read_text()
     assert result.returncode == 0 and "cells compared" in log and "declared not run" in log
 
