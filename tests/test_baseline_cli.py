@@ -53,12 +53,22 @@ def test_topk_cli_writes_a_curve(tiny_tree, tmp_path):
     assert sorted(curve[curve.dataset == "Avg"].k) == [0, 1, 2, 3]
 
 
+#: Avg Spearman (merged STS12-16) of each baseline on the real STS sets with the stand-in, pooling
+#: mean:-2,-1, fp32 through ONNX Runtime, measured once on an AMD EPYC at commit 21fc76d (the flow fitted
+#: on cached vectors, seed 1). Pooling, whitening and GloVe are closed-form: pinned at +-0.1. The flow is
+#: 1,756 optimiser steps whose rounding depends on the CPU's vector instructions: +-0.5.
+PINNED_AVG = {"pooling": (77.08, 0.1), "whitening": (72.47, 0.1), "flow": (72.58, 0.5), "glove": (44.84, 0.1)}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["pooling", "whitening", "flow", "glove"])
+@pytest.mark.parametrize("name", list(PINNED_AVG))
 def test_baselines_on_the_real_sts_sets(real_data_dir, tmp_path, name):
     out = tmp_path / f"{name}.csv"
-    assert main(["baseline", name, "--data", str(real_data_dir), "--output", str(out)]) == 0
+    extra = ["--no-flow-encoder-dropout"] if name == "flow" else []
+    assert main(["baseline", name, *extra, "--dtype", "fp32", "--data", str(real_data_dir), "--output", str(out)]) == 0
     frame = pd.read_csv(out)
-    average = frame[(frame.dataset == "Avg")].spearman.item()
-    # the stand-in is a strong encoder: every encoder-based baseline stays in its range; GloVe-50d is weaker
-    assert 70 < average < 85 if name != "glove" else 35 < average < 60
+    expected, tolerance = PINNED_AVG[name]
+    assert frame[frame.dataset == "Avg"].spearman.item() == pytest.approx(expected, abs=tolerance)
+    if name in ("whitening", "flow"):  # fitted per task: each row says how many texts its fit saw
+        fits = frame[frame.subset == "all"].set_index("dataset").fit_texts
+        assert fits["STSb"] == 17256 and fits["SICK-R"] == 19854
