@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from .bootstrap import BOOTSTRAP_SEED, DEFAULT_RESAMPLES, Replicates, grouped_replicates, interval
+from .bootstrap import BOOTSTRAP_SEED, DEFAULT_RESAMPLES, Replicates, bootstrap_sets, interval
 from .data import DATASETS, ScoredPair, SentEvalData
 
 if TYPE_CHECKING:
@@ -119,14 +119,19 @@ def evaluate_task_vectors(
     ``bootstrap_seed`` and the pairs, so every model evaluated on the same data gets the same ones
     (paired). The replicates are kept in ``frame.attrs["replicates"]`` (``{dataset: {aggregate: B}}``).
     """
-    rows, replicates = [], Replicates()
-    for name in (n for n in DATASETS if n in data.sets):
-        groups = {sub: score_pairs(pairs, vectors[name]) for sub, pairs in data.sets[name].eval_groups.items()}
+    names = [n for n in DATASETS if n in data.sets]
+    scored = {
+        name: {sub: score_pairs(pairs, vectors[name]) for sub, pairs in data.sets[name].eval_groups.items()}
+        for name in names
+    }
+    replicates = Replicates(bootstrap_sets(scored, resamples, bootstrap_seed) if resamples else {})
+    rows = []
+    for name in names:
+        groups = scored[name]
         scores = aggregate(groups)
         n_total = sum(len(gold) for _, gold in groups.values())
         bounds: list[float] = []
         if resamples:
-            replicates[name] = grouped_replicates(groups, resamples, bootstrap_seed)
             bounds = [b for key in AGGREGATE_KEYS for b in interval(replicates[name][key])]
         rows.append((name, "all", n_total, scores["all"], scores["mean"], scores["wmean"], *_or_nan(bounds)))
         for sub, (_, gold) in groups.items():

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from consert import paper
 from tests.fixtures import write_senteval_tree
 
 from .conftest import ROOT
@@ -193,8 +194,8 @@ def _training_running(workdir: Path) -> bool:
 
 
 def _evaluation_running(workdir: Path) -> bool:
-    log = workdir / "logs" / "baselines" / "base" / "whitening-k16.log"
-    return log.exists() and not (workdir / "results" / "evals" / "baselines" / "base" / "whitening-k16.csv").exists()
+    log = workdir / "logs" / "baselines" / "base" / "whitening-mean_1_-1-k16.log"
+    return log.exists() and not (workdir / paper.whitening_eval("base", "mean:1,-1", 16)).exists()
 
 
 @pytest.mark.slow
