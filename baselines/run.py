@@ -39,7 +39,7 @@ def fit_corpora(name: str, data: SentEvalData, fit_on: str = "task") -> dict[str
         return {EVERY_TASK: data.unlabeled_texts()}
     if fit_on == "nli":  # offline: SICK-E's training pairs stand in for SNLI+MNLI
         return {EVERY_TASK: [s for p in data.sets["SICK-R"].nli["train"] for s in (p.premise, p.hypothesis)]}
-    passes = {name_: FLOW_YEAR_PASSES if name == "flow" and name_ in STS_YEAR_SUBSETS else 1 for name_ in data.sets}
+    passes = {task: FLOW_YEAR_PASSES if name == "flow" and task in STS_YEAR_SUBSETS else 1 for task in data.sets}
     return {task: sts.scored_texts() * passes[task] for task, sts in data.sets.items()}
 
 

@@ -82,7 +82,9 @@ def baseline_recipe_rows(config: dict[str, Any]) -> list[dict[str, Any]]:
                     {"encoder_dropout": "fitted on cached vectors: dropout would re-encode every fitted text"},
                 ),
                 "notes": "actnorm is initialised from the first batch (normflows); the authors' GlowInitHook "
-                "appears unused, so theirs kept TF's default initialiser",
+                "appears unused, so theirs kept TF's default initialiser. Their STS12-16 full.txt is not in "
+                "their code: each year's scored pairs stand in (as BERT-whitening fits). With encoder dropout, "
+                "a sentence twice in one batch gets one dropout draw (the batch is encoded once per distinct text)",
             }
         )
         for pooling in baselines.get("whitening_poolings", ["mean:1,-1", "mean:-2,-1"]):
@@ -143,9 +145,13 @@ def baseline_recipe_rows(config: dict[str, Any]) -> list[dict[str, Any]]:
             "method_settings": "case-sensitive lookup, lowercased fallback; words with spaces parsed whole",
             "aggregate": "all (SBERT's numbers)",
             "authors_source": GLOVE_SOURCE,
-            "differs_from_authors": ""
-            if glove
-            else "vectors: glove.6B 50d (authors glove.840B.300d; the offline stand-in)",
+            "differs_from_authors": "; ".join(
+                [
+                    "lookup: lowercased fallback (SentEval's bow.py has none; glove.6B's vocabulary is lowercased, "
+                    "and an exact match always wins)",
+                    *([] if glove else ["vectors: glove.6B 50d (authors glove.840B.300d; the offline stand-in)"]),
+                ]
+            ),
         }
     )
     rows.append(
