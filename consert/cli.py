@@ -118,6 +118,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
         f"best STS-B dev Spearman {result.best_dev_spearman:.2f} at step {result.best_step} "
         f"({result.steps} steps run); model exported to {result.output_dir}"
     )
+    rates = result.augmentation_rates
+    for name, count in rates.items():
+        print(f"augmentation {name}: applied to {count['applied']} of {count['drawn']} texts ({count['rate']:.1%})")
     if args.evaluate:
         _evaluate_export(
             result.output_dir,
@@ -133,6 +136,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
             batch_size=config.batch_size,
             n_texts=config.n_texts or "all",
             started_from=config.model,
+            augmentation_rates=";".join(f"{name}={count['rate']:.4f}" for name, count in rates.items()),
         )
     return 0
 
@@ -452,9 +456,11 @@ def _cmd_table1(args: argparse.Namespace) -> int:
 
 
 def _cmd_download_data(args: argparse.Namespace) -> int:
-    from .download import download_senteval
+    from .download import download_senteval, download_wiki1m
 
     print(f"SentEval data ready in {download_senteval(Path(args.dest))}")
+    if args.wiki1m:
+        print(f"SimCSE's Wikipedia sentences ready in {download_wiki1m(Path(args.wiki1m))}")
     return 0
 
 
@@ -604,6 +610,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     download = commands.add_parser("download-data", help="download SentEval's STS data (needs network)")
     download.add_argument("--dest", default="data/senteval", metavar="DIR")
+    download.add_argument(
+        "--wiki1m",
+        nargs="?",
+        const="data/wiki1m_for_simcse.txt",
+        default=None,
+        metavar="FILE",
+        help="also fetch SimCSE's 1M Wikipedia sentences (SimCSE/AugCSE training text; default path "
+        "data/wiki1m_for_simcse.txt)",
+    )
     download.set_defaults(run=_cmd_download_data)
     return parser
 

@@ -22,11 +22,13 @@ import yaml
 from .augment import check_augmentation
 from .models import STAND_IN_MODEL
 from .nli import NLI_SOURCES
-from .pooling import PAPER_POOLING, Pooling
+from .pooling import Pooling
 from .precision import DTYPE_CHOICES
-from .recipes import FIRST_STAGE, STAGE_KEYS, stage_defaults
+from .recipes import CONSERT_STAGE_KEYS, FAMILY, FIRST_STAGE, stage_defaults
 
-MODES = ("unsup", "joint", "sup", "sup-unsup", "joint-unsup")
+MODES = ("unsup", "joint", "sup", "sup-unsup", "joint-unsup", *FAMILY)
+LOSSES = ("nt_xent", "infonce", "infonce_symmetric")
+PROJECTIONS = ("none", "mlp", "bn_mlp")
 EVAL_GRIDS = ("epoch", "global")
 CLASSIFIER_FEATURES = ("u", "v", "abs_diff", "max_square", "product")
 #: Shortest max_length accepted: [CLS] + [SEP] + a few tokens (2 gives every sentence the same vector).
@@ -64,24 +66,31 @@ class TrainConfig:
     epochs: int = BY_STAGE
     patience: int | None = BY_STAGE  # evaluations without a gain before stopping; None: never stop early
     classifier_features: tuple[str, ...] = BY_STAGE  # NLI classifier input (the authors add max(u, v)^2)
+    # stage-dependent as well, the same for every ConSERT stage (consert.recipes.COMMON); the contrastive
+    # family (simcse, augcse) has its own values
+    temperature: float = BY_STAGE
+    contrastive_weight: float = BY_STAGE  # cl_rate: times the sum of both directions' NT-Xent, even when alone
+    loss: str = BY_STAGE  # "nt_xent" (ConSERT), "infonce" (SimCSE), "infonce_symmetric" (AugCSE)
+    projection: str = BY_STAGE  # training-only head: "mlp" (SimCSE's Linear + Tanh), "bn_mlp" (AugCSE's)
+    discriminator_weight: float = BY_STAGE  # AugCSE's lambda; 0 disables the augmentation discriminator
+    text_augmentations: tuple[str, ...] = BY_STAGE  # AugCSE's sentence augmentations (consert.text_augment)
+    spacy_model: str | None = BY_STAGE  # AugCSE: spaCy model of the parser-based augmentations (None: blank)
+    weight_decay: float = BY_STAGE
+    adam_eps: float = BY_STAGE
+    adam_bias_correction: bool = BY_STAGE  # ConSERT: transformers.AdamW(correct_bias=False)
+    warmup_ratio: float = BY_STAGE
+    eval_every: int = BY_STAGE
+    eval_grid: str = BY_STAGE  # "epoch": every eval_every steps within each epoch + each epoch's end (ConSERT)
+    max_length: int = BY_STAGE
+    train_pooling: str = BY_STAGE
+    dev_pooling: str = BY_STAGE  # checkpoint selection (ConSERT: the model's own last-layer mean)
+    eval_pooling: str = BY_STAGE  # the reported test numbers (ConSERT: the last two layers' mean)
     dropout: float = 0.2
     adversarial_epsilon: float = 1.0
-    temperature: float = 0.1
-    contrastive_weight: float = 0.15  # cl_rate: times the sum of both directions' NT-Xent, even when alone
-    weight_decay: float = 0.01
-    adam_eps: float = 1e-6
-    adam_bias_correction: bool = False  # transformers.AdamW(correct_bias=False), as the authors
-    warmup_ratio: float = 0.1
     max_grad_norm: float = 1.0
     max_steps: int | None = None
-    eval_every: int = 200
-    eval_grid: str = "epoch"  # "epoch": every eval_every steps within each epoch + each epoch's end (authors)
     eval_at_start: bool = False  # sentence-transformers (the authors' code) first evaluates after eval_every steps
     dev_max_pairs: int | None = None  # evaluate on the first n STS-B dev pairs only (fast smoke runs)
-    max_length: int = 64
-    train_pooling: str = "mean"
-    dev_pooling: str = "mean"  # checkpoint selection (the authors: the model's own last-layer mean)
-    eval_pooling: str = PAPER_POOLING  # the reported test numbers
     seed: int = 1
     dtype: str = "auto"  # bf16 where the hardware computes it natively, else fp32 (fp16 on older GPUs)
     device: str | None = None
@@ -95,7 +104,7 @@ class TrainConfig:
 
     #: Keys a two-stage run's first stage inherits (the rest come from its own stage and ``stage1``).
     NOT_INHERITED: ClassVar[frozenset[str]] = frozenset(
-        {*STAGE_KEYS, "mode", "output_dir", "max_steps", "n_texts", "train_texts", "stage1", "stage1_model"}
+        {*CONSERT_STAGE_KEYS, "mode", "output_dir", "max_steps", "n_texts", "train_texts", "stage1", "stage1_model"}
     )
 
     def __post_init__(self) -> None:
@@ -105,6 +114,18 @@ class TrainConfig:
                 setattr(self, key, value)
         self.views = tuple(self.views)
         self.classifier_features = tuple(self.classifier_features)
+        self.text_augmentations = tuple(self.text_augmentations)
+        _choice("loss", self.loss, LOSSES)
+        _choice("projection", self.projection, PROJECTIONS)
+        if self.discriminator_weight < 0:
+            raise ConfigError(f"discriminator_weight: expected a number >= 0, got {self.discriminator_weight}")
+        if self.discriminator_weight > 0:
+            from .text_augment import check_text_augmentations
+
+            try:
+                check_text_augmentations(self.text_augmentations)
+            except ValueError as err:
+                raise ConfigError(f"text_augmentations: {err}") from None
         if len(self.views) != 2:
             raise ConfigError(f"views: expected two augmentation names, got {list(self.views)}")
         for view in self.views:
@@ -172,6 +193,7 @@ class TrainConfig:
         values = dataclasses.asdict(self)
         values["views"] = list(self.views)
         values["classifier_features"] = list(self.classifier_features)
+        values["text_augmentations"] = list(self.text_augmentations)
         return values
 
     def replace(self, **changes: Any) -> TrainConfig:

@@ -89,3 +89,18 @@ def download_senteval(dest: Path) -> Path:
         dest.mkdir(parents=True, exist_ok=True)
         shutil.move(str(staging), final)
     return dest
+
+
+#: SimCSE's training text (1M English Wikipedia sentences), from the authors' data/download_wiki.sh.
+WIKI1M_URL = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/wiki1m_for_simcse.txt"
+
+
+def download_wiki1m(path: Path) -> Path:
+    """Fetch SimCSE's ``wiki1m_for_simcse.txt`` to ``path`` (atomically; kept when already there)."""
+    if path.is_file():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(_fetch(WIKI1M_URL))
+    partial.replace(path)
+    return path

@@ -6,6 +6,9 @@ over i, PLUS the same with a and b swapped: the sum of the two directional means
 mean over all 2N views. Their trainer then multiplies it by ``cl_rate`` (0.15), also when it is the
 only loss. In joint training it is computed on the premises and on the hypotheses separately and the
 two are added, so a premise never meets its own hypothesis as a negative.
+
+SimCSE's loss (``infonce``) is one-directional and has no in-view negatives: each z1_i must find z2_i
+among the N z2's (cosine / temperature), the cross entropy averaged over i (SimCSE ``cl_forward``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,36 @@ def nt_xent(view1: torch.Tensor, view2: torch.Tensor, temperature: float) -> tor
     n = len(view1)
     partners = torch.cat([torch.arange(n, 2 * n), torch.arange(0, n)]).to(views.device)
     return 2 * F.cross_entropy(logits, partners)
+
+
+def infonce(view1: torch.Tensor, view2: torch.Tensor, temperature: float) -> torch.Tensor:
+    """SimCSE's InfoNCE: the mean over i of the cross entropy of ``view1[i]`` finding ``view2[i]`` in ``view2``."""
+    first, second = F.normalize(view1.float(), dim=1), F.normalize(view2.float(), dim=1)
+    logits = first @ second.T / temperature
+    return F.cross_entropy(logits, torch.arange(len(first), device=logits.device))
+
+
+def infonce_symmetric(view1: torch.Tensor, view2: torch.Tensor, temperature: float) -> torch.Tensor:
+    """AugCSE's ranking loss: the mean of SimCSE's InfoNCE in both directions (still no in-view negatives)."""
+    return (infonce(view1, view2, temperature) + infonce(view2, view1, temperature)) / 2
+
+
+#: The contrastive objectives by name (``TrainConfig.loss``).
+CONTRASTIVE_LOSSES = {"nt_xent": nt_xent, "infonce": infonce, "infonce_symmetric": infonce_symmetric}
+
+
+class ProjectionHead(nn.Module):
+    """SimCSE's training-only head on the pooled [CLS] vector: Linear(d, d) then Tanh, initialised as
+    BERT initialises its linear layers (weights N(0, 0.02), zero bias); it is not exported."""
+
+    def __init__(self, dim: int, init_std: float = 0.02):
+        super().__init__()
+        self.dense = nn.Linear(dim, dim)
+        nn.init.normal_(self.dense.weight, std=init_std)
+        nn.init.zeros_(self.dense.bias)
+
+    def forward(self, pooled: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.dense(pooled))
 
 
 def paired_nt_xent(view1: torch.Tensor, view2: torch.Tensor, first: int, temperature: float) -> torch.Tensor:

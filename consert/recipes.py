@@ -5,7 +5,11 @@ A run's stage decides its defaults: ``unsup`` (from BERT), the NLI stages ``sup`
 matching NLI stage). The values are the authors' base-model scripts (ConSERT repository,
 ``scripts/*-base.sh``) with ``main.py``'s defaults for what a script leaves out; where the paper's
 text disagrees (dropout, the classifier features) the scripts win, and the paper's variant stays
-reachable by config. ``COMMON`` holds what every stage shares.
+reachable by config. ``COMMON`` holds what every ConSERT stage shares.
+
+The contrastive family beside ConSERT runs on the same trainer as two more "stages" (``FAMILY``):
+unsupervised SimCSE (Gao et al. 2021) and AugCSE (Tang et al. 2022), each with its authors' values
+of every key where they differ from ConSERT's, and the source of each.
 """
 
 from __future__ import annotations
@@ -102,6 +106,7 @@ COMMON: dict[str, Any] = {
     "warmup_ratio": 0.1,
     "eval_every": 200,
     "eval_grid": "epoch",  # steps counted within each epoch, plus an evaluation at every epoch's end
+    "train_pooling": "mean",  # the sentence-transformers model's mean pooling
     "dev_pooling": "mean",  # checkpoint selection: the model's own last-layer mean
     "eval_pooling": "mean:-2,-1",  # the reported test numbers: last-two-layer average
     "max_length": 64,
@@ -109,28 +114,97 @@ COMMON: dict[str, Any] = {
 }
 
 
-#: Stage-dependent keys no script of a stage sets: the paper's rates and the unsupervised views.
+#: Stage-dependent keys no script of a stage sets: the paper's rates and the unsupervised views, and
+#: ConSERT's objective (no projection head, no augmentation discriminator).
 FALLBACK: dict[str, Any] = {
     "token_cutoff": 0.15,
     "feature_cutoff": 0.2,
     "views": AUTHORS["unsup"]["views"],
     "classifier_features": AUTHORS_CLASSIFIER,
+    "loss": "nt_xent",
+    "projection": "none",
+    "discriminator_weight": 0.0,
+    "text_augmentations": (),
+    "spacy_model": None,
 }
 
+#: SimCSE, unsupervised (princeton-nlp/SimCSE: run_unsup_example.sh, simcse/models.py, train.py and the
+#: Trainer defaults of the transformers 4.2.1 it pins); the paper (arXiv 2104.08821 v4) where it agrees.
+SIMCSE: dict[str, Any] = {
+    "source": "princeton-nlp/SimCSE run_unsup_example.sh + simcse/models.py (HF Trainer defaults, transformers 4.2.1)",
+    "lr": 3e-5,  # script; paper Table A.1 and footnote 2
+    "batch_size": 64,  # script; paper Table A.1
+    "epochs": 1,  # script; paper App. A
+    "patience": None,  # load_best_model_at_end without early stopping
+    "views": ("none", "none"),  # the batch twice through one pass: the views differ by BERT's dropout only
+    "remove_dropout": False,
+    "temperature": 0.05,  # --temp 0.05; paper Table D.1
+    "contrastive_weight": 1.0,
+    "loss": "infonce",  # models.py cl_forward: z1 against the N z2's, one direction
+    "projection": "mlp",  # --pooler_type cls --mlp_only_train: Linear + Tanh on [CLS] in training only
+    "train_pooling": "cls",
+    "dev_pooling": "cls",  # the MLP is dropped at evaluation: [CLS] before the pooler
+    "eval_pooling": "cls",
+    "max_length": 32,  # --max_seq_length 32
+    "eval_every": 125,  # --eval_steps 125 (the paper's App. A says every 250 steps)
+    "eval_grid": "global",
+    "adam_bias_correction": True,  # transformers.AdamW default correct_bias=True
+    "adam_eps": 1e-8,
+    "weight_decay": 0.0,
+    "warmup_ratio": 0.0,  # warmup_steps 0: linear decay from the first step
+}
 
-#: Keys whose default depends on the stage.
-STAGE_KEYS = tuple(sorted({key for recipe in AUTHORS.values() for key in recipe} - {"source"} | set(FALLBACK)))
+#: AugCSE's STS recipe (PootieT/AugCSE experiments/run_train_exp.py, "should reproduce our STS-B results";
+#: the model, head and loss from model.py, mlp.py, training/discriminator.py; HF Trainer defaults of the
+#: transformers 4.22.2 it pins). Where it is silent, SimCSE's (it builds on SimCSE's code).
+AUGCSE: dict[str, Any] = {
+    **SIMCSE,
+    "source": "PootieT/AugCSE experiments/run_train_exp.py + model.py, mlp.py, training/discriminator.py",
+    "lr": 2e-5,  # learning_rate=2e-5
+    "batch_size": 128,  # per_device_train_batch_size=128
+    "epochs": 4,  # num_train_epochs=4
+    "eval_every": 500,  # eval_steps=500
+    "loss": "infonce_symmetric",  # contrastive_loss_type="ranking": (CE(S) + CE(S^T)) / 2
+    "projection": "bn_mlp",  # projection_layers=100: DiffCSE's batch-norm MLP, skipped at evaluation
+    "discriminator_weight": 0.005,  # lambda; gradient reversal multiplier 1.0
+    "text_augmentations": (
+        "contraction_expansions",
+        "auxiliary_negation_removal",
+        "discourse_marker_substitution",
+        "subject_object_switch",
+        "random_swap",
+        "adjectives_antonyms_switch",
+        "yoda_perturbation",
+        "sentence_reordering",
+    ),  # the implemented 8 of the authors' 12, in their order (consert.text_augment.LEFT_OUT: the other 4)
+    "spacy_model": "en_core_web_sm",  # NL-Augmenter's initialize.py
+}
+
+#: The contrastive family: methods trained by the same loop, their recipes by stage name.
+FAMILY: dict[str, dict[str, Any]] = {"simcse": SIMCSE, "augcse": AUGCSE}
+
+#: Stage-dependent keys of ConSERT's own stages (a two-stage run's first stage does not inherit them).
+CONSERT_STAGE_KEYS = tuple(sorted({key for recipe in AUTHORS.values() for key in recipe} - {"source"} | set(FALLBACK)))
+#: Keys whose default depends on the stage (ConSERT's, and every key a family recipe sets).
+STAGE_KEYS = tuple(sorted(set(CONSERT_STAGE_KEYS) | {key for recipe in FAMILY.values() for key in recipe} - {"source"}))
+
+
+def recipe_of(stage: str) -> dict[str, Any]:
+    """The stage's own recipe (a ConSERT script's or a family method's), with its source."""
+    recipe = AUTHORS.get(stage) or FAMILY.get(stage)
+    if recipe is None:
+        raise ValueError(f"unknown stage {stage!r}; expected one of {STAGES + tuple(FAMILY)}")
+    return recipe
 
 
 def stage_defaults(stage: str) -> dict[str, Any]:
-    """The training-config defaults of ``stage``: every stage-dependent key, the authors' value where
-    the stage's script sets one, else :data:`FALLBACK` (the paper's cutoff rates 0.15 and 0.2)."""
-    if stage not in AUTHORS:
-        raise ValueError(f"unknown stage {stage!r}; expected one of {STAGES}")
-    return {**FALLBACK, **{key: value for key, value in AUTHORS[stage].items() if key != "source"}}
+    """The training-config defaults of ``stage``: every stage-dependent key, the stage's own value where
+    its recipe sets one, else :data:`FALLBACK` (the paper's cutoff rates 0.15 and 0.2) and :data:`COMMON`."""
+    shared = {key: value for key, value in COMMON.items() if key in STAGE_KEYS}
+    return {**shared, **FALLBACK, **{key: value for key, value in recipe_of(stage).items() if key != "source"}}
 
 
 def authors_recipe(stage: str, size: str = "base") -> dict[str, Any]:
     """Every value of the authors' recipe for ``stage`` at model ``size`` (``base``/``large``), and its source."""
     size_values = AUTHORS_BY_SIZE.get(size, {}).get(stage, {})
-    return {"source": AUTHORS[stage]["source"], **COMMON, **stage_defaults(stage), **size_values}
+    return {"source": recipe_of(stage)["source"], **COMMON, **stage_defaults(stage), **size_values}

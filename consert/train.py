@@ -10,13 +10,14 @@ an unsupervised stage that starts from the first stage's best checkpoint.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
+from .augcse import AugmentationDiscriminator, BatchNormProjection, discriminator_loss
 from .augment import AugmentationRatios, fgv_perturbation
 from .config import TrainConfig
 from .data import NliPair, SentEvalData, load_senteval
@@ -24,17 +25,20 @@ from .encode import SentenceEncoder
 from .evaluate import encode_and_score, spearman_x100
 from .export import export_model
 from .loop import LoopSettings, TrainingFault, run_loop
-from .losses import NliHead, nt_xent, paired_nt_xent
+from .losses import CONTRASTIVE_LOSSES, NliHead, ProjectionHead, paired_nt_xent
 from .models import ResolvedModel, attention_implementation, default_device, resolve_model
 from .nli import LABEL_INDEX, SICK_E_LABEL, load_nli
 from .pooling import Pooling
 from .precision import configure_cuda_matmul, hardware_summary, resolve_dtype
 from .provenance import git_commit, package_versions
 from .recipes import FIRST_STAGE
+from .text_augment import AugmentedText, augment_corpus, spacy_pipeline
 from .views import forward_with_embedding_grad, pooled_forward, two_view_forward, view_forward
 
 #: Dev pairs whose cosine similarities all exceed this mean the embedding has collapsed.
 COLLAPSE_COSINE = 0.999
+#: Training-only projection heads by ``TrainConfig.projection``.
+PROJECTION_HEADS = {"mlp": ProjectionHead, "bn_mlp": BatchNormProjection}
 
 
 @dataclass
@@ -48,6 +52,8 @@ class TrainResult:
     log: list[dict]
     model: nn.Module | None = None  # the in-memory model, holding the best checkpoint
     tokenizer: object | None = None
+    #: AugCSE: per text augmentation, how often it was drawn and how often it changed the text
+    augmentation_rates: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def set_seed(seed: int) -> None:
@@ -83,7 +89,8 @@ def training_texts(config: TrainConfig, data: SentEvalData) -> list[str]:
     else:
         path = Path(config.train_texts)
         if not path.is_file():
-            raise FileNotFoundError(f"train_texts: {path} not found (expected one text per line)")
+            hint = " (`consert download-data --wiki1m` fetches SimCSE's)" if "wiki1m" in path.name else ""
+            raise FileNotFoundError(f"train_texts: {path} not found (expected one text per line){hint}")
         texts = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     if config.n_texts is not None and config.n_texts < len(texts):
         chosen = random.Random(config.seed).sample(range(len(texts)), config.n_texts)
@@ -106,9 +113,13 @@ class _Stage:
         self.ratios = AugmentationRatios(
             config.token_cutoff, config.feature_cutoff, config.dropout, config.adversarial_epsilon
         )
-        self.head = (
-            NliHead(self.model.config.hidden_size, features=config.classifier_features).to(self.device)
-            if supervised
+        hidden = self.model.config.hidden_size
+        self.head = NliHead(hidden, features=config.classifier_features).to(self.device) if supervised else None
+        head = PROJECTION_HEADS.get(config.projection)
+        self.projection = head(hidden).to(self.device) if head else None
+        self.discriminator = (
+            AugmentationDiscriminator(hidden, classes=len(config.text_augmentations) + 1).to(self.device)
+            if config.discriminator_weight > 0
             else None
         )
         dev = data.sets["STSb"].groups["dev"][: config.dev_max_pairs]
@@ -127,11 +138,35 @@ class _Stage:
             batch[key].pin_memory().to(self.device, non_blocking=True) for key in ("input_ids", "attention_mask")
         )
 
+    def heads(self) -> list[nn.Module]:
+        """The training-only modules whose parameters the optimiser updates besides the encoder's."""
+        return [head for head in (self.head, self.projection, self.discriminator) if head is not None]
+
     def unsupervised_loss(self, texts: list[str]) -> torch.Tensor:
-        """``contrastive_weight * NT-Xent`` of two augmented views of each text."""
+        """``contrastive_weight`` x the contrastive loss (``config.loss``) of two augmented views of each
+        text, through the projection head when there is one (SimCSE)."""
         ids, mask = self.tokenize(texts)
         view1, view2 = two_view_forward(self.model, ids, mask, self.config.views, self.train_pooling, self.ratios)
-        return self.config.contrastive_weight * nt_xent(view1, view2, self.config.temperature)
+        if self.projection is not None:
+            view1, view2 = self.projection(view1), self.projection(view2)
+        loss = CONTRASTIVE_LOSSES[self.config.loss](view1, view2, self.config.temperature)
+        return self.config.contrastive_weight * loss
+
+    def augcse_loss(self, items: list[AugmentedText]) -> torch.Tensor:
+        """AugCSE (``diff_cse_mode``): (original, augmented, original) in one dropout pass through the
+        encoder and the projection; the contrastive loss on the two originals, plus
+        ``discriminator_weight`` x the reversed-gradient discriminator's BCE on (original, augmented)."""
+        config, count = self.config, len(items)
+        texts = [item.text for item in items]
+        ids, mask = self.tokenize(texts + [item.augmented for item in items] + texts)
+        pooled = pooled_forward(self.model, ids, mask, self.train_pooling)
+        projected = self.projection(pooled) if self.projection is not None else pooled
+        anchor, augmented, positive = projected.split(count)
+        contrastive = CONTRASTIVE_LOSSES[config.loss](anchor, positive, config.temperature)
+        labels = torch.tensor([item.label for item in items], device=self.device)
+        return config.contrastive_weight * contrastive + config.discriminator_weight * discriminator_loss(
+            self.discriminator, anchor, augmented, labels
+        )
 
     def supervised_loss(self, pairs: list[NliPair], joint: bool) -> torch.Tensor:
         """NLI cross entropy; with ``joint``, plus ``alpha * NT-Xent`` over views of all NLI texts.
@@ -200,15 +235,27 @@ def train_stage(config: TrainConfig, data: SentEvalData, supervised_mode: str | 
     """Run one stage (``supervised_mode`` ``sup``/``joint`` on NLI, or ``None`` for unsupervised)."""
     set_seed(config.seed)
     stage = _Stage(config, data, supervised=supervised_mode is not None)
+    augmentation_rates: dict[str, dict[str, float]] = {}
     if supervised_mode:
         items: list = load_nli(config.nli_source, data, config.nli_files)
 
         def loss_fn(batch: list) -> torch.Tensor:
             return stage.supervised_loss(batch, joint=supervised_mode == "joint")
+    elif stage.discriminator is not None:
+        items, augmentation_rates = augment_corpus(
+            training_texts(config, data),
+            config.text_augmentations,
+            config.seed,
+            spacy_pipeline(config.spacy_model),
+            progress,
+        )
+        loss_fn = stage.augcse_loss
     else:
         items = training_texts(config, data)
         loss_fn = stage.unsupervised_loss
-    parameters = list(stage.model.named_parameters()) + (list(stage.head.named_parameters()) if stage.head else [])
+    parameters = list(stage.model.named_parameters())
+    for head in stage.heads():
+        parameters += [(f"{type(head).__name__}.{name}", value) for name, value in head.named_parameters()]
     settings = _loop_settings(config, stage.dtype)
     outcome = run_loop(
         stage.model,
@@ -232,6 +279,7 @@ def train_stage(config: TrainConfig, data: SentEvalData, supervised_mode: str | 
         "steps_run": outcome.steps,
         "planned_steps": outcome.planned,
         "train_items": len(items),
+        "text_augmentations": augmentation_rates,
         "dev_pooling": config.dev_pooling,
         "eval_pooling": config.eval_pooling,
         "dtype": stage.dtype,
@@ -251,7 +299,14 @@ def train_stage(config: TrainConfig, data: SentEvalData, supervised_mode: str | 
         log=outcome.log,
     )
     return TrainResult(
-        output, outcome.best_step, outcome.best_dev, outcome.steps, outcome.log, stage.model, stage.tokenizer
+        output,
+        outcome.best_step,
+        outcome.best_dev,
+        outcome.steps,
+        outcome.log,
+        stage.model,
+        stage.tokenizer,
+        augmentation_rates,
     )
 
 
@@ -263,7 +318,7 @@ def train(config: TrainConfig, data: SentEvalData | None = None, progress: bool 
     second stage starts from that model with its own recipe.
     """
     data = data if data is not None else load_senteval(config.data)
-    if config.mode == "unsup":
+    if config.mode not in FIRST_STAGE and config.mode not in ("sup", "joint"):  # unsup and the family
         return train_stage(config, data, None, progress)
     if config.mode in ("sup", "joint"):
         return train_stage(config, data, config.mode, progress)
