@@ -29,7 +29,15 @@ from .data import DATASETS
 SCORE_COLUMNS = (*DATASETS, "Avg")
 #: The paper's encoders by size: only runs that descend from these are comparable.
 PAPER_MODELS = {"base": "bert-base-uncased", "large": "bert-large-uncased"}
-DEFAULT_TOLERANCES = {"table2": 1.0, "table3": 1.0, "table4": 1.0, "table4_steps": 300.0, "sgopt": 1.0, "text": 1.0}
+DEFAULT_TOLERANCES = {
+    "table2": 1.0,
+    "table3": 1.0,
+    "table4": 1.0,
+    "table4_steps": 300.0,
+    "sgopt": 1.0,
+    "text": 1.0,
+    "family": 1.0,
+}
 
 COMPARISON_COLUMNS = (
     "artifact",
@@ -57,7 +65,10 @@ ARTIFACT_FILES = {
     "table4_batch_size.csv": ("table4",),
     "figure4_topk.csv": ("figure4_topk",),
     "figure5_heatmap.csv": ("figure5_heatmap",),
+    "table_contrastive_family.csv": ("family",),
 }
+#: The contrastive family's published rows (``contrastive_family.csv``) and the reproduced rows they match.
+FAMILY_ROWS = (("SimCSE-BERT-base", "SimCSE-base", "base"), ("AugCSE-BERT-base", "AugCSE-base", "base"))
 
 
 def not_comparable_reason(row: pd.Series, size: str | None) -> str:
@@ -153,6 +164,10 @@ def _cells(
         rep = reproduced[reproduced.key == reproduced_name]
         if pub.empty:
             raise ValueError(f"{artifact}: the published table has no row {published_name!r}")
+        published_columns = [c for c, _ in columns if c in pub]
+        if published_columns and "source" in pub and pub[published_columns].isna().all(axis=None):
+            out.append(unpublished_row(artifact, published_name, rep, str(pub.iloc[0].source)))
+            continue
         if rep.empty:
             if report_gaps:
                 out.append(gap_row(artifact, published_name, f"no reproduced row named {reproduced_name!r}"))
@@ -199,6 +214,16 @@ def gap_row(artifact: str, row: str, reason: str) -> dict[str, Any]:
         "reason": reason,
         "setting": "",
         "status": "missing",
+    }
+
+
+def unpublished_row(artifact: str, row: str, reproduced: pd.DataFrame, source: str) -> dict[str, Any]:
+    """A row reproduced (or planned) with no published value to compare it with: listed, never a gate failure."""
+    return {
+        **gap_row(artifact, row, f"no published value ({source})"),
+        "status": "no published value",
+        "verdict": "not comparable",
+        "setting": reproduced.iloc[0].get("setting", "") if not reproduced.empty else "",
     }
 
 
@@ -273,6 +298,12 @@ def compare(
         rows += _cells("table4", pub, rep, pairs, [("avg_spearman", "Avg")], tol["table4"], aggregates)
         steps = [("steps", "best_step")]
         rows += _cells("table4", pub, rep, pairs, steps, tol["table4_steps"], aggregates, report_gaps=False)
+    # optional: only configs with a `family` block produce it
+    family = load("table_contrastive_family.csv") if (results / "table_contrastive_family.csv").is_file() else None
+    if family is not None:
+        pub = pd.read_csv(published / "contrastive_family.csv").assign(key=lambda f: f.method)
+        rep = family.assign(key=family.method)
+        rows += _cells("family", pub, rep, list(FAMILY_ROWS), score_columns, tol["family"], aggregates)
     rows += _text_values(load, published, tol["text"])
     frame = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
     declared = frame.apply(lambda r: any(fnmatch(f"{r.artifact}:{r.row}", p) for p in not_run), axis=1)

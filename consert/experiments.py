@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .recipes import COMMON, stage_defaults
+from .recipes import COMMON, FAMILY, stage_defaults
 
 AUGMENTATION_LABELS = {
     "none": "None",
@@ -22,6 +22,8 @@ AUGMENTATION_LABELS = {
     "dropout": "Dropout",
 }
 SUPERVISED_SETTINGS = ("sup", "joint", "sup-unsup", "joint-unsup")
+#: The contrastive family's methods (settings of the same trainer) and their names in tables.
+FAMILY_LABELS = {"simcse": "SimCSE", "augcse": "AugCSE"}
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,7 @@ class RunSpec:
     """One ConSERT training run: model size, setting, and what differs from the defaults."""
 
     size: str
-    setting: str = "unsup"  # unsup | sup | joint | sup-unsup | joint-unsup
+    setting: str = "unsup"  # unsup | sup | joint | sup-unsup | joint-unsup | simcse | augcse
     views: tuple[str, str] | None = None
     temperature: float | None = None
     batch_size: int | None = None
@@ -123,6 +125,15 @@ def plan_runs(config: dict[str, Any]) -> list[PlannedRun]:
                     )
             for tau in sweeps["temperatures"]:
                 add("figure7", {"size": size, "temperature": tau}, RunSpec(size, temperature=tau, seed=seed))
+        family = config.get("family") or {}
+        for size in family.get("sizes", []) if family.get("methods") else []:
+            add("family", {"method": f"ConSERT-{size}", "size": size}, RunSpec(size, seed=seed))
+            for method in family["methods"]:
+                add(
+                    "family",
+                    {"method": f"{FAMILY_LABELS[method]}-{size}", "size": size},
+                    RunSpec(size, method, seed=seed),
+                )
     return planned
 
 
@@ -161,7 +172,12 @@ def train_overrides(spec: RunSpec, config: dict[str, Any], runs_dir: str = "runs
     a two-stage setting's run is its second stage, started from its NLI run's exported model.
     """
     nli = config.get("nli") or {}
-    values: dict[str, Any] = {"dtype": config.get("dtype", "auto"), **stage_values(config, spec.setting, spec.size)}
+    if spec.setting in FAMILY:  # the family's own recipe: ConSERT's `train` block does not apply
+        family = config.get("family") or {}
+        values: dict[str, Any] = {**family.get("train", {}), **family.get(spec.setting, {})}
+        values = {"dtype": config.get("dtype", "auto"), "train_texts": family.get("train_texts", "sts"), **values}
+    else:
+        values = {"dtype": config.get("dtype", "auto"), **stage_values(config, spec.setting, spec.size)}
     values.update(
         model=config["models"][spec.size],
         mode=spec.setting,

@@ -135,10 +135,23 @@ def table3_sources(config: dict[str, Any]) -> list[Source]:
     return sources
 
 
+def family_sources(config: dict[str, Any]) -> list[Source]:
+    """The contrastive family: BERT [CLS] and mean (untrained references), ConSERT, SimCSE, AugCSE."""
+    sizes = [p.spec.size for p in _planned(config, "family")]
+    sources: list[Source] = []
+    for size in dict.fromkeys(sizes):
+        for pooling in [p for p in config["baselines"]["poolings"] if p in ("cls", "mean")]:
+            sources.append(
+                ({"method": f"BERT-{size} ({pooling})", "size": size}, baseline_eval(size, "poolings"), pooling)
+            )
+    return sources + _consert_sources(config, "family")
+
+
 SOURCES: dict[str, Callable[[dict[str, Any]], list[Source]]] = {
     "table2": table2_sources,
     "table3": table3_sources,
     "table4": lambda config: _consert_sources(config, "table4"),
+    "family": family_sources,
     "figure5": lambda config: _consert_sources(config, "figure5"),
     "figure6": lambda config: _consert_sources(config, "figure6"),
     "figure7": lambda config: _consert_sources(config, "figure7"),
@@ -157,6 +170,7 @@ LAYOUT: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "table2": ("table2_unsup.csv", ("method", "size"), ()),
     "table3": ("table3_sup.csv", ("method", "size", "variant"), ()),
     "table4": ("table4_batch_size.csv", ("size", "batch_size"), ("best_step",)),
+    "family": ("table_contrastive_family.csv", ("method", "size"), ()),
     "figure1": ("figure1_scatter.csv", (), ()),
     "figure4": ("figure4_topk.csv", (), ()),
     "figure5": ("figure5_heatmap.csv", ("size", "view1", "view2", "trained_as"), ()),

@@ -18,9 +18,12 @@ from .baseline_recipe import UNEXPLAINED, baseline_recipe_rows
 from .config import TrainConfig
 from .experiments import RunSpec, plan_runs, train_overrides, unique_runs
 from .recipes import authors_recipe
+from .text_augment import LEFT_OUT
 
 #: The authors trained in fp16 with apex O1 on GPUs.
 AUTHORS_PRECISION = "fp16 (apex O1)"
+#: The family's precision: SimCSE's script passes --fp16 (torch AMP), AugCSE's sets no fp16 (fp32).
+FAMILY_PRECISION = {"simcse": ("fp16", "fp16 (torch AMP)"), "augcse": ("fp32", "fp32")}
 #: Keys compared with the authors' recipe, in column order.
 COMPARED = (
     "batch_size",
@@ -34,6 +37,11 @@ COMPARED = (
     "dropout",
     "temperature",
     "contrastive_weight",
+    "loss",
+    "projection",
+    "discriminator_weight",
+    "text_augmentations",
+    "spacy_model",
     "remove_dropout",
     "classifier_features",
     "adam_bias_correction",
@@ -44,6 +52,7 @@ COMPARED = (
     "eval_every",
     "eval_grid",
     "patience",
+    "train_pooling",
     "dev_pooling",
     "eval_pooling",
     "dev_max_pairs",
@@ -71,6 +80,42 @@ MAX_LENGTH_NOTE = (
 )
 
 
+#: What the contrastive family's recipes leave to a choice of ours, or where paper and code disagree.
+FAMILY_NOTES = {
+    "simcse": (
+        "eval_every: 125 from run_unsup_example.sh (the paper's Appendix A says 250); seed: the script sets none, "
+        "so HF's 42 (ours: the config's seeds); loss: one direction, z1 against the N z2's (models.py cl_forward); "
+        "the MLP head (Linear + Tanh, N(0, 0.02) init) is dropped at evaluation ([CLS] before the pooler)"
+    ),
+    "augcse": (
+        "recipe: experiments/run_train_exp.py (the paper's Appendix A.7 was not available to check it); one "
+        "augmentation per text drawn uniformly with the run's seed and fixed for the run, computed at the start "
+        "(the authors precompute every augmentation of wiki1m and cache it); contraction and discourse-marker "
+        "tables are ours (the authors': checklist's and NL-Augmenter's); checkpoint: STS-B dev Spearman (the "
+        "authors also keep a transfer-task checkpoint); the released script's branch for a non-empty "
+        "augmentation list pairs two augmentations and would crash, so the paper's uniform sampling is used"
+    ),
+}
+
+
+def family_differences(config: TrainConfig) -> list[str]:
+    """Differences of a SimCSE/AugCSE run from its authors that no compared key shows."""
+    if config.mode not in FAMILY_NOTES:
+        return []
+    out = []
+    if config.train_texts == "sts":
+        out.append(
+            "train_texts: the 89,192 unlabeled STS texts (authors: 1M English Wikipedia sentences, "
+            "wiki1m_for_simcse.txt; the offline stand-in for them)"
+        )
+    if config.discriminator_weight > 0:
+        out.append(
+            "augmentations left out of the authors' 12: "
+            + "; ".join(f"{name} ({why})" for name, why in LEFT_OUT.items())
+        )
+    return out
+
+
 def authors_values(stage: str, size: str) -> dict[str, Any]:
     """The authors' value of every compared key for ``stage`` at ``size`` (``None``: all texts, no step cap)."""
     return {"max_steps": None, "n_texts": None, "dev_max_pairs": None, "dropout": 0.2, **authors_recipe(stage, size)}
@@ -80,9 +125,13 @@ def _used_keys(config: TrainConfig) -> set[str]:
     """The keys that matter for this run's stage (a rate only when its augmentation is a view)."""
     supervised = config.mode in ("sup", "joint")
     contrastive = config.mode != "sup"
-    keys = set(COMPARED) - {"token_cutoff", "feature_cutoff", "dropout", "views", "temperature", "contrastive_weight"}
+    contrastive_keys = {"views", "temperature", "contrastive_weight", "loss", "projection"}
+    augcse_keys = {"discriminator_weight", "text_augmentations", "spacy_model"}
+    keys = set(COMPARED) - {"token_cutoff", "feature_cutoff", "dropout"} - contrastive_keys - augcse_keys
     if contrastive:
-        keys |= {"views", "temperature", "contrastive_weight"}
+        keys |= contrastive_keys
+    if config.discriminator_weight > 0:
+        keys |= augcse_keys
         keys |= {rate for rate in ("token_cutoff", "feature_cutoff", "dropout") if rate in config.views}
     if not supervised:
         keys -= {"classifier_features"}
@@ -103,6 +152,8 @@ def _reason(key: str, spec: RunSpec, setting: str) -> str:
     """Why ``key`` of this run may differ from the authors' value, or ``UNEXPLAINED``."""
     if key == "seed":
         return "a further seed of the config's seeds list"
+    if key in ("text_augmentations", "spacy_model") and any(word in setting for word in ("offline", "test")):
+        return "the parser-based augmentations need a spaCy model with a parser, which cannot be installed offline"
     sweep = SWEEP_OF.get("views" if key in ("token_cutoff", "feature_cutoff", "dropout") else key)
     if sweep and getattr(spec, sweep[0]) is not None:
         return f"{sweep[1]} (a sweep point)"
@@ -139,11 +190,13 @@ def recipe_card(config: dict[str, Any]) -> pd.DataFrame:
                 reason = _reason(key, spec, setting)
                 ours_text, theirs_text = _text(ours, "none"), _text(theirs[key], "none")
                 differences.append(f"{key}: {ours_text} (authors {theirs_text}; {reason})")
-        if train_config.dtype != "fp16":
+        precision, precision_text = FAMILY_PRECISION.get(train_config.mode, ("fp16", AUTHORS_PRECISION))
+        if train_config.dtype != precision:
             differences.append(
-                f"precision: {train_config.dtype} (authors {AUTHORS_PRECISION}; resolved from the hardware when "
+                f"precision: {train_config.dtype} (authors {precision_text}; resolved from the hardware when "
                 "run: bf16 where native, fp16 + gradient scaler on older GPUs, fp32 on other CPUs)"
             )
+        differences += family_differences(train_config)
         if train_config.mode in ("sup", "joint") and "snli" not in train_config.nli_source:
             differences.append(f"nli: {train_config.nli_source} (authors snli+mnli; the offline stand-in for them)")
         row: dict[str, Any] = {
@@ -160,7 +213,9 @@ def recipe_card(config: dict[str, Any]) -> pd.DataFrame:
             precision=train_config.dtype,
             authors_source=theirs["source"],
             differs_from_authors="; ".join(differences),
-            notes=f"max_length: {MAX_LENGTH_NOTE}; dev set: {DEV_SET_NOTE}; warm-up: {WARMUP_NOTE}",
+            notes=FAMILY_NOTES.get(
+                train_config.mode, f"max_length: {MAX_LENGTH_NOTE}; dev set: {DEV_SET_NOTE}; warm-up: {WARMUP_NOTE}"
+            ),
         )
         rows.append(row)
     return pd.DataFrame(rows + baseline_recipe_rows(config))

@@ -17,8 +17,9 @@ def test_paper_config_plans_every_run_once():
     config = _config("config.yaml")
     runs = unique_runs(plan_runs(config))
     # per size: table2 (1) + table3 sup, joint, sup-unsup, joint-unsup (4); base sweeps:
-    # heatmap 25 - 1 default, temperature 10 - 1, batch 5 - 1, few-shot 6 x 2 - 2 (all = tables)
-    assert len(runs) == 2 * 5 + 24 + 9 + 4 + 10
+    # heatmap 25 - 1 default, temperature 10 - 1, batch 5 - 1, few-shot 6 x 2 - 2 (all = tables);
+    # the contrastive family: SimCSE and AugCSE on base (its ConSERT row is the Table 2 run)
+    assert len(runs) == 2 * 5 + 24 + 9 + 4 + 10 + 2
     assert "base-unsup-seed1" in runs and "large-joint-unsup-seed1" in runs
     assert runs["base-unsup-none+dropout-seed1"].views == ("none", "dropout")
 
@@ -28,7 +29,7 @@ def test_shared_experiments_have_one_id():
     planned = plan_runs(config)
     default = RunSpec("base").run_id
     users = {p.artifact for p in planned if p.spec.run_id == default}
-    assert users == {"table2", "table4", "figure5", "figure6", "figure7"}
+    assert users == {"table2", "table4", "figure5", "figure6", "figure7", "family"}
 
 
 def test_two_stage_runs_start_from_the_nli_run():
@@ -65,11 +66,12 @@ def test_unordered_heatmap_trains_each_pair_once_and_fills_both_cells():
     assert len({views for _, _, views in ordered}) == 9
 
 
-def test_offline_config_plans_16_runs_and_its_heatmap_rows_say_which_run_they_show():
+def test_offline_config_plans_18_runs_and_its_heatmap_rows_say_which_run_they_show():
     config = _config("offline.yaml")
     runs = unique_runs(plan_runs(config))
     # table2 1 + table3 4 + batch sizes 3 - 1 + heatmap 6 - 1 + few-shot (1 size x 2 settings) + temperatures 3 - 1
-    assert len(runs) == 1 + 4 + 2 + 5 + 2 + 2
+    # + SimCSE and AugCSE
+    assert len(runs) == 1 + 4 + 2 + 5 + 2 + 2 + 2
     cells = {(p.labels["view1"], p.labels["view2"]): p for p in plan_runs(config) if p.artifact == "figure5"}
     assert len(cells) == 9
     mirrored = cells["feature_cutoff", "none"]

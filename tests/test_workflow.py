@@ -22,6 +22,7 @@ ARTIFACTS = [
     "table2_unsup",
     "table3_sup",
     "table4_batch_size",
+    "table_contrastive_family",
     "figure1_scatter",
     "figure4_topk",
     "figure5_heatmap",
@@ -98,7 +99,9 @@ def test_the_recipe_card_lists_every_trained_run_with_nothing_unexplained(dag_ru
     card = card.drop(baselines.index)
     trained = {path.stem for path in (workdir / "results" / "evals" / "consert").glob("*.csv")}
     assert set(card.run) == trained
-    assert set(card.optimizer) == {"AdamW (no bias correction)"}
+    family = card.stage.isin(["simcse", "augcse"])
+    assert set(card[~family].optimizer) == {"AdamW (no bias correction)"}  # ConSERT's transformers.AdamW
+    assert set(card[family].optimizer) == {"AdamW"}  # the HF Trainer's, with bias correction
 
 
 def test_exported_models_are_deleted_once_read_and_kept_vectors_stay(dag_run):
@@ -139,6 +142,31 @@ def test_tables_have_seed_statistics_and_expected_rows(dag_run):
     assert set(fewshot.n_texts.astype(str)) == {"4", "all"} and set(fewshot.variant) == {"unsup", "joint-unsup"}
 
 
+def test_the_contrastive_family_table_has_every_method_over_seeds(dag_run):
+    workdir, _ = dag_run
+    family = pd.read_csv(workdir / "results" / "table_contrastive_family.csv")
+    assert set(family.method) == {"BERT-base (cls)", "ConSERT-base", "SimCSE-base", "AugCSE-base"}
+    trained = family[family.method != "BERT-base (cls)"]
+    assert (trained.n_seeds == 2).all() and trained.Avg.between(-100, 100).all()
+    consert = pd.read_csv(workdir / "results" / "table2_unsup.csv").set_index("method").loc["ConSERT-base"]
+    assert family.set_index("method").loc["ConSERT-base", "Avg"] == pytest.approx(consert.Avg)  # the same runs
+    augcse = pd.read_csv(workdir / "results" / "evals" / "consert" / "base-augcse-seed1.csv")
+    rates = dict(item.split("=") for item in augcse.augmentation_rates.iloc[0].split(";"))
+    assert set(rates) == {
+        "contraction_expansions",
+        "auxiliary_negation_removal",
+        "discourse_marker_substitution",
+        "random_swap",
+        "sentence_reordering",
+    }
+    assert float(rates["random_swap"]) > 0.5  # swaps apply to any text of two tokens or more
+    comparison = pd.read_csv(workdir / "results" / "comparison.csv")
+    simcse = comparison[(comparison.artifact == "family") & (comparison.row == "SimCSE-BERT-base")]
+    assert simcse.set_index("column").loc["Avg", "published"] == 76.25  # SimCSE Table 5
+    augcse_row = comparison[(comparison.artifact == "family") & (comparison.row == "AugCSE-BERT-base")]
+    assert augcse_row.status.tolist() == ["no published value"]
+
+
 def test_comparison_marks_the_stand_in_not_comparable(dag_run):
     workdir, _ = dag_run
     comparison = pd.read_csv(workdir / "results" / "comparison.csv")
@@ -146,7 +174,7 @@ def test_comparison_marks_the_stand_in_not_comparable(dag_run):
     assert len(compared) > 0 and not comparison.comparable.any()
     assert compared.reason.str.contains("offline stand-in").all()
     # what the trimmed test config does not reproduce is listed as declared, nothing is missing
-    assert set(comparison.status) == {"compared", "not run"}
+    assert set(comparison.status) == {"compared", "not run", "no published value"}  # AugCSE: not found
     assert "table4" in set(comparison[comparison.status == "not run"].artifact)
 
 
@@ -241,10 +269,10 @@ def test_paper_dry_run_lists_every_job_offline(tmp_path):
         for line in text.splitlines()
         if len(line.split()) == 2 and line.split()[1].isdigit()
     }
-    assert counts["consert_train"] + counts["consert_train_keeping_vectors"] == 57
+    assert counts["consert_train"] + counts["consert_train_keeping_vectors"] == 57 + 2  # + SimCSE, AugCSE
     assert counts["consert_train_keeping_vectors"] == 3  # the figures' run and the two NLI runs flow reuses
     assert counts["train_sgopt"] == 2 and counts["encode_corpus"] == 2
-    assert counts["paper_figure"] == 5 and counts["paper_table"] == 3
+    assert counts["paper_figure"] == 5 and counts["paper_table"] == 4  # Tables 2-4 and the contrastive family
 
 
 def test_table1_counts_the_fixture_by_its_construction(dag_run):

@@ -9,7 +9,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from consert import paper
-from consert.config import TrainConfig
+from consert.recipes import COMMON
 from consert.experiments import plan_runs, train_overrides, unique_runs
 
 
@@ -28,10 +28,12 @@ DATA = config["data_dir"]
 DTYPE = config["dtype"]
 KEEP_MODELS = config["keep_models"]
 # one max length for every encoding, so that every reader of a vector cache matches its writer
-ENCODER_FLAGS = f"--dtype {DTYPE} --max-length {config.get('train', {}).get('max_length', TrainConfig.max_length)}"
+ENCODER_FLAGS = f"--dtype {DTYPE} --max-length {config.get('train', {}).get('max_length', COMMON['max_length'])}"
 FIGURE_SIZE = paper.figure_size(config)
 PUBLISHED = str(Path(workflow.basedir) / "results" / "published")
 TABLES = {"table2_unsup": "table2", "table3_sup": "table3", "table4_batch_size": "table4"}
+if config["family"]["methods"]:  # SimCSE and AugCSE beside ConSERT
+    TABLES["table_contrastive_family"] = "family"
 FIGURES = {
     "figure1_scatter": "figure1",
     "figure4_topk": "figure4",

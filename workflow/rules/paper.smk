@@ -2,7 +2,7 @@ rule paper_table:
     input:
         lambda wc: paper.inputs(TABLES[wc.name], config),
     output:
-        report("results/{name,table[2-4]_[a-z_]+}.csv", caption="../report/tables.rst", category="Tables"),
+        report("results/{name,table(?:[2-4]_[a-z_]+|_contrastive_family)}.csv", caption="../report/tables.rst", category="Tables"),
     log:
         "logs/paper/{name}.log",
     params:
