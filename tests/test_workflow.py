@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -334,3 +335,55 @@ def test_each_figure_plots_the_data_of_its_csv(dag_run, tmp_path):
     table, figure = draw("figure1_scatter")
     points = np.vstack([axis.collections[0].get_offsets() for axis in figure.axes[: table.model.nunique()]])
     np.testing.assert_allclose(np.sort(points[:, 1]), np.sort(table.cosine))
+
+
+def _require(tool: str, present: bool, variable: str) -> None:
+    """CI sets ``variable``=1 and installs ``tool``: there a missing tool fails the test; elsewhere it skips."""
+    if present:
+        return
+    if os.environ.get(variable) == "1":
+        pytest.fail(f"{tool} is not installed but {variable}=1 asks for this test")
+    pytest.skip(f"{tool} is not installed (set {variable}=1 to require it)")
+
+
+#: Every report entry a reader must find: (path, category, what its caption must say).
+REPORT_ENTRIES = [
+    ("results/table1_datasets.csv", "Tables", "Table 1 of the paper"),
+    ("results/table2_unsup.csv", "Tables", "Table 2 of the paper"),
+    ("results/table3_sup.csv", "Tables", "Table 3 of the paper"),
+    ("results/table4_batch_size.csv", "Tables", "Table 4 of the paper"),
+    ("results/table_contrastive_family.csv", "Tables", "SimCSE and AugCSE"),
+    ("figures/figure1_scatter.png", "Figures", "Figure 1 of the paper"),
+    ("figures/figure4_topk.png", "Figures", "Figure 4 of the paper"),
+    ("figures/figure5_heatmap.png", "Figures", "Figure 5 of the paper"),
+    ("figures/figure6_fewshot.png", "Figures", "Figure 6 of the paper"),
+    ("figures/figure7_temperature.png", "Figures", "Figure 7 of the paper"),
+    ("results/comparison.csv", "Comparison", "next to its published value"),
+    ("results/claims.csv", "Comparison", "qualitative claims"),
+    ("figures/comparison_forest.png", "Comparison", "reproduced minus published"),
+    ("results/recipe.csv", "Recipe", "The recipe card"),
+]
+
+
+@pytest.mark.slow
+def test_the_html_report_shows_every_artifact_with_its_caption_in_a_browser(dag_run, tmp_path):
+    """`snakemake --report` opened in headless Chromium: every table and figure, the comparison and
+    the claims, each in its category with its caption, read from the DOM; nothing leaves the machine."""
+    from tests.report_browser import CHROMIUM, read_report
+
+    _require("Debian's chromium", CHROMIUM.is_file(), "CONSERT_BROWSER_TESTS")
+    _require("playwright", importlib.util.find_spec("playwright") is not None, "CONSERT_BROWSER_TESTS")
+    workdir, data = dag_run
+    snakemake(workdir, "--report", "report.html", "--config", f"data_dir={data}")
+    shots = Path(os.environ.get("CONSERT_SCREENSHOTS", tmp_path))
+    shots.mkdir(parents=True, exist_ok=True)
+    view = read_report(workdir / "report.html", screenshot_dir=shots)
+    assert "not comparable" in view.description and "test (offline stand-in" in view.description
+    for path, category, caption in REPORT_ENTRIES:
+        assert path in view.entries, f"{path} is not in the report ({sorted(view.entries)})"
+        assert view.entries[path]["category"] == category, path
+        assert caption in view.entries[path]["caption"], (path, view.entries[path]["caption"])
+        assert "{{" not in view.entries[path]["caption"] and "``" not in view.entries[path]["caption"], path
+    assert view.blocked == [] and view.errors == []
+    assert view.requests and all(url.startswith(("file:", "data:", "blob:", "about:")) for url in view.requests)
+    assert (shots / "report_landing.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

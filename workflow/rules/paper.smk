@@ -29,11 +29,13 @@ rule paper_figure:
     input:
         lambda wc: paper.inputs(FIGURES[wc.name], config),
     output:
-        table="results/{name,figure[0-9]_[a-z]+}.csv",
+        table="results/{name}.csv",
         png=report("figures/{name}.png", caption="../report/figures.rst", category="Figures"),
         pdf="figures/{name}.pdf",
     log:
         "logs/paper/{name}.log",
+    wildcard_constraints:
+        name=r"figure[0-9]_[a-z]+",  # every output: figures/comparison_forest.png is not one
     params:
         artifact=lambda wc: FIGURES[wc.name],
     conda:

@@ -1,0 +1,112 @@
+"""Read a Snakemake HTML report the way a reader does: in headless Chromium, through its DOM.
+
+The report is a single-page React app with no URL routing (every link is ``href="#"`` with a click
+handler), so its entries and captions exist in the DOM only after clicks: the left navigation lists
+the categories; a category opens a table of entries (``nav table tbody tr``: the path, then an eye
+and an info button); the info button shows the entry's caption (``nav li.prose``). Playwright drives
+Debian's Chromium (no browser download); every request that is not ``file:``/``data:``/``blob:``/
+``about:`` is aborted and recorded, and no host name resolves (``--host-resolver-rules``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Debian's chromium package.
+CHROMIUM = Path("/usr/bin/chromium")
+#: Flags for a closed network: no background services, no DNS, no network-time probe.
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--disable-features=NetworkTimeServiceQuerying",
+]
+LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
+BUILT_IN_PAGES = ("Workflow", "Statistics", "About")
+
+
+@dataclass
+class ReportView:
+    """What a reader finds in the report: the landing text, each entry's category and caption, and
+    every request the page made (``blocked``: the non-local ones, aborted)."""
+
+    description: str = ""
+    entries: dict[str, dict[str, str]] = field(default_factory=dict)
+    requests: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _text(value: str) -> str:
+    return " ".join(value.split())
+
+
+def read_report(report: Path, screenshot_dir: Path | None = None) -> ReportView:
+    """Open ``report`` in headless Chromium, click through every category and entry, and return what it shows."""
+    from playwright.sync_api import sync_playwright
+
+    view = ReportView()
+    profile = tempfile.mkdtemp(prefix="report-profile-")
+    try:
+        with sync_playwright() as playwright:
+            context = playwright.chromium.launch_persistent_context(
+                profile,
+                executable_path=str(CHROMIUM),
+                headless=True,
+                args=CHROMIUM_FLAGS,
+                viewport={"width": 1600, "height": 1000},
+                service_workers="block",
+            )
+
+            def route(request_route) -> None:
+                url = request_route.request.url
+                if url.startswith(LOCAL_SCHEMES):
+                    request_route.continue_()
+                else:
+                    view.blocked.append(url)
+                    request_route.abort()
+
+            context.route("**/*", route)
+            context.on("request", lambda request: view.requests.append(request.url))
+            page = context.pages[0] if context.pages else context.new_page()
+            page.on("pageerror", lambda error: view.errors.append(str(error)))
+            page.goto(report.resolve().as_uri(), wait_until="load")
+            page.wait_for_selector("nav ul li a span")
+            nav = page.locator("nav").first
+            view.description = _text(page.locator("div.prose").first.inner_text())
+            if screenshot_dir:
+                page.screenshot(path=str(screenshot_dir / "report_landing.png"))
+            menu = [_text(t) for t in nav.locator("ul > li > a > span").all_inner_texts()]
+            categories = [m for m in menu if m not in BUILT_IN_PAGES]
+
+            def open_category(name: str) -> None:
+                page.locator("nav ol li a").first.click()  # the home crumb
+                nav.locator("ul > li > a", has=page.locator(f"span:text-is('{name}')")).click()
+                page.wait_for_selector("nav table tbody tr")
+
+            for category in categories:
+                open_category(category)
+                rows = nav.locator("table tbody tr")
+                paths = [_text(rows.nth(i).locator("td").first.inner_text()) for i in range(rows.count())]
+                for path in paths:
+                    open_category(category)
+                    row = nav.locator("table tbody tr", has=page.locator(f"td:text-is('{path}')"))
+                    row.locator("td").last.locator("a[type=button]").nth(1).click()  # the info button
+                    page.wait_for_selector("nav li.prose")
+                    caption = _text(nav.locator("li.prose").first.inner_text())
+                    view.entries[path] = {"category": category, "caption": caption}
+                    if screenshot_dir and path == "results/table2_unsup.csv":
+                        page.screenshot(path=str(screenshot_dir / "report_table2.png"))
+            context.close()
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    return view
