@@ -106,28 +106,47 @@ def figure7(table: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
 DRAW = {"figure1": figure1, "figure4": figure4, "figure5": figure5, "figure6": figure6, "figure7": figure7}
 
 
+#: The forest plot's panels: the seven sets and Avg (Table 4's and the text's averages join Avg).
+FOREST_PANELS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R", "Avg")
+FOREST_COLOURS = {"reproduced": "tab:green", "higher": "tab:blue", "lower": "tab:red", "not comparable": "0.6"}
+
+
 def comparison_forest(comparison: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
-    """Every compared Spearman cell as reproduced - published with its interval, grouped by artifact;
-    comparable cells coloured by verdict, non-comparable ones grey. A vertical line marks 0. (Table 4's
-    step counts and Figure 4's best k are counts, not Spearman: they stay in the CSV only.)"""
+    """Every compared Spearman cell as reproduced - published with its interval: one row per published
+    row, one panel per STS set (and Avg); comparable cells coloured by verdict, the others grey; a
+    vertical line marks 0. (Table 4's step counts and Figure 4's best k are counts, not Spearman: they
+    stay in the CSV only.)"""
     counts = (comparison.column == "steps") | comparison.row.astype(str).str.startswith("best k")  # not Spearman
-    cells = comparison[(comparison.status == "compared") & ~counts].reset_index(drop=True)
-    colours = {"reproduced": "tab:green", "higher": "tab:blue", "lower": "tab:red"}
-    height = max(2.5, 0.16 * len(cells) + 1.2)
-    figure, axis = plt.subplots(figsize=(7.5, height))
-    labels = []
-    for y, cell in enumerate(cells.itertuples()):
-        low, high = cell.ci_low - cell.published, cell.ci_high - cell.published
-        colour = colours.get(cell.verdict, "0.6") if cell.comparable else "0.6"
-        if pd.notna(low) and pd.notna(high):
-            axis.plot([low, high], [y, y], color=colour, linewidth=1.2)
-        axis.plot([cell.delta], [y], "o", color=colour, markersize=3)
-        labels.append(f"{cell.artifact} | {cell.row} | {cell.column}")
-    axis.axvline(0, color="black", linewidth=0.8)
-    axis.set_yticks(range(len(cells)), labels, fontsize=5)
-    axis.invert_yaxis()
-    axis.set_xlabel("reproduced - published (Spearman x 100; bar: bootstrap or seed interval)")
-    legend = "green: reproduced, blue: higher, red: lower, grey: not comparable"
-    axis.set_title(f"Comparison with the published numbers ({legend})\n{_setting_line(cells)}", fontsize=8)
+    cells = comparison[(comparison.status == "compared") & ~counts].copy()
+    cells["panel"] = cells.column.replace({"avg_spearman": "Avg", "value": "Avg"})
+    cells["label"] = cells.artifact + ": " + cells.row.astype(str)
+    rows = list(dict.fromkeys(cells.label))
+    panels = [panel for panel in FOREST_PANELS if panel in set(cells.panel)] or ["Avg"]
+    figure, axes = plt.subplots(
+        1, len(panels), sharey=True, squeeze=False, figsize=(3.2 + 1.25 * len(panels), max(2.5, 0.3 * len(rows) + 1.6))
+    )
+    for axis, panel in zip(axes[0], panels, strict=True):
+        for cell in cells[cells.panel == panel].itertuples():
+            y = rows.index(cell.label)
+            colour = FOREST_COLOURS.get(cell.verdict if cell.comparable else "not comparable", "0.6")
+            low, high = cell.ci_low - cell.published, cell.ci_high - cell.published
+            if pd.notna(low) and pd.notna(high):
+                axis.plot([low, high], [y, y], color=colour, linewidth=1.2)
+            axis.plot([cell.delta], [y], "o", color=colour, markersize=3.5)
+        axis.axvline(0, color="black", linewidth=0.8)
+        axis.set_title(panel, fontsize=9)
+        axis.tick_params(axis="x", labelsize=7)
+        axis.grid(axis="y", color="0.92", linewidth=0.6)
+    axes[0][0].set_yticks(range(len(rows)), rows, fontsize=8)
+    axes[0][0].set_ylim(len(rows) - 0.5, -0.5)
+    figure.supxlabel("reproduced - published (Spearman x 100; bar: bootstrap or seed interval)", fontsize=8)
+    handles = [
+        plt.Line2D([], [], marker="o", linestyle="-", color=colour, label=verdict)
+        for verdict, colour in FOREST_COLOURS.items()
+        if verdict in set(cells.verdict)
+    ]
+    figure.legend(handles=handles, loc="upper right", fontsize=7, frameon=False, ncols=len(handles) or 1)
+    figure.suptitle(f"Comparison with the published numbers\n{_setting_line(cells)}", fontsize=9, x=0.02, ha="left")
+    figure.tight_layout()
     _save(figure, paths)
     return figure

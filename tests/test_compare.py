@@ -134,3 +134,36 @@ def test_a_renamed_or_absent_row_is_missing_not_skipped(tmp_path, capsys):
     assert _gate(results, tmp_path, ONLY_CONSERT_BASE) == 1
     out = capsys.readouterr()
     assert "MISSING: table2 ConSERT-base" in out.out and "nothing reproduced" in out.err
+
+
+def test_the_forest_plot_puts_each_compared_cell_in_its_sets_panel(tmp_path):
+    from consert.figures import comparison_forest
+
+    def cell(artifact, row, column, delta, verdict="reproduced", status="compared"):
+        return {
+            "artifact": artifact, "row": row, "column": column, "published": 70.0, "reproduced": 70.0 + delta,
+            "delta": delta, "ci_low": 69.0 + delta, "ci_high": 71.0 + delta, "verdict": verdict,
+            "comparable": verdict != "not comparable", "status": status, "setting": "paper",
+        }  # fmt: skip
+
+    frame = pd.DataFrame(
+        [
+            cell("table2", "ConSERT-base", "STS12", 1.5),
+            cell("table2", "ConSERT-base", "Avg", -2.0, "lower"),
+            cell("table4", "16", "avg_spearman", 0.5),  # Table 4's average joins the Avg panel
+            cell("table4", "16", "steps", 300.0),  # a count, not a Spearman: not plotted
+            cell("table3", "X", "STS12", 9.0, status="not run"),
+        ]
+    )
+    figure = comparison_forest(frame, [tmp_path / "forest.png"])
+    titles = [axis.get_title() for axis in figure.axes]
+    assert titles == ["STS12", "Avg"]
+    points = {
+        axis.get_title(): sorted(
+            (float(line.get_xdata()[0]), float(line.get_ydata()[0])) for line in axis.lines if line.get_marker() == "o"
+        )
+        for axis in figure.axes
+    }
+    assert points == {"STS12": [(1.5, 0.0)], "Avg": [(-2.0, 0.0), (0.5, 1.0)]}
+    rows = [label.get_text() for label in figure.axes[0].get_yticklabels()]
+    assert rows == ["table2: ConSERT-base", "table4: 16"]

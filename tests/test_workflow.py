@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from consert import paper
 from tests.fixtures import write_senteval_tree
@@ -387,3 +390,113 @@ def test_the_html_report_shows_every_artifact_with_its_caption_in_a_browser(dag_
     assert view.blocked == [] and view.errors == []
     assert view.requests and all(url.startswith(("file:", "data:", "blob:", "about:")) for url in view.requests)
     assert (shots / "report_landing.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+SLURM_SCRIPT = ROOT / "tests" / "slurm" / "local-cluster.sh"
+SLURM_PROFILE = ROOT / "tests" / "slurm" / "profile"
+
+
+def _profile(path: Path) -> dict:
+    return yaml.safe_load((path / "config.yaml").read_text())
+
+
+def test_the_slurm_test_profile_differs_from_the_real_one_only_in_sizes_and_account():
+    real, test = _profile(ROOT / "profiles" / "slurm"), _profile(SLURM_PROFILE)
+    sized = {"slurm_account", "runtime", "mem_mb", "cpus_per_task"}
+    for key in set(real) | set(test):
+        if key in ("default-resources", "set-resources"):
+            continue
+        if key not in ("configfile", "slurm-init-seconds-before-status-checks"):  # which config; check latency
+            assert real.get(key) == test.get(key), key
+    assert set(real["set-resources"]) == set(test["set-resources"])
+    for rule, resources in real["set-resources"].items():
+        assert {k: v for k, v in resources.items() if k not in sized} == {
+            k: v for k, v in test["set-resources"][rule].items() if k not in sized
+        }, rule
+    assert set(real["default-resources"]) == set(test["default-resources"])
+    assert real["default-resources"]["slurm_partition"] == test["default-resources"]["slurm_partition"]
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster():
+    """A one-node SLURM cluster on this machine (Debian's packages; tests/slurm/local-cluster.sh)."""
+    _require(
+        "Debian's SLURM packages",
+        shutil.which("sbatch") is not None or os.environ.get("CONSERT_SLURM_TESTS") == "1",
+        "CONSERT_SLURM_TESTS",
+    )
+    started = subprocess.run([str(SLURM_SCRIPT), "start"], capture_output=True, text=True, timeout=900)
+    if started.returncode != 0:
+        pytest.fail(f"the local SLURM cluster did not start:\n{started.stdout[-3000:]}\n{started.stderr[-3000:]}")
+    env = {**os.environ, "SLURM_CONF": started.stdout.strip().splitlines()[-1]}
+    try:
+        yield env
+    finally:
+        subprocess.run([str(SLURM_SCRIPT), "stop"], capture_output=True, text=True, timeout=300)
+
+
+def _slurm_jobs(env: dict, *args: str) -> list[dict[str, str]]:
+    """sacct's job records (no steps): id, name, state, comment."""
+    fields = ["JobID", "JobName", "State", "Comment"]
+    result = subprocess.run(
+        ["sacct", "-X", "-n", "-P", "-S", "now-1days", f"--format={','.join(fields)}", *args],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return [dict(zip(fields, line.split("|"), strict=True)) for line in result.stdout.splitlines() if line]
+
+
+def _running_training_job(env: dict) -> str | None:
+    listed = subprocess.run(
+        ["squeue", "-h", "-t", "RUNNING", "-o", "%i|%k"], env=env, capture_output=True, text=True
+    ).stdout.splitlines()
+    return next((line.split("|")[0] for line in listed if "consert_train" in line), None)
+
+
+@pytest.mark.slow
+def test_the_test_dag_runs_on_a_real_slurm_cluster_and_survives_a_scancel(dag_run, slurm_cluster, tmp_path):
+    """The test config's DAG through `snakemake --executor slurm` on the local cluster: every job goes
+    through sbatch, a training job killed with scancel is reported and resubmitted, and the artifacts
+    equal the local run's."""
+    reference, _ = dag_run
+    env = slurm_cluster
+    before = {job["JobID"] for job in _slurm_jobs(env)}
+    data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
+    command, run_env = snakemake_command(
+        tmp_path, "--profile", str(SLURM_PROFILE), "--config", f"data_dir={data}", "--jobs", "4"
+    )
+    log = tmp_path / "snakemake-slurm.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(command, env={**run_env, **env}, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            cancelled = None
+            deadline = time.time() + 900
+            while cancelled is None and process.poll() is None and time.time() < deadline:
+                cancelled = _running_training_job(env)
+                time.sleep(1)
+            assert cancelled, "no training job was seen running under SLURM"
+            time.sleep(3)  # let it get going, then kill it
+            subprocess.run(["scancel", cancelled], env=env, check=True)
+            process.wait(timeout=2400)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    text = log.read_text()
+    assert process.returncode == 0, text[-5000:]
+    jobs = [job for job in _slurm_jobs(env) if job["JobID"] not in before]
+    submitted = set(re.findall(r"SLURM jobid (\d+)", text))
+    print("SLURM jobs of this run (sacct):")
+    for job in jobs:
+        print(f"  {job['JobID']:>6} {job['State']:<14} {job['Comment']}")
+    assert submitted and submitted == {job["JobID"] for job in jobs}  # every job went through sbatch
+    states = {job["JobID"]: job["State"] for job in jobs}
+    assert states[cancelled].startswith("CANCELLED")
+    assert all(state == "COMPLETED" for job_id, state in states.items() if job_id != cancelled)
+    rule_of_cancelled = next(job["Comment"] for job in jobs if job["JobID"] == cancelled)
+    assert sum(job["Comment"] == rule_of_cancelled for job in jobs) == 2  # resubmitted once, not lost
+    assert "CANCELLED" in text  # and reported in snakemake's log
+    for name in ARTIFACTS:  # the same results as the local run (same seeds, one thread per job)
+        if name == "comparison":
+            continue
+        assert (tmp_path / "results" / f"{name}.csv").read_text() == (
+            reference / "results" / f"{name}.csv"
+        ).read_text(), name

@@ -18,24 +18,37 @@
 #                        sacctmgr fail ("Slurm accounting storage is disabled"), only squeue works
 #
 # The node is this machine (`hostname -s`, 127.0.0.1): all its CPUs and ~90% of its memory,
-# partitions `cpu` (default) and `gpu`, and one fake GRES gpu (no device file) so that jobs the
+# partitions `cpu` (default) and `gpu`, and one fake GRES gpu (File=/dev/null) so that jobs the
 # plugin submits with --gpus=1 are accepted.  Job accounting is slurmdbd on a local MariaDB:
 # `sacct` (which snakemake-executor-plugin-slurm uses for job status) and `sacctmgr` (account
-# validation) need it; with accounting_storage/none sacct only reports "accounting disabled".
+# validation) need it; with accounting_storage/none sacct only says "accounting disabled".
+# The account $SLURM_LOCAL_ACCOUNT is enforced: sbatch -A <anything else> is rejected.
+# Side effects outside the state dir: /etc/slurm/slurm.conf becomes a link to the config (see
+# link_default_conf; removed by stop), munged runs on the default /run/munge socket.
+#
+# Known plugin behaviour (snakemake-executor-plugin-slurm 2.8.0): with the default status command
+# (sacct) a job cancelled with scancel is never noticed (sacct says "CANCELLED by <uid>", the
+# plugin compares with "CANCELLED") and Snakemake waits forever; --slurm-status-command squeue
+# reports it as failed (and --retries resubmits it).
 set -euo pipefail
 
 DIR=${SLURM_LOCAL_DIR:-/tmp/consert-slurm}
 ACCOUNT=${SLURM_LOCAL_ACCOUNT:-test}
 TIMEOUT=${SLURM_LOCAL_TIMEOUT:-90}
 ACCOUNTING=${SLURM_LOCAL_ACCOUNTING:-slurmdbd}
+case "$ACCOUNTING" in slurmdbd | none) ;; *) echo "SLURM_LOCAL_ACCOUNTING must be slurmdbd or none" >&2; exit 2 ;; esac
 PORT=${SLURM_LOCAL_PORT:-6817}
 CLUSTER=localcluster
 NODE=$(hostname -s)
 CONF=$DIR/slurm.conf
 export SLURM_CONF=$CONF
 
-PACKAGES=(munge slurmctld slurmd slurm-client slurmdbd mariadb-server)
-COMMANDS=(munged slurmctld slurmd sbatch slurmdbd mariadbd)
+PACKAGES=(munge slurmctld slurmd slurm-client)
+COMMANDS=(munged slurmctld slurmd sbatch)
+if [ "$ACCOUNTING" != none ]; then
+    PACKAGES+=(slurmdbd mariadb-server)
+    COMMANDS+=(slurmdbd mariadbd)
+fi
 
 log() { echo "[local-cluster] $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
