@@ -484,7 +484,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_encoder_arguments(evaluate)
     evaluate.set_defaults(run=_cmd_evaluate)
 
-    train = commands.add_parser("train", help="train ConSERT (unsup, joint, sup, sup-unsup, joint-unsup)")
+    train = commands.add_parser(
+        "train", help="train ConSERT (unsup, joint, sup, sup-unsup, joint-unsup), SimCSE (simcse) or AugCSE (augcse)"
+    )
     train.add_argument("--config", default=None, metavar="FILE.yaml", help="training config (see consert/config.py)")
     train.add_argument(
         "--set",
