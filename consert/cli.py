@@ -127,7 +127,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
             config.eval_pooling,
             data,
             args,
-            config.max_length,
+            config.evaluation_max_length,
             config.device,
             config.seed,
             mode=config.mode,

@@ -298,7 +298,7 @@ def compare(
         rows += _cells("table4", pub, rep, pairs, [("avg_spearman", "Avg")], tol["table4"], aggregates)
         steps = [("steps", "best_step")]
         rows += _cells("table4", pub, rep, pairs, steps, tol["table4_steps"], aggregates, report_gaps=False)
-    # optional: only configs with a `family` block produce it
+    # optional: only configs whose `family.methods` lists a method produce it
     family = load("table_contrastive_family.csv") if (results / "table_contrastive_family.csv").is_file() else None
     if family is not None:
         pub = pd.read_csv(published / "contrastive_family.csv").assign(key=lambda f: f.method)

@@ -82,6 +82,7 @@ class TrainConfig:
     eval_every: int = BY_STAGE
     eval_grid: str = BY_STAGE  # "epoch": every eval_every steps within each epoch + each epoch's end (ConSERT)
     max_length: int = BY_STAGE
+    eval_max_length: int | None = BY_STAGE  # dev and test encoding (None: max_length; SimCSE: no truncation)
     train_pooling: str = BY_STAGE
     dev_pooling: str = BY_STAGE  # checkpoint selection (ConSERT: the model's own last-layer mean)
     eval_pooling: str = BY_STAGE  # the reported test numbers (ConSERT: the last two layers' mean)
@@ -119,6 +120,12 @@ class TrainConfig:
         _choice("projection", self.projection, PROJECTIONS)
         if self.discriminator_weight < 0:
             raise ConfigError(f"discriminator_weight: expected a number >= 0, got {self.discriminator_weight}")
+        if self.discriminator_weight > 0 and self.mode != "augcse":
+            raise ConfigError(f"discriminator_weight: AugCSE's discriminator needs mode 'augcse', not {self.mode!r}")
+        if self.eval_max_length is not None and self.eval_max_length < MIN_MAX_LENGTH:
+            raise ConfigError(
+                f"eval_max_length: expected at least {MIN_MAX_LENGTH} tokens or null, got {self.eval_max_length}"
+            )
         if self.discriminator_weight > 0:
             from .text_augment import check_text_augmentations
 
@@ -176,6 +183,11 @@ class TrainConfig:
             )
         if self.stage1:
             self.first_stage()  # validate the overrides now, not after the first stage has trained
+
+    @property
+    def evaluation_max_length(self) -> int:
+        """Tokens per sentence when the dev and test sets are encoded."""
+        return self.eval_max_length or self.max_length
 
     def first_stage(self) -> TrainConfig:
         """A two-stage mode's first (NLI) stage: its own recipe, the shared keys, then ``stage1``."""

@@ -55,6 +55,7 @@ COMPARED = (
     "train_pooling",
     "dev_pooling",
     "eval_pooling",
+    "eval_max_length",
     "dev_max_pairs",
     "max_length",
     "seed",
@@ -98,6 +99,10 @@ FAMILY_NOTES = {
 }
 
 
+#: The seed SimCSE's and AugCSE's runs used (HF TrainingArguments' default; AugCSE sets it explicitly).
+FAMILY_SEED = 42
+
+
 def family_differences(config: TrainConfig) -> list[str]:
     """Differences of a SimCSE/AugCSE run from its authors that no compared key shows."""
     if config.mode not in FAMILY_NOTES:
@@ -118,7 +123,10 @@ def family_differences(config: TrainConfig) -> list[str]:
 
 def authors_values(stage: str, size: str) -> dict[str, Any]:
     """The authors' value of every compared key for ``stage`` at ``size`` (``None``: all texts, no step cap)."""
-    return {"max_steps": None, "n_texts": None, "dev_max_pairs": None, "dropout": 0.2, **authors_recipe(stage, size)}
+    values = {"max_steps": None, "n_texts": None, "dev_max_pairs": None, "dropout": 0.2, **authors_recipe(stage, size)}
+    if stage in FAMILY_NOTES:
+        values["seed"] = FAMILY_SEED  # SimCSE's and AugCSE's scripts run the HF Trainer's default seed
+    return values
 
 
 def _used_keys(config: TrainConfig) -> set[str]:
@@ -130,9 +138,9 @@ def _used_keys(config: TrainConfig) -> set[str]:
     keys = set(COMPARED) - {"token_cutoff", "feature_cutoff", "dropout"} - contrastive_keys - augcse_keys
     if contrastive:
         keys |= contrastive_keys
+        keys |= {rate for rate in ("token_cutoff", "feature_cutoff", "dropout") if rate in config.views}
     if config.discriminator_weight > 0:
         keys |= augcse_keys
-        keys |= {rate for rate in ("token_cutoff", "feature_cutoff", "dropout") if rate in config.views}
     if not supervised:
         keys -= {"classifier_features"}
     if supervised:
@@ -151,6 +159,8 @@ def _same(key: str, ours: Any, theirs: Any) -> bool:
 def _reason(key: str, spec: RunSpec, setting: str) -> str:
     """Why ``key`` of this run may differ from the authors' value, or ``UNEXPLAINED``."""
     if key == "seed":
+        if spec.setting in FAMILY_NOTES:
+            return "the config's seeds list (the authors' scripts leave the HF Trainer's default seed 42)"
         return "a further seed of the config's seeds list"
     if key in ("text_augmentations", "spacy_model") and any(word in setting for word in ("offline", "test")):
         return "the parser-based augmentations need a spaCy model with a parser, which cannot be installed offline"

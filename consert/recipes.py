@@ -92,6 +92,10 @@ AUTHORS_BY_SIZE: dict[str, dict[str, dict[str, Any]]] = {
         "joint": {"source": "scripts/sup-consert-joint-large.sh", "max_length": 40},
         "sup-unsup": {"source": "scripts/sup-consert-sup-unsup-large.sh", "epochs": 10},
         "joint-unsup": {"source": "scripts/sup-consert-joint-unsup-large.sh", "epochs": 10, "max_length": 40},
+        "simcse": {
+            "source": "princeton-nlp/SimCSE README (hyperparameters: unsupervised BERT-large lr 1e-5)",
+            "lr": 1e-5,
+        },
     }
 }
 
@@ -123,6 +127,7 @@ FALLBACK: dict[str, Any] = {
     "classifier_features": AUTHORS_CLASSIFIER,
     "loss": "nt_xent",
     "projection": "none",
+    "eval_max_length": None,  # ConSERT evaluates at its training max_length
     "discriminator_weight": 0.0,
     "text_augmentations": (),
     "spacy_model": None,
@@ -145,7 +150,8 @@ SIMCSE: dict[str, Any] = {
     "train_pooling": "cls",
     "dev_pooling": "cls",  # the MLP is dropped at evaluation: [CLS] before the pooler
     "eval_pooling": "cls",
-    "max_length": 32,  # --max_seq_length 32
+    "max_length": 32,  # --max_seq_length 32 (training)
+    "eval_max_length": 512,  # evaluation pads to the longest sentence, no truncation (SentEval batcher)
     "eval_every": 125,  # --eval_steps 125 (the paper's App. A says every 250 steps)
     "eval_grid": "global",
     "adam_bias_correction": True,  # transformers.AdamW default correct_bias=True

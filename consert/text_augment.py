@@ -13,6 +13,7 @@ parsed ``Doc`` objects. ``LEFT_OUT`` lists the authors' augmentations not implem
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections.abc import Callable, Sequence
@@ -101,15 +102,15 @@ CONTRACTIONS = {
 }
 
 #: Single-word discourse markers grouped by PDTB sense (ours; the authors use NL-Augmenter's table).
+#: Words that are often not markers ("as", "next", "still", "while", "since") or would flip the meaning
+#: ("if" -> "unless") are left out.
 DISCOURSE_MARKERS = {
-    "contrast": ("however", "but", "yet", "nevertheless", "nonetheless", "still"),
+    "contrast": ("however", "but", "yet", "nevertheless", "nonetheless"),
     "concession": ("although", "though", "whereas"),
     "result": ("therefore", "thus", "hence", "consequently", "accordingly"),
     "addition": ("also", "moreover", "furthermore", "additionally", "besides"),
-    "succession": ("then", "afterwards", "subsequently", "later", "next"),
-    "synchrony": ("meanwhile", "simultaneously", "while"),
-    "cause": ("because", "since", "as"),
-    "condition": ("if", "unless"),
+    "succession": ("afterwards", "subsequently", "thereafter"),
+    "synchrony": ("meanwhile", "simultaneously"),
     "instantiation": ("specifically", "notably"),
     "alternative": ("alternatively", "instead", "otherwise"),
 }
@@ -159,8 +160,8 @@ def random_swap(doc, rng: random.Random, ratio: float = 0.1, most: int = 30) -> 
     texts = [token.text for token in doc]
     if len(texts) < 2:
         return doc.text
-    count = min(most, max(1, -(-len(texts) * ratio // 1)))
-    for position in rng.sample(range(len(texts)), int(count)):
+    count = min(most, max(1, math.ceil(len(texts) * ratio)))
+    for position in rng.sample(range(len(texts)), count):
         if position == 0:
             neighbour = 1
         elif position == len(texts) - 1:
@@ -168,30 +169,34 @@ def random_swap(doc, rng: random.Random, ratio: float = 0.1, most: int = 30) -> 
         else:
             neighbour = position + rng.choice((-1, 1))
         texts[position], texts[neighbour] = texts[neighbour], texts[position]
-    return " ".join(texts)
+    return doc.text if texts == [token.text for token in doc] else " ".join(texts)
+
+
+#: The auxiliary left when "n't" is dropped from a contraction spaCy splits irregularly (can't -> ca + n't).
+CONTRACTED_AUXILIARIES = {"ca": "can", "wo": "will", "sha": "shall"}
 
 
 def auxiliary_negation_removal(doc, rng: random.Random) -> str:
-    """Drop "not"/"n't" after a negatable auxiliary (``is not`` -> ``is``) and "do not" altogether."""
+    """Drop "not"/"n't" after a negatable auxiliary (``is not`` -> ``is``, ``can't`` -> ``can``) and "do not"
+    altogether; like the authors' rule, "does"/"did" are left alone."""
     drop: set[int] = set()
     for token in doc:
         if token.i == 0 or token.lower_ not in ("not", "n't"):
             continue
         previous = doc[token.i - 1].lower_
-        if previous in NEGATED_AUXILIARIES:
+        if previous in NEGATED_AUXILIARIES or (token.lower_ == "n't" and previous in CONTRACTED_AUXILIARIES):
             drop.add(token.i)
         elif previous == "do":
             drop |= {token.i - 1, token.i}
     if not drop:
         return doc.text
-    pieces = []
+    words = []
     for token in doc:
         if token.i in drop:
-            if pieces and token.whitespace_:
-                pieces[-1] = pieces[-1].rstrip() + token.whitespace_
             continue
-        pieces.append(token.text + token.whitespace_)
-    return "".join(pieces).strip()
+        spelled = CONTRACTED_AUXILIARIES.get(token.lower_) if token.i + 1 in drop else None
+        words.append(_with_case_of(spelled, token.text) if spelled else token.text)
+    return _join(words)
 
 
 def discourse_marker_substitution(doc, rng: random.Random) -> str:
@@ -203,7 +208,11 @@ def discourse_marker_substitution(doc, rng: random.Random) -> str:
         if sense is None:
             texts.append(token.text)
             continue
-        choice = rng.choice([m for m in DISCOURSE_MARKERS[sense] if m != token.lower_])
+        others = [m for m in DISCOURSE_MARKERS[sense] if m != token.lower_]
+        if not others:
+            texts.append(token.text)
+            continue
+        choice = rng.choice(others)
         texts.append(_with_case_of(choice, token.text))
         changed = True
     return _render(doc, texts) if changed else doc.text
@@ -292,7 +301,7 @@ def wordnet_adjective_antonyms(root: str = str(DEBIAN_WORDNET)) -> dict[str, str
     if not index_file.is_file() or not data_file.is_file():
         raise FileNotFoundError(
             f"WordNet database files not found in {directory} (expected index.adj and data.adj): install Debian's "
-            "wordnet-base (`apt-get install wordnet-base`) or set text augmentation wordnet_dir"
+            "wordnet-base (`apt-get install wordnet-base`) or pass the directory of WordNet 3.0's dict files"
         )
     synsets: dict[str, tuple[str, list[str], list[tuple[str, int]]]] = {}
     for line in data_file.read_text(encoding="utf-8").splitlines():

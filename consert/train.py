@@ -125,7 +125,11 @@ class _Stage:
         dev = data.sets["STSb"].groups["dev"][: config.dev_max_pairs]
         self.dev_pairs = dev
         self.dev_encoder = SentenceEncoder(
-            self.tokenizer, self.model, max_length=config.max_length, dtype=self.dtype, resolved=self.resolved
+            self.tokenizer,
+            self.model,
+            max_length=config.evaluation_max_length,
+            dtype=self.dtype,
+            resolved=self.resolved,
         )
 
     def tokenize(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -147,8 +151,8 @@ class _Stage:
         text, through the projection head when there is one (SimCSE)."""
         ids, mask = self.tokenize(texts)
         view1, view2 = two_view_forward(self.model, ids, mask, self.config.views, self.train_pooling, self.ratios)
-        if self.projection is not None:
-            view1, view2 = self.projection(view1), self.projection(view2)
+        if self.projection is not None:  # both views in one call: a batch-norm head normalises them together
+            view1, view2 = self.projection(torch.cat([view1, view2])).split(len(texts))
         loss = CONTRASTIVE_LOSSES[self.config.loss](view1, view2, self.config.temperature)
         return self.config.contrastive_weight * loss
 

@@ -11,7 +11,7 @@ from torch import nn
 
 from consert.augcse import AugmentationDiscriminator, discriminator_loss, reverse_gradient
 from consert.config import TrainConfig
-from consert.losses import infonce, infonce_symmetric, nt_xent
+from consert.losses import infonce, infonce_symmetric
 from consert.text_augment import (
     AUTHORS_STS_LIST,
     DEBIAN_WORDNET,
@@ -62,6 +62,8 @@ def test_simcse_recipe_is_the_authors_unsupervised_bert_base_run():
     assert (config.train_pooling, config.dev_pooling, config.eval_pooling) == ("cls", "cls", "cls")
     assert (config.projection, config.loss, config.contrastive_weight) == ("mlp", "infonce", 1.0)
     assert config.discriminator_weight == 0  # no discriminator
+    # SimCSE's SentEval batcher pads to the longest sentence and truncates nothing; ConSERT evaluates at 64
+    assert config.evaluation_max_length == 512 and TrainConfig(mode="unsup").evaluation_max_length == 64
 
 
 def test_augcse_recipe_adds_the_discriminator_and_keeps_consert_untouched():
@@ -73,6 +75,11 @@ def test_augcse_recipe_adds_the_discriminator_and_keeps_consert_untouched():
     assert implemented | set(LEFT_OUT) == set(AUTHORS_STS_LIST) and not implemented & set(LEFT_OUT)
     consert = TrainConfig(mode="unsup")
     assert (consert.temperature, consert.loss, consert.projection, consert.max_length) == (0.1, "nt_xent", "none", 64)
+
+
+def test_the_discriminator_belongs_to_augcse_only():
+    with pytest.raises(ValueError, match="needs mode 'augcse'"):
+        TrainConfig(mode="unsup", discriminator_weight=0.005, text_augmentations=["random_swap"])
 
 
 def test_a_left_out_augmentation_is_refused_with_its_reason():
@@ -122,8 +129,6 @@ def test_infonce_of_a_three_sentence_batch_by_hand():
     columns = [([1, 0, r], 0), ([r, r, 1], 1), ([0, 1, r], 2)]
     backward = sum(-math.log(math.exp(s[i] / tau) / sum(math.exp(x / tau) for x in s)) for s, i in columns) / 3
     assert infonce_symmetric(view1, view2, tau).item() == pytest.approx((forward + backward) / 2, rel=1e-6)
-    # ConSERT's NT-Xent adds in-view negatives and sums both directions: a different number
-    assert nt_xent(view1, view2, tau).item() != pytest.approx(forward + backward, rel=1e-3)
 
 
 def test_an_untrained_discriminator_costs_log_2_per_class():
@@ -133,6 +138,17 @@ def test_an_untrained_discriminator_costs_log_2_per_class():
     original, augmented = torch.randn(5, 3), torch.randn(5, 3)
     loss = discriminator_loss(discriminator, original, augmented, torch.tensor([0, 1, 2, 3, 3]))
     assert loss.item() == pytest.approx(math.log(2))  # tanh(0) = 0: BCE of logit 0 is log 2 for 0 and 1 targets
+
+
+def test_the_discriminator_is_two_tanh_layers_on_the_concatenated_pair():
+    discriminator = AugmentationDiscriminator(dim=5, classes=4).eval()
+    linears = [m for m in discriminator.modules() if isinstance(m, nn.Linear)]
+    assert [(m.in_features, m.out_features) for m in linears] == [(10, 20), (20, 4)]  # 2d -> 4d -> A + 1
+    with torch.no_grad():
+        for linear in linears:
+            linear.weight.fill_(3.0)  # large weights: only a final tanh keeps the scores within [-1, 1]
+        scores = discriminator(torch.ones(2, 5), torch.ones(2, 5))
+    assert scores.shape == (2, 4) and scores.abs().max() <= 1.0 and scores.min() > 0.99
 
 
 def test_gradient_reversal_flips_the_discriminators_gradient_into_the_encoder():
@@ -189,6 +205,8 @@ def test_auxiliary_negation_removal(nlp):
     assert auxiliary_negation_removal(nlp("The cat isn't happy."), rng) == "The cat is happy."
     assert auxiliary_negation_removal(nlp("She could not come."), rng) == "She could come."
     assert auxiliary_negation_removal(nlp("I do not know."), rng) == "I know."
+    assert auxiliary_negation_removal(nlp("I can't swim."), rng) == "I can swim."  # spaCy: ca + n't
+    assert auxiliary_negation_removal(nlp("I don't."), rng) == "I."
     assert auxiliary_negation_removal(nlp("Not now."), rng) == "Not now."  # no auxiliary before it
 
 

@@ -216,8 +216,25 @@ def test_the_offline_card_explains_its_short_runs():
 def test_a_second_seed_is_listed_and_explained():
     card = recipe_card(_workflow_config("test.yaml"))  # seeds [1, 2]
     second = card[card.run.str.endswith("seed2")]
+    family = second.stage.isin(["simcse", "augcse"])
     assert (
-        len(second)
-        and second.differs_from_authors.str.contains("seed: 2 (authors 1; a further seed", regex=False).all()
+        len(second[~family])
+        and second[~family].differs_from_authors.str.contains("seed: 2 (authors 1; a further seed", regex=False).all()
+    )
+    # SimCSE's and AugCSE's authors ran seed 42: every seed of the config differs, with that reason
+    first_family = card[card.stage.isin(["simcse", "augcse"])]
+    assert (
+        len(first_family) == 4
+        and first_family.differs_from_authors.str.contains("(authors 42; the config's seeds list", regex=False).all()
     )
     assert unexplained(card) == []
+
+
+def test_consert_runs_compare_the_rates_of_their_augmentations():
+    from consert.config import TrainConfig
+    from consert.recipe_card import _used_keys
+
+    # the authors' unsupervised views are feature cutoff + shuffle: its rate is part of the recipe
+    assert "feature_cutoff" in _used_keys(TrainConfig(mode="unsup"))
+    assert "token_cutoff" in _used_keys(TrainConfig(mode="joint"))  # none + token cutoff
+    assert not {"token_cutoff", "feature_cutoff"} & _used_keys(TrainConfig(mode="simcse"))  # dropout views only

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -150,8 +149,10 @@ def test_the_contrastive_family_table_has_every_method_over_seeds(dag_run):
     workdir, _ = dag_run
     family = pd.read_csv(workdir / "results" / "table_contrastive_family.csv")
     assert set(family.method) == {"BERT-base (cls)", "ConSERT-base", "SimCSE-base", "AugCSE-base"}
-    trained = family[family.method != "BERT-base (cls)"]
-    assert (trained.n_seeds == 2).all() and trained.Avg.between(-100, 100).all()
+    trained = family[family.method != "BERT-base (cls)"].set_index("method")
+    assert (trained.n_seeds == 2).all()
+    for method in ("SimCSE-base", "AugCSE-base"):  # runs of their own, not the ConSERT run again
+        assert trained.loc[method, "Avg"] != trained.loc["ConSERT-base", "Avg"], method
     consert = pd.read_csv(workdir / "results" / "table2_unsup.csv").set_index("method").loc["ConSERT-base"]
     assert family.set_index("method").loc["ConSERT-base", "Avg"] == pytest.approx(consert.Avg)  # the same runs
     augcse = pd.read_csv(workdir / "results" / "evals" / "consert" / "base-augcse-seed1.csv")
@@ -420,9 +421,10 @@ def test_the_slurm_test_profile_differs_from_the_real_one_only_in_sizes_and_acco
 @pytest.fixture(scope="module")
 def slurm_cluster():
     """A one-node SLURM cluster on this machine (Debian's packages; tests/slurm/local-cluster.sh)."""
+    # opt-in only: the script installs packages and starts daemons as root (never on a real cluster node)
     _require(
-        "Debian's SLURM packages",
-        shutil.which("sbatch") is not None or os.environ.get("CONSERT_SLURM_TESTS") == "1",
+        "a throwaway machine for a local SLURM cluster",
+        os.environ.get("CONSERT_SLURM_TESTS") == "1",
         "CONSERT_SLURM_TESTS",
     )
     started = subprocess.run([str(SLURM_SCRIPT), "start"], capture_output=True, text=True, timeout=900)

@@ -258,7 +258,7 @@ start_slurm() {
 # path.  So the config is also linked there; a real file at that path is never touched.
 DEFAULT_CONF=/etc/slurm/slurm.conf
 link_default_conf() {
-    if [ -e "$DEFAULT_CONF" ] && [ ! -L "$DEFAULT_CONF" ]; then
+    if { [ -e "$DEFAULT_CONF" ] || [ -L "$DEFAULT_CONF" ]; } && [ "$(readlink "$DEFAULT_CONF" || true)" != "$CONF" ]; then
         die "$DEFAULT_CONF exists and is not this script's link: move it away (jobs' nested srun reads it, not SLURM_CONF)"
     fi
     mkdir -p "$(dirname "$DEFAULT_CONF")"
@@ -308,6 +308,12 @@ stop_pidfile() {
     local name=$1 f=$DIR/run/$1.pid pid i
     if alive "$f"; then
         pid=$(cat "$f")
+        # a stale pid file may name an unrelated process by now: only signal the daemon we started
+        if ! grep -q "^${name}" "/proc/$pid/comm" 2>/dev/null; then
+            log "$f names pid $pid, which is not $name: left alone"
+            rm -f "$f"
+            return 0
+        fi
         kill "$pid" 2>/dev/null || true
         for i in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
         kill -0 "$pid" 2>/dev/null && { log "$name ($pid) still alive: SIGKILL"; kill -9 "$pid" 2>/dev/null || true; }
