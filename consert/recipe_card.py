@@ -81,12 +81,19 @@ MAX_LENGTH_NOTE = (
 )
 
 
+#: Where the shared loop's evaluation grid differs from the HF Trainer's (both family methods).
+FAMILY_GRID_NOTE = (
+    "dev evaluation: every eval_every steps as the HF Trainer, plus one after the last step when that is off "
+    "the grid (the Trainer evaluates on the grid only; with wiki1m SimCSE's 15,625 steps end on it, AugCSE's "
+    "4 x 7,813 = 31,252 end 252 steps after its last evaluation)"
+)
 #: What the contrastive family's recipes leave to a choice of ours, or where paper and code disagree.
 FAMILY_NOTES = {
     "simcse": (
         "eval_every: 125 from run_unsup_example.sh (the paper's Appendix A says 250); seed: the script sets none, "
         "so HF's 42 (ours: the config's seeds); loss: one direction, z1 against the N z2's (models.py cl_forward); "
-        "the MLP head (Linear + Tanh, N(0, 0.02) init) is dropped at evaluation ([CLS] before the pooler)"
+        "the MLP head (Linear + Tanh, N(0, 0.02) init) is dropped at evaluation ([CLS] before the pooler); "
+        + FAMILY_GRID_NOTE
     ),
     "augcse": (
         "recipe: experiments/run_train_exp.py (the paper's Appendix A.7 was not available to check it); one "
@@ -94,7 +101,8 @@ FAMILY_NOTES = {
         "(the authors precompute every augmentation of wiki1m and cache it); contraction and discourse-marker "
         "tables are ours (the authors': checklist's and NL-Augmenter's); checkpoint: STS-B dev Spearman (the "
         "authors also keep a transfer-task checkpoint); the released script's branch for a non-empty "
-        "augmentation list pairs two augmentations and would crash, so the paper's uniform sampling is used"
+        "augmentation list pairs two augmentations and would crash, so the paper's uniform sampling is used; "
+        + FAMILY_GRID_NOTE
     ),
 }
 

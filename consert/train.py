@@ -322,10 +322,10 @@ def train(config: TrainConfig, data: SentEvalData | None = None, progress: bool 
     second stage starts from that model with its own recipe.
     """
     data = data if data is not None else load_senteval(config.data)
-    if config.mode not in FIRST_STAGE and config.mode not in ("sup", "joint"):  # unsup and the family
-        return train_stage(config, data, None, progress)
     if config.mode in ("sup", "joint"):
         return train_stage(config, data, config.mode, progress)
+    if config.mode not in FIRST_STAGE:  # unsup, simcse, augcse: one unsupervised stage
+        return train_stage(config, data, None, progress)
     start = config.stage1_model
     if start is None:
         start = str(train_stage(config.first_stage(), data, FIRST_STAGE[config.mode], progress).output_dir)
