@@ -127,6 +127,7 @@ def bench_training_step(data: SentEvalData, repeats: int, batch_size: int = 96) 
     def consert_step_function(dtype: str) -> Callable[[], None]:
         set_seed(1)
         stage = _Stage(TrainConfig(batch_size=batch_size, dtype=dtype, device="cpu"), data, supervised=False)
+        stage.settle(planned_steps=1, parameters=list(stage.model.parameters()))
         optimizer = torch.optim.AdamW(stage.model.parameters(), lr=1e-6)
 
         def consert_step():

@@ -4,8 +4,9 @@ Side by side, on the same GPU and the same random batches of STS texts (batch 96
 unsupervised views, the authors' optimiser settings):
 
 * **the trainer** (:func:`consert.train.train`: pre-tokenized texts, batches padded to a multiple of
-  16, the foreach AdamW without bias correction, the measured precision), eager and compiled, with its
-  STS-B dev evaluations inside the loop (every 200 steps within the epoch, timed separately);
+  16, the foreach AdamW without bias correction, the measured precision), eager, compiled, and packed
+  as CUDA graphs, with its STS-B dev evaluations inside the loop (every 200 steps within the epoch,
+  timed separately);
 * **a plain PyTorch loop** as one would write it: the tokenizer on every batch, padding to the longest,
   bf16 autocast, ``torch.optim.AdamW``, eager;
 * **the compiled ceiling**: every batch padded to 64 tokens (static shapes), ``torch.compile`` of the
@@ -78,10 +79,9 @@ def _synchronize(device: str) -> None:
         torch.cuda.synchronize(device)
 
 
-def bench_trainer(
-    model: str, data: SentEvalData, steps: int, compile_mode: str, workdir: Path, device: str = "cuda"
-) -> dict:
-    """The harness's trainer at paper scale for ``steps`` steps (dev set: all 1,500 STS-B dev pairs)."""
+def bench_trainer(model: str, data: SentEvalData, steps: int, mode: str, workdir: Path, device: str = "cuda") -> dict:
+    """The harness's trainer at paper scale for ``steps`` steps (dev set: all 1,500 STS-B dev pairs);
+    ``mode``: ``eager``, ``compiled`` (torch.compile, padded) or ``graphs`` (CUDA graphs, packed)."""
     from .config import TrainConfig
     from .export import TRAINING_RECORD
     from .train import train
@@ -91,8 +91,9 @@ def bench_trainer(
         mode="unsup",
         device=device,
         max_steps=steps,
-        compile=compile_mode,
-        output_dir=str(workdir / f"trainer-{compile_mode}"),
+        compile="on" if mode == "compiled" else "off",
+        cuda_graphs="on" if mode == "graphs" else "off",
+        output_dir=str(workdir / f"trainer-{mode}"),
     )
     started = time.perf_counter()
     result = train(config, data, progress=False)
@@ -104,7 +105,8 @@ def bench_trainer(
         "dev_evaluation_s": evaluation,
         "dev_evaluations": count,
         "wall_s": time.perf_counter() - started,
-        "compiled": compile_mode == "on",
+        "mode": mode,
+        "graphs_captured": record.get("cuda_graphs", 0),
     }
 
 
@@ -209,9 +211,10 @@ def run(data: SentEvalData, steps: int = 600, device: str = "cuda", model: str |
     )
     for name, function in (  # the compiled ones last: their compilation takes the longest
         ("plain PyTorch loop (eager)", lambda: bench_plain_loop(model, texts, steps // 2, False, device)),
-        ("trainer, eager", lambda: bench_trainer(model, data, steps, "off", workdir, device)),
+        ("trainer, eager", lambda: bench_trainer(model, data, steps, "eager", workdir, device)),
+        ("trainer, packed + CUDA graphs", lambda: bench_trainer(model, data, steps, "graphs", workdir, device)),
         ("compiled ceiling (static 64 tokens)", lambda: bench_plain_loop(model, texts, steps // 2, True, device)),
-        ("trainer, compiled", lambda: bench_trainer(model, data, steps, "on", workdir, device)),
+        ("trainer, compiled", lambda: bench_trainer(model, data, steps, "compiled", workdir, device)),
     ):
         result = report[name] = function()
         extra = ""
@@ -220,5 +223,7 @@ def run(data: SentEvalData, steps: int = 600, device: str = "cuda", model: str |
                 f"; {result['dev_evaluations']} dev evaluations of 1,500 pairs, {result['dev_evaluation_s']:.2f}s "
                 f"each; whole run {result['wall_s']:.0f}s; {result['precision']}"
             )
+            if result["graphs_captured"]:
+                extra += f"; {result['graphs_captured']} graphs captured"
         print(f"  {name}: {result['steps_per_s']:.1f} steps/s{extra}", flush=True)
     return report

@@ -101,6 +101,9 @@ class TrainConfig:
     dtype: str = "auto"  # the precision measured fastest on this machine (consert.precision)
     compile: str = "auto"  # torch.compile the training forward: "auto" (CUDA runs of 500+ steps), "on", "off"
     packed: str = "off"  # "on": the unsupervised views' dense layers on real tokens only (consert.packed)
+    cuda_graphs: str = (
+        "auto"  # the packed unsupervised step as CUDA graphs: "auto" (CUDA runs of 500+ steps), "on", "off"
+    )
     device: str | None = None
     data: str | None = None
     train_texts: str = "sts"  # "sts" (the 89,192 unlabeled STS texts) or a file with one text a line
@@ -153,6 +156,7 @@ class TrainConfig:
         _choice("dtype", self.dtype, DTYPE_CHOICES)
         _choice("compile", self.compile, COMPILE_CHOICES)
         _choice("packed", self.packed, ("on", "off"))
+        _choice("cuda_graphs", self.cuda_graphs, COMPILE_CHOICES)
         _choice("eval_grid", self.eval_grid, EVAL_GRIDS)
         _choice("final_state", self.final_state, ("best", "last"))
         for feature in self.classifier_features:

@@ -1,10 +1,10 @@
 """The optimisation loop shared by ConSERT and SG-OPT training.
 
 AdamW (no weight decay on biases and LayerNorm weights; optionally without bias correction, as the
-ConSERT authors) with linear warm-up and decay over the planned steps, gradient clipping, dev
-evaluations on a grid (:func:`evaluation_grid`), the best state kept in memory and restored at the
-end, early stopping after ``patience`` evaluations without a strict gain, and a stop with a clear
-message on a non-finite loss.
+ConSERT authors; then torch's fused kernel on CUDA) with linear warm-up and decay over the planned steps,
+gradient clipping, dev evaluations on a grid (:func:`evaluation_grid`), the best state kept in
+memory and restored at the end, early stopping after ``patience`` evaluations without a strict
+gain, and a stop with a clear message on a non-finite loss.
 
 Precision: ``dtype`` arrives resolved (:func:`consert.precision.training_precision`); fp16 trains
 under a gradient scaler, as the authors' apex O1 did. On CUDA the per-step
@@ -24,7 +24,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from .optim import AdamW
+from .optim import AdamW, fused_adamw
 from .precision import RESOLVED_DTYPES, autocast
 
 #: Steps between reads of the loss from a CUDA device (logging and the non-finite check).
@@ -33,6 +33,12 @@ CUDA_SYNC_EVERY = 50
 
 class TrainingFault(RuntimeError):
     """Training produced a non-finite loss or a collapsed embedding; nothing is exported."""
+
+
+def planned_step_count(n_items: int, batch_size: int, epochs: int, max_steps: int | None) -> int:
+    """Steps of ``epochs`` passes over ``n_items`` in batches of ``batch_size``, capped by ``max_steps``."""
+    steps = epochs * math.ceil(n_items / batch_size)
+    return steps if max_steps is None else min(max_steps, steps)
 
 
 @dataclass(frozen=True)
@@ -63,8 +69,7 @@ class LoopSettings:
 
     def planned_steps(self, n_items: int) -> int:
         """Steps of ``epochs`` passes over ``n_items``, capped by ``max_steps``."""
-        steps = self.epochs * math.ceil(n_items / self.batch_size)
-        return steps if self.max_steps is None else min(self.max_steps, steps)
+        return planned_step_count(n_items, self.batch_size, self.epochs, self.max_steps)
 
 
 def evaluation_grid(n_items: int, settings: LoopSettings) -> Counter[int]:
@@ -109,8 +114,12 @@ class LoopResult:
     final_dev: float = math.nan
 
 
-def adamw(parameters: Sequence[tuple[str, nn.Parameter]], settings: LoopSettings) -> AdamW:
-    """AdamW with weight decay on everything but biases and LayerNorm weights (as BERT/SBERT)."""
+def adamw(
+    parameters: Sequence[tuple[str, nn.Parameter]], settings: LoopSettings, fused: bool = False
+) -> torch.optim.Optimizer:
+    """AdamW with weight decay on everything but biases and LayerNorm weights (as BERT/SBERT); ``fused``
+    (CUDA): torch's one-pass kernel (:func:`consert.optim.fused_adamw`) where it is the same update,
+    without bias correction (with it, torch adds ``eps`` after the correction, the authors before)."""
     no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
     trainable = [(n, p) for n, p in parameters if p.requires_grad]
     groups = [
@@ -120,6 +129,8 @@ def adamw(parameters: Sequence[tuple[str, nn.Parameter]], settings: LoopSettings
         },
         {"params": [p for n, p in trainable if any(k in n for k in no_decay)], "weight_decay": 0.0},
     ]
+    if fused and not settings.bias_correction:  # with the correction torch's kernel is another update
+        return fused_adamw(groups, settings.lr, settings.betas, settings.adam_eps, correct_bias=False)
     return AdamW(
         groups, lr=settings.lr, eps=settings.adam_eps, betas=settings.betas, correct_bias=settings.bias_correction
     )
@@ -135,9 +146,12 @@ def run_loop(
     device: str,
     desc: str = "train",
     progress: bool = True,
+    computes_gradients: bool = False,
 ) -> LoopResult:
     """Minimise ``loss_fn(batch)`` over shuffled batches of ``items``; ``model`` ends at its best dev
-    state (or where it stopped, with ``final_state="last"``)."""
+    state (or where it stopped, with ``final_state="last"``). With ``computes_gradients``, ``loss_fn``
+    has already written the step's gradients into the parameters' ``.grad`` (a CUDA graph's backward,
+    :mod:`consert.graphs`): the loop neither runs a backward pass nor sets the gradients to None."""
     from transformers import get_linear_schedule_with_warmup
 
     planned = settings.planned_steps(len(items))
@@ -145,9 +159,11 @@ def run_loop(
     dtype = settings.dtype
     if dtype not in RESOLVED_DTYPES:
         raise ValueError(f"run_loop needs a resolved dtype ({RESOLVED_DTYPES}), got {dtype!r}")
+    if computes_gradients and dtype == "fp16":
+        raise ValueError("a loss_fn that computes its own gradients cannot train in fp16 (the gradient scaler)")
     scaler = torch.amp.GradScaler("cuda", enabled=dtype == "fp16")
     sync_every = CUDA_SYNC_EVERY if torch.device(device).type == "cuda" else 1
-    optimizer = adamw(parameters, settings)
+    optimizer = adamw(parameters, settings, fused=torch.device(device).type == "cuda")
     scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup_ratio * planned), planned)
     order = torch.Generator().manual_seed(settings.seed)
     trainable = [p for _, p in parameters if p.requires_grad]
@@ -205,14 +221,16 @@ def run_loop(
             with autocast(device, dtype):
                 loss = loss_fn([items[i] for i in permutation[start : start + settings.batch_size]])
             step += 1
-            scaler.scale(loss).backward()
+            if not computes_gradients:
+                scaler.scale(loss).backward()
             scaler.unscale_(optimizer)
             torch.nn.utils.clip_grad_norm_(trainable, settings.max_grad_norm)
             scaler.step(optimizer)
             scaler.update()
             lr = scheduler.get_last_lr()[0]
             scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
+            if not computes_gradients:
+                optimizer.zero_grad(set_to_none=True)
             pending.append((step, loss.detach(), lr, time.perf_counter() - started))
             if step % sync_every == 0:
                 flush()

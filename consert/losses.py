@@ -30,7 +30,7 @@ def nt_xent(view1: torch.Tensor, view2: torch.Tensor, temperature: float) -> tor
     eye = torch.eye(len(views), dtype=torch.bool, device=views.device)
     logits = logits.masked_fill(eye, float("-inf"))
     n = len(view1)
-    partners = torch.cat([torch.arange(n, 2 * n), torch.arange(0, n)]).to(views.device)
+    partners = (torch.arange(2 * n, device=views.device) + n) % (2 * n)  # view i's partner is i +- n
     return 2 * F.cross_entropy(logits, partners)
 
 

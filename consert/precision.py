@@ -108,8 +108,15 @@ def _requested(value: str, choices: tuple[str, ...], env: str, what: str) -> tup
 
 
 def _choose(
-    dtype: str, engine: str, device: str, purpose: str, model: torch.nn.Module, probe: Callable | None = None
+    dtype: str,
+    engine: str,
+    device: str,
+    purpose: str,
+    model: torch.nn.Module,
+    probe: Callable | None = None,
+    exclude: tuple[str, ...] = (),
 ) -> Precision:
+    """The requested precision, or under ``auto`` the fastest measured candidate (less ``exclude``)."""
     dtype, dtype_from = _requested(dtype, DTYPE_CHOICES, DTYPE_ENV, "dtype")
     engine, engine_from = _requested(engine, ENGINES, ENGINE_ENV, "engine")
     kind = torch.device(device).type
@@ -120,7 +127,7 @@ def _choose(
     candidates = [
         (d, e)
         for d, e in _candidates(device, purpose)
-        if (dtype == "auto" or d == dtype) and (engine == "auto" or e == engine)
+        if (dtype == "auto" and d not in exclude or d == dtype) and (engine == "auto" or e == engine)
     ]
     if not candidates:
         offered = ", ".join(f"{d}/{e}" for d, e in _candidates(device, purpose))
@@ -290,18 +297,21 @@ def inference_precision(dtype: str, engine: str, device: str, model: torch.nn.Mo
     return _choose(dtype, engine, device, "inference", model)
 
 
-def training_precision(dtype: str, device: str, model: torch.nn.Module) -> Precision:
-    """The precision to train with on ``device`` (``auto``: measured; the engine is always PyTorch)."""
-    return _choose(dtype, "torch", device, "training", model)
+def training_precision(dtype: str, device: str, model: torch.nn.Module, graphed: bool = False) -> Precision:
+    """The precision to train with on ``device`` (``auto``: measured; the engine is always PyTorch).
+    ``graphed``: the step may run as CUDA graphs, so ``auto`` measures only what a graph can take
+    (bf16, fp32: fp16's gradient scaler reads the host every step)."""
+    return _choose(dtype, "torch", device, "training", model, exclude=("fp16",) if graphed else ())
 
 
-def autocast(device: str, dtype: str):
-    """Autocast to a resolved ``dtype`` (bf16, or fp16 on CUDA); fp32: a no-op."""
+def autocast(device: str, dtype: str, cache: bool = True):
+    """Autocast to a resolved ``dtype`` (bf16, or fp16 on CUDA); fp32: a no-op. ``cache=False`` for a
+    region captured as a CUDA graph (autocast's cast cache must not outlive the capture)."""
     if dtype not in RESOLVED_DTYPES:
         raise ValueError(f"autocast needs a resolved dtype ({RESOLVED_DTYPES}), got {dtype!r}")
     if dtype == "fp32":
         return contextlib.nullcontext()
-    return torch.autocast(device_type=torch.device(device).type, dtype=TORCH_DTYPES[dtype])
+    return torch.autocast(device_type=torch.device(device).type, dtype=TORCH_DTYPES[dtype], cache_enabled=cache)
 
 
 @functools.lru_cache(maxsize=1)

@@ -80,6 +80,16 @@ WARMUP_NOTE = (
     "unsupervised runs (930 steps at batch 96), 1 step fewer for the NLI stages (981 against 982: 942,069 "
     "SNLI+MNLI pairs at batch 96), 2 steps more for the 25-epoch second stages (2325 against 2323)"
 )
+OPTIMIZER_NOTE = (
+    "on CUDA torch's fused AdamW with its step counts started at 1e9, where both bias corrections are exactly 1 "
+    "(the authors' correct_bias=False); it decays the weights before the update, the authors' transformers 3.4 "
+    "after it: lr^2 x 0.01 x |update| a step, 2.5e-15 at lr 5e-7 (a float64 test). On a CPU, the authors' order"
+)
+GRAPHS_NOTE = (
+    "on CUDA runs of 500+ steps the unsupervised step is replayed as CUDA graphs (cuda_graphs: auto): the same "
+    "arithmetic over the real tokens, but the views' random draws come from the CUDA generator's graph-safe "
+    "offsets, so a seed draws other (equally distributed) augmentations than an eager run of the same seed"
+)
 DROPOUT_NOTE = (
     "BERT's own dropout, one switch per stage (remove_dropout), the scripts' values: --no_dropout in "
     "unsup-consert-base.sh only. The sources disagree: the paper (consert.txt line 138) says it is removed; the "
@@ -117,6 +127,9 @@ def consert_notes(config: TrainConfig, size: str) -> str:
     if size == "large" and config.mode in ("joint", "joint-unsup"):
         notes.append(LARGE_LENGTH_NOTE)
     notes += [f"dev set: {DEV_SET_NOTE}", f"warm-up: {WARMUP_NOTE}", f"dropout: {DROPOUT_NOTE}"]
+    notes.append(f"optimizer: {OPTIMIZER_NOTE}")
+    if config.mode not in SUPERVISED_MODES:
+        notes.append(f"CUDA graphs: {GRAPHS_NOTE}")
     return "; ".join(notes)
 
 

@@ -25,13 +25,14 @@ from .data import NliPair, SentEvalData, load_senteval
 from .encode import SentenceEncoder
 from .evaluate import encode_and_score, spearman_x100
 from .export import export_model
-from .loop import LoopSettings, TrainingFault, run_loop
+from .graphs import GraphedStep
+from .loop import LoopSettings, TrainingFault, planned_step_count, run_loop
 from .losses import CONTRASTIVE_LOSSES, NliHead, ProjectionHead, paired_nt_xent
 from .models import ResolvedModel, attention_implementation, default_device, resolve_model
 from .nli import LABEL_INDEX, SICK_E_LABEL, load_nli
 from .packed import Packing, packed_encoder
 from .pooling import Pooling
-from .precision import configure_cuda_matmul, hardware_summary, training_precision
+from .precision import Precision, configure_cuda_matmul, hardware_summary, training_precision
 from .provenance import git_commit, package_versions
 from .recipes import FIRST_STAGE
 from .text_augment import AugmentedText, augment_corpus, spacy_pipeline
@@ -122,8 +123,10 @@ class _Stage:
         if torch.device(self.device).type == "cuda":
             configure_cuda_matmul()
         self.tokenizer, self.model = load_trainable(self.resolved, self.device, config.remove_dropout)
-        self.precision = training_precision(config.dtype, self.device, self.model)
-        self.dtype = self.precision.dtype
+        self.train_pooling = Pooling.parse(config.train_pooling)
+        self.precision: Precision | None = None  # resolved by settle(), once the plan is known
+        self.dtype = ""
+        self.dev_encoder: SentenceEncoder | None = None
         self.tokens = TokenCache(self.tokenizer, config.max_length)
         self.pad_multiple = pad_multiple(self.device)
         self.forward_model: nn.Module = self.model  # compiled by compile_forward when asked
@@ -132,7 +135,7 @@ class _Stage:
         # both are bound by kernel launches, and the packed one has a third less GPU work (README, Performance)
         self.packed = config.packed == "on" and Pooling.parse(config.train_pooling).layers == (-1,)
         self.packed_encoder = packed_encoder
-        self.train_pooling = Pooling.parse(config.train_pooling)
+        self.graphed: GraphedStep | None = None  # the step as CUDA graphs (accelerate)
         self.ratios = AugmentationRatios(
             config.token_cutoff, config.feature_cutoff, config.dropout, config.adversarial_epsilon
         )
@@ -149,8 +152,38 @@ class _Stage:
             if config.discriminator_weight > 0
             else None
         )
-        dev = data.sets["STSb"].groups["dev"][: config.dev_max_pairs]
-        self.dev_pairs = dev
+        self.dev_pairs = data.sets["STSb"].groups["dev"][: config.dev_max_pairs]
+
+    def graphs_blocker(self, planned_steps: int) -> str | None:
+        """Why this stage cannot (or, under ``cuda_graphs: auto``, should not) train through CUDA
+        graphs, whatever the precision; None when it can."""
+        config = self.config
+        if config.cuda_graphs == "off":
+            return "cuda_graphs: off"
+        if torch.device(self.device).type != "cuda":
+            return f"device {self.device} is not CUDA"
+        if self.supervised or config.discriminator_weight > 0:
+            return "only the unsupervised contrastive step is graphed (NLI and AugCSE steps stay eager)"
+        if "adversarial" in config.views:
+            return "the adversarial view needs a supervised gradient"
+        if self.train_pooling.layers != (-1,):
+            return f"train_pooling {config.train_pooling}: the packed forward keeps the last layer only"
+        if config.cuda_graphs == "auto" and planned_steps < COMPILE_MIN_STEPS:
+            return f"auto: {planned_steps} planned steps < {COMPILE_MIN_STEPS}"
+        return None
+
+    def settle(self, planned_steps: int, parameters: list[nn.Parameter]) -> None:
+        """Once the plan is known: the precision, then how the step runs. CUDA graphs over the packed
+        step when ``cuda_graphs`` says so (``auto``: where they apply, on CUDA runs of
+        :data:`COMPILE_MIN_STEPS` steps or more; ``dtype: auto`` then measures only the precisions a
+        graph can take), else a compiled forward when ``compile`` says so. ``cuda_graphs: on`` where
+        they cannot apply is an error that says why."""
+        config = self.config
+        blocker = self.graphs_blocker(planned_steps)
+        self.precision = training_precision(config.dtype, self.device, self.model, graphed=blocker is None)
+        self.dtype = self.precision.dtype
+        if blocker is None and self.dtype == "fp16":  # asked for explicitly
+            blocker = "fp16 trains under a gradient scaler that reads the host"
         self.dev_encoder = SentenceEncoder(
             self.tokenizer,
             self.model,
@@ -159,6 +192,17 @@ class _Stage:
             resolved=self.resolved,
             engine="torch",  # the model changes every step: no ONNX export
         )
+        if config.cuda_graphs == "on" and blocker:
+            raise ValueError(f"cuda_graphs: on, but {blocker}")
+        if blocker is None:
+            self.packed = True
+
+            def loss_of(ids: torch.Tensor, mask: torch.Tensor, packing: Packing) -> torch.Tensor:
+                return self.contrastive_loss(ids, mask, PackedPass(packing, packed_encoder))
+
+            self.graphed = GraphedStep(loss_of, parameters, self.device, self.dtype)
+            return
+        self.compile_forward(planned_steps)
 
     def compile_forward(self, planned_steps: int) -> None:
         """Train through a compiled forward when ``compile`` says so (``auto``: CUDA runs of
@@ -200,14 +244,21 @@ class _Stage:
 
     def unsupervised_loss(self, texts: list[str]) -> torch.Tensor:
         """``contrastive_weight`` x the contrastive loss (``config.loss``) of two augmented views of each
-        text, through the projection head when there is one (SimCSE)."""
+        text, through the projection head when there is one (SimCSE); with CUDA graphs, a replay that
+        also writes the gradients."""
         ids, mask = self.tokens.batch(texts, self.pad_multiple)
+        if self.graphed is not None:
+            return self.graphed(ids, mask)
         packed = self.packed_pass(mask)
         ids, mask = to_device((ids, mask), self.device)
+        return self.contrastive_loss(ids, mask, packed)
+
+    def contrastive_loss(self, ids: torch.Tensor, mask: torch.Tensor, packed: PackedPass | None) -> torch.Tensor:
+        """The weighted contrastive loss of a tokenized batch on the device (no host reads: graph-safe)."""
         model, views, pooling = self.forward_model, self.config.views, self.train_pooling
         view1, view2 = two_view_forward(model, ids, mask, views, pooling, self.ratios, packed=packed)
         if self.projection is not None:  # both views in one call: a batch-norm head normalises them together
-            view1, view2 = self.projection(torch.cat([view1, view2])).split(len(texts))
+            view1, view2 = self.projection(torch.cat([view1, view2])).split(len(ids))
         loss = CONTRASTIVE_LOSSES[self.config.loss](view1, view2, self.config.temperature)
         return self.config.contrastive_weight * loss
 
@@ -313,16 +364,16 @@ def train_stage(config: TrainConfig, data: SentEvalData, supervised_mode: str | 
     else:
         items = training_texts(config, data)
         loss_fn = stage.unsupervised_loss
-    planned_steps = _loop_settings(config, stage.dtype).planned_steps(len(items))
+    planned_steps = planned_step_count(len(items), config.batch_size, config.epochs, config.max_steps)
     planned = planned_steps * config.batch_size
     if supervised_mode:
         stage.prefill([text for pair in items for text in (pair.premise, pair.hypothesis)], 2 * planned)
     elif stage.discriminator is None:
         stage.prefill(items, planned)
-    stage.compile_forward(planned_steps)
     parameters = list(stage.model.named_parameters())
     for head in stage.heads():
         parameters += [(f"{type(head).__name__}.{name}", value) for name, value in head.named_parameters()]
+    stage.settle(planned_steps, [value for _, value in parameters])
     settings = _loop_settings(config, stage.dtype)
     outcome = run_loop(
         stage.model,
@@ -334,6 +385,7 @@ def train_stage(config: TrainConfig, data: SentEvalData, supervised_mode: str | 
         stage.device,
         desc=f"train {supervised_mode or 'unsup'}",
         progress=progress,
+        computes_gradients=stage.graphed is not None,
     )
     record = {
         "base_model": stage.resolved.base_model,
@@ -356,12 +408,14 @@ def train_stage(config: TrainConfig, data: SentEvalData, supervised_mode: str | 
         "precision": stage.precision.describe(),
         "compiled": stage.compiled,
         "packed": stage.packed,
+        "cuda_graphs": len(stage.graphed.captured) if stage.graphed else 0,  # graphs captured (shapes seen)
         "hardware": hardware_summary(stage.device),
         "config": config.to_dict(),
         "data_sha256": data.fingerprint,
         "harness_commit": git_commit(),
         "packages": package_versions(),
     }
+    stage.graphed = None  # the graphs' memory goes now, not when the cycle collector finds it
     output = export_model(
         stage.model,
         stage.tokenizer,

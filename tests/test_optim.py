@@ -7,26 +7,54 @@ import math
 import pytest
 import torch
 
-from consert.optim import AdamW
+from consert.optim import AdamW, fused_adamw
 
 
-def _first_update(correct_bias: bool, gradient: float = 0.5, lr: float = 1e-3) -> torch.Tensor:
+def _optimizer(kind: str, params, lr: float, correct_bias: bool, weight_decay: float = 0.0):
+    if kind == "fused":  # torch's fused kernel (CUDA's optimizer; it also runs on a CPU)
+        return fused_adamw([{"params": params, "weight_decay": weight_decay}], lr, (0.9, 0.999), 1e-12, correct_bias)
+    return AdamW(params, lr=lr, eps=1e-12, weight_decay=weight_decay, correct_bias=correct_bias)
+
+
+def _first_update(correct_bias: bool, gradient: float = 0.5, lr: float = 1e-3, kind: str = "foreach") -> torch.Tensor:
     param = torch.nn.Parameter(torch.zeros(4))
-    optimizer = AdamW([param], lr=lr, eps=1e-12, weight_decay=0.0, correct_bias=correct_bias)
+    optimizer = _optimizer(kind, [param], lr, correct_bias)
     param.grad = torch.full((4,), gradient)
     optimizer.step()
     return -param.detach()
 
 
-def test_first_update_without_bias_correction_is_3_16_lr():
+@pytest.mark.parametrize("kind", ["foreach", "fused"])
+def test_first_update_without_bias_correction_is_3_16_lr(kind):
     """Constant gradient g: m = 0.1 g, v = 0.001 g^2, so the update is lr * 0.1 / sqrt(0.001) = 3.162 lr."""
-    update = _first_update(correct_bias=False)
+    update = _first_update(correct_bias=False, kind=kind)
     assert torch.allclose(update, torch.full((4,), 1e-3 * 0.1 / math.sqrt(0.001)), rtol=1e-5)
     assert update[0].item() / 1e-3 == pytest.approx(3.1623, abs=1e-4)
 
 
-def test_first_update_with_bias_correction_is_lr():
-    assert torch.allclose(_first_update(correct_bias=True), torch.full((4,), 1e-3), rtol=1e-5)
+@pytest.mark.parametrize("kind", ["foreach", "fused"])
+def test_first_update_with_bias_correction_is_lr(kind):
+    assert torch.allclose(_first_update(correct_bias=True, kind=kind), torch.full((4,), 1e-3), rtol=1e-5)
+
+
+def test_the_fused_kernel_follows_the_authors_update_at_their_settings():
+    """torch's fused AdamW decays before the update, the authors' AdamW after it: at their lr (5e-7) and
+    weight decay (0.01) that moves a weight by lr^2 * 0.01 * |update| = 2.5e-15 a step. In float64 (no
+    float32 rounding to hide behind) 300 steps agree to 1e-11; a bias-corrected fused step would differ
+    by 6e-5 (the first updates are 3.16x apart)."""
+    generator = torch.Generator().manual_seed(0)
+    start = torch.randn(64, generator=generator, dtype=torch.float64)
+    gradients = [torch.randn(64, generator=generator, dtype=torch.float64) for _ in range(300)]
+    finals = {}
+    for kind in ("foreach", "fused"):
+        param = torch.nn.Parameter(start.clone())
+        optimizer = _optimizer(kind, [param], 5e-7, False, weight_decay=0.01)
+        for gradient in gradients:
+            param.grad = gradient.clone()
+            optimizer.step()
+        finals[kind] = param.detach()
+    assert (finals["foreach"] - start).abs().max() > 1e-5  # the steps moved the weights
+    torch.testing.assert_close(finals["fused"], finals["foreach"], rtol=0, atol=1e-11)
 
 
 def test_without_correction_the_ratio_to_corrected_updates_follows_the_bias_terms():
@@ -114,3 +142,20 @@ def test_bias_correction_counts_each_parameters_own_steps():
         torchs.step()
     for a, b in zip(ours, reference, strict=True):
         assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_the_loop_fuses_only_the_uncorrected_update():
+    """With bias correction torch adds eps after the correction and the authors' AdamW before it: not the
+    same update, so bias-corrected recipes (SimCSE, SG-OPT) keep the multi-tensor version."""
+    from consert.loop import LoopSettings, adamw
+
+    settings = LoopSettings(
+        lr=5e-7, batch_size=4, epochs=1, max_steps=None, warmup_ratio=0.1, weight_decay=0.01, adam_eps=1e-6,
+        max_grad_norm=1.0, eval_every=2, patience=None, eval_at_start=False, seed=1, dtype="fp32",
+        bias_correction=False,
+    )  # fmt: skip
+    named = list(torch.nn.Linear(2, 2).named_parameters())
+    assert isinstance(adamw(named, settings, fused=True), torch.optim.AdamW)
+    assert isinstance(adamw(named, settings, fused=False), AdamW)
+    corrected = LoopSettings(**{**settings.__dict__, "bias_correction": True})
+    assert isinstance(adamw(named, corrected, fused=True), AdamW)

@@ -41,13 +41,16 @@ def test_packing_of_a_mask():
     assert packing.index[9].item() == 16  # row 1's first token in the flattened 4 x 16 batch
 
 
+@pytest.mark.parametrize("spare", [0, 13], ids=["exact", "13 spare slots"])
 @pytest.mark.parametrize("pooling", ["mean", "cls"])
 @pytest.mark.parametrize("views", [("none", "none"), ("shuffle", "feature_cutoff"), ("token_cutoff", "dropout")])
-def test_packed_views_equal_the_padded_forward_values_and_gradients(tiny_bert, pooling, views):
+def test_packed_views_equal_the_padded_forward_values_and_gradients(tiny_bert, pooling, views, spare):
+    """Spare slots (a CUDA graph's rounded-up token count) go to the trash: nothing real changes."""
     ids, mask = _batch()
     spec, ratios = Pooling.parse(pooling), AugmentationRatios()
+    packing = Packing.of(mask.repeat(2, 1), capacity=2 * (9 + 3 + 14 + 6) + spare)
     results = {}
-    for name, packed in (("padded", None), ("packed", PackedPass(Packing.of(mask.repeat(2, 1)), packed_encoder))):
+    for name, packed in (("padded", None), ("packed", PackedPass(packing, packed_encoder))):
         tiny_bert.zero_grad(set_to_none=True)
         torch.manual_seed(7)  # the same augmentation draws for both
         view1, view2 = two_view_forward(tiny_bert, ids, mask, views, spec, ratios, packed=packed)
@@ -59,6 +62,15 @@ def test_packed_views_equal_the_padded_forward_values_and_gradients(tiny_bert, p
     assert padded_grads.keys() == packed_grads.keys()
     for name, grad in padded_grads.items():
         assert torch.allclose(packed_grads[name], grad, atol=1e-10), name
+
+
+def test_spare_slots_point_past_the_batch_and_a_short_capacity_is_refused():
+    _, mask = _batch()  # 4 rows of 16 positions, 32 real tokens
+    packing = Packing.of(mask, capacity=35)
+    assert packing.index[32:].tolist() == [64] * 3 and packing.row[32:].tolist() == [4] * 3  # trash position, row
+    assert packing.keys.sum().item() == 32  # spare slots are never keys
+    with pytest.raises(ValueError, match="cannot hold the batch's 32 real tokens"):
+        Packing.of(mask, capacity=31)
 
 
 def test_packing_keeps_only_the_last_layer():

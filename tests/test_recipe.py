@@ -242,3 +242,40 @@ def test_consert_runs_compare_the_rates_of_their_augmentations():
     assert "feature_cutoff" in _used_keys(TrainConfig(mode="unsup"))
     assert "token_cutoff" in _used_keys(TrainConfig(mode="joint"))  # none + token cutoff
     assert not {"token_cutoff", "feature_cutoff"} & _used_keys(TrainConfig(mode="simcse"))  # dropout views only
+
+
+def test_a_loss_fn_that_writes_its_own_gradients_trains_exactly_as_the_loops_backward():
+    """``computes_gradients`` (the CUDA-graph step): the loop skips its backward and leaves ``.grad``
+    in place; a loss_fn that zeroes and back-propagates itself must give the same parameters."""
+    settings = LoopSettings(
+        **{**_authors_settings(4).__dict__, "eval_every": 3, "epochs": 2, "lr": 1e-2, "final_state": "last"}
+    )
+    data = torch.randn(12, 3, generator=torch.Generator().manual_seed(0))
+    initial, finals = None, []
+    for computes in (False, True):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(3, 2)
+        initial = torch.cat([p.detach().flatten() for p in model.parameters()])
+        buffers = [torch.zeros_like(p) for p in model.parameters()]
+        if computes:
+            for parameter, buffer in zip(model.parameters(), buffers, strict=True):
+                parameter.grad = buffer
+
+        def loss_fn(batch, model=model, computes=computes, buffers=buffers):
+            loss = model(data[batch]).pow(2).mean()
+            if computes:  # as consert.graphs: gradients overwritten in buffers the loop must leave in place
+                for parameter, buffer in zip(model.parameters(), buffers, strict=True):
+                    assert parameter.grad is buffer  # not set to None, not replaced
+                    buffer.zero_()
+                loss.backward()
+                return loss.detach()
+            return loss
+
+        result = run_loop(
+            model, list(model.named_parameters()), list(range(12)), loss_fn, lambda: 0.0, settings, "cpu",
+            progress=False, computes_gradients=computes,
+        )  # fmt: skip
+        assert result.steps == 6 and result.final_step == 6
+        finals.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
+    assert (finals[0] - initial).abs().max() > 1e-3  # six steps moved the parameters
+    assert torch.equal(finals[0], finals[1])

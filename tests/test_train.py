@@ -128,3 +128,8 @@ def test_joint_reuses_the_classifiers_clean_pass_as_its_first_view(real_data, tm
     assert rows == [8, 8]  # premises + hypotheses once for the classifier, once augmented
     loss.backward()
     assert all(torch.isfinite(p.grad).all() for p in stage.model.parameters() if p.grad is not None)
+
+
+def test_cuda_graphs_on_where_they_cannot_apply_is_refused_with_the_reason(real_data, tmp_path):
+    with pytest.raises(ValueError, match="cuda_graphs: on, but device cpu is not CUDA"):
+        train(short_config(tmp_path, device="cpu", cuda_graphs="on", max_steps=2), real_data, progress=False)

@@ -1,0 +1,88 @@
+"""The training step replayed as CUDA graphs equals the eager step (CUDA only: skipped on a CPU machine;
+run on the GPU box, see README, Performance)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from consert.augment import AugmentationRatios
+from consert.graphs import GraphedStep
+from consert.losses import nt_xent
+from consert.packed import Packing
+from consert.pooling import Pooling
+from consert.views import PackedPass, two_view_forward
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
+
+
+def _tiny_bert():
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=300, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=128, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)  # fmt: skip
+    return BertModel(config).cuda().train()
+
+
+def _batch(lengths: list[int], length: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.zeros(len(lengths), length, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for row, n in enumerate(lengths):
+        ids[row, :n] = torch.randint(5, 300, (n,), generator=generator)
+        mask[row, :n] = 1
+    return ids, mask
+
+
+def _loss_of(model, views):
+    def loss_of(ids, mask, packing):
+        view1, view2 = two_view_forward(
+            model, ids, mask, views, Pooling.parse("mean"), AugmentationRatios(), packed=PackedPass(packing)
+        )
+        return nt_xent(view1, view2, 0.1)
+
+    return loss_of
+
+
+def test_replays_equal_the_eager_step_in_loss_and_gradients_across_shapes():
+    """Deterministic views, so the eager step is the reference: three shapes, one of them seen twice
+    with other contents (the static inputs must be rewritten before the replay)."""
+    model = _tiny_bert()
+    loss_of = _loss_of(model, ("none", "none"))
+    graphed = GraphedStep(loss_of, list(model.parameters()), "cuda", "fp32", token_bucket=16)
+    batches = [
+        _batch([9, 3, 14, 6], 16, seed=1),
+        _batch([30, 2, 7, 11], 32, seed=2),
+        _batch([10, 4, 12, 5], 16, seed=3),  # 31 real tokens a view (the first: 32): the same graph, new ids
+        _batch([9, 3, 14, 6, 8], 16, seed=4),
+    ]
+    for ids, mask in batches:
+        loss = graphed(ids, mask)
+        gradients = [p.grad.clone() for p in graphed.parameters]
+        for parameter in model.parameters():
+            parameter.grad = None
+        reference = loss_of(ids.cuda(), mask.cuda(), Packing.of(mask.repeat(2, 1)).to("cuda"))
+        reference.backward()
+        reference = reference.item()  # drop the eager graph: a capture must not meet its AccumulateGrad nodes
+        assert loss.item() == pytest.approx(reference, rel=1e-5)
+        for parameter, gradient in zip(graphed.parameters, gradients, strict=True):
+            torch.testing.assert_close(gradient, parameter.grad, rtol=1e-4, atol=1e-6)
+        for parameter, gradient in zip(graphed.parameters, graphed.gradients, strict=True):
+            parameter.grad = gradient  # hand the buffers back, as the loop never sets them to None
+    assert len(graphed.captured) == 3
+    reached = {id(p) for p in graphed.parameters}
+    assert id(model.pooler.dense.weight) not in reached  # mean pooling never reaches the pooler: no gradient
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("views", [("shuffle", "feature_cutoff"), ("token_cutoff", "dropout")])
+def test_each_replay_draws_new_augmentations(views, dtype):
+    """Every view's random draws (sorts of random keys included) are captured and drawn anew on each
+    replay, in fp32 and under bf16 autocast."""
+    model = _tiny_bert()
+    graphed = GraphedStep(_loss_of(model, views), list(model.parameters()), "cuda", dtype)
+    ids, mask = _batch([9, 3, 14, 6], 16, seed=1)
+    losses = [graphed(ids, mask).item() for _ in range(3)]
+    assert len(graphed.captured) == 1 and len(set(losses)) == 3, losses
+    assert all(torch.isfinite(p.grad).all() for p in graphed.parameters)
