@@ -4,14 +4,18 @@ Each view of a sentence is produced by one named augmentation:
 
 * ``none``: the identity.
 * ``shuffle``: permute the position ids of the real (non-padding) tokens; token ids are unchanged.
-* ``token_cutoff``: zero ``round(ratio * n_real)`` whole token rows of the L x d embedding output.
+* ``token_cutoff``: zero ``int(ratio * n_real)`` whole token rows of the L x d embedding output
+  (n_real counts [CLS] and [SEP]; the count rounds down, so 0.1 cuts nothing from fewer than 10 tokens).
 * ``feature_cutoff``: zero ``int(ratio * d)`` whole feature columns, the same for every token.
-* ``dropout``: zero individual elements of the embedding output with probability ``ratio``.
+* ``dropout``: zero exactly ``int(ratio * n_real * d)`` elements of the real tokens' rows (the authors'
+  count, not ``nn.Dropout``'s independent draws).
 * ``adversarial``: add the Fast Gradient Value perturbation ``eps * g / ||g||`` of the supervised
   loss (only with supervision; the trainer computes ``g``).
 
-As in the authors' code, cutoff and dropout do not rescale the kept values and may hit [CLS]/[SEP].
-Randomness comes from the global torch generator, which the trainer seeds.
+The cutoffs and dropout are drawn as keep masks (:func:`embedding_scale`) that the trainer's
+embedding hook multiplies in (:mod:`consert.views`). As in the authors' code, they do not rescale
+the kept values, may hit [CLS]/[SEP], and leave the attention mask unchanged. Randomness comes from
+the global torch generator, which the trainer seeds.
 """
 
 from __future__ import annotations
@@ -106,47 +110,6 @@ def embedding_scale(
     return None
 
 
-def token_cutoff(embeddings: torch.Tensor, attention_mask: torch.Tensor, ratio: float) -> torch.Tensor:
-    """Zero ``int(ratio * n_real)`` randomly chosen real-token rows of each sentence ([CLS]/[SEP] included).
-
-    As the authors: n_real counts the special tokens, the count rounds down (ratio 0.1 cuts nothing
-    from a sentence of fewer than 10 tokens), no rescaling, and the attention mask is unchanged.
-    """
-    return embeddings * token_cutoff_keep(attention_mask, ratio).to(embeddings.dtype)
-
-
-def feature_cutoff(embeddings: torch.Tensor, ratio: float) -> torch.Tensor:
-    """Zero ``int(ratio * d)`` randomly chosen feature columns of each sentence (all its tokens)."""
-    batch, _, dim = embeddings.shape
-    return embeddings * feature_cutoff_keep(batch, dim, ratio, embeddings.device).to(embeddings.dtype)
-
-
-def element_dropout(embeddings: torch.Tensor, attention_mask: torch.Tensor, ratio: float) -> torch.Tensor:
-    """Zero ``int(ratio * n_real * d)`` randomly chosen elements of each sentence's real-token rows.
-
-    The authors' "dropout" augmentation: an exact count drawn among the real tokens' elements, no
-    rescaling (it is not ``nn.Dropout``).
-    """
-    keep = element_dropout_keep(attention_mask, ratio, embeddings.shape[-1])
-    return embeddings * keep.to(embeddings.dtype)
-
-
 def fgv_perturbation(gradient: torch.Tensor, epsilon: float) -> torch.Tensor:
     """Fast Gradient Value ``epsilon * g / (||g||_2 + 1e-10)``, the norm per token (hidden dim), as the authors."""
     return epsilon * gradient / (gradient.norm(dim=-1, keepdim=True) + 1e-10)
-
-
-def augment_embeddings(
-    name: str,
-    embeddings: torch.Tensor,
-    attention_mask: torch.Tensor,
-    ratios: AugmentationRatios,
-    perturbation: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Apply augmentation ``name`` to an embedding output (B x L x d); ``shuffle``/``none`` pass through."""
-    if name == "adversarial":
-        if perturbation is None:
-            raise ValueError("the adversarial augmentation needs a supervised loss (modes joint/joint-unsup)")
-        return embeddings + perturbation
-    scale = embedding_scale(name, attention_mask, embeddings.shape[-1], ratios)
-    return embeddings if scale is None else embeddings * scale.to(embeddings.dtype)

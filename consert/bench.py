@@ -216,9 +216,9 @@ def run(data_dir: str | None, repeats: int = 3, device: str = "cpu") -> dict[str
     from .precision import training_precision
 
     hardware = hardware_summary("cpu")
-    probe_model = SentenceEncoder.load(STAND_IN_MODEL, device="cpu")
-    inference = probe_model.precision
-    training = training_precision("auto", "cpu", probe_model.model)
+    encoder = SentenceEncoder.load(STAND_IN_MODEL, device="cpu")
+    inference = encoder.precision
+    training = training_precision("auto", "cpu", encoder.model)
     report: dict[str, object] = {
         "hardware": hardware,
         "inference_choice": inference.describe(),

@@ -146,6 +146,8 @@ FAMILY_NOTES = {
         "so HF's 42 (ours: the config's seeds); loss: one direction, z1 against the N z2's (models.py cl_forward); "
         "the MLP head (Linear + Tanh, N(0, 0.02) init) is dropped at evaluation ([CLS] before the pooler); "
         + FAMILY_GRID_NOTE
+        + "; CUDA graphs: "
+        + GRAPHS_NOTE
     ),
     "augcse": (
         "recipe: experiments/run_train_exp.py (the paper's Appendix A.7 was not available to check it); one "
@@ -268,7 +270,8 @@ def recipe_card(config: dict[str, Any]) -> pd.DataFrame:
         if train_config.dtype != precision:
             differences.append(
                 f"precision: {train_config.dtype} (authors {precision_text}; measured on the machine when run: the "
-                "fastest of bf16, fp16 + gradient scaler and fp32 on a GPU, of bf16 and fp32 on a CPU)"
+                "fastest of bf16, fp16 + gradient scaler and fp32 on a GPU (bf16 and fp32 where the step runs as "
+                "CUDA graphs), of bf16 and fp32 on a CPU)"
             )
         differences += family_differences(train_config)
         if train_config.mode in SUPERVISED_MODES and "snli" not in train_config.nli_source:

@@ -125,7 +125,6 @@ class _Stage:
         self.tokenizer, self.model = load_trainable(self.resolved, self.device, config.remove_dropout)
         self.train_pooling = Pooling.parse(config.train_pooling)
         self.precision: Precision | None = None  # resolved by settle(), once the plan is known
-        self.dtype = ""
         self.dev_encoder: SentenceEncoder | None = None
         self.tokens = TokenCache(self.tokenizer, config.max_length)
         self.pad_multiple = pad_multiple(self.device)
@@ -133,9 +132,9 @@ class _Stage:
         self.compiled = False
         # off by default: on the H100 the padded compiled step measured faster (30.0 against 27.6 steps/s);
         # both are bound by kernel launches, and the packed one has a third less GPU work (README, Performance)
-        self.packed = config.packed == "on" and Pooling.parse(config.train_pooling).layers == (-1,)
+        self.packed = config.packed == "on" and self.train_pooling.layers == (-1,)
         self.packed_encoder = packed_encoder
-        self.graphed: GraphedStep | None = None  # the step as CUDA graphs (accelerate)
+        self.graphed: GraphedStep | None = None  # the step as CUDA graphs (settle)
         self.ratios = AugmentationRatios(
             config.token_cutoff, config.feature_cutoff, config.dropout, config.adversarial_epsilon
         )
@@ -154,6 +153,13 @@ class _Stage:
         )
         self.dev_pairs = data.sets["STSb"].groups["dev"][: config.dev_max_pairs]
 
+    @property
+    def dtype(self) -> str:
+        """The resolved training precision (known once :meth:`settle` has run)."""
+        if self.precision is None:
+            raise RuntimeError("the stage's precision is resolved by settle(), once the plan is known")
+        return self.precision.dtype
+
     def graphs_blocker(self, planned_steps: int) -> str | None:
         """Why this stage cannot (or, under ``cuda_graphs: auto``, should not) train through CUDA
         graphs, whatever the precision; None when it can."""
@@ -163,7 +169,7 @@ class _Stage:
         if torch.device(self.device).type != "cuda":
             return f"device {self.device} is not CUDA"
         if self.supervised or config.discriminator_weight > 0:
-            return "only the unsupervised contrastive step is graphed (NLI and AugCSE steps stay eager)"
+            return "only the unsupervised contrastive step is graphed (NLI and AugCSE steps stay eager or compiled)"
         if "adversarial" in config.views:
             return "the adversarial view needs a supervised gradient"
         if self.train_pooling.layers != (-1,):
@@ -181,7 +187,6 @@ class _Stage:
         config = self.config
         blocker = self.graphs_blocker(planned_steps)
         self.precision = training_precision(config.dtype, self.device, self.model, graphed=blocker is None)
-        self.dtype = self.precision.dtype
         if blocker is None and self.dtype == "fp16":  # asked for explicitly
             blocker = "fp16 trains under a gradient scaler that reads the host"
         self.dev_encoder = SentenceEncoder(

@@ -102,7 +102,8 @@ def trained_yardstick(
         runs = f"the mean of {published_runs} published runs" if published_runs > 1 else "one published run"
         source = f"seed prediction interval ({n} seeds, s = {std:.3f}, {level:.0%}, {runs}) + rounding 0.005"
         return Yardstick(half, source, "holm", std, n, published_runs)
-    return Yardstick(declared, f"declared default ({declared_as} = {declared:g}): one seed, no seed spread", "fixed")
+    why = "one seed" if n < 2 else "no seed spread"
+    return Yardstick(declared, f"declared default ({declared_as} = {declared:g}): {why}", "fixed")
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:

@@ -7,15 +7,7 @@ import contextlib
 import pytest
 import torch
 
-from consert.augment import (
-    AugmentationRatios,
-    augment_embeddings,
-    element_dropout,
-    feature_cutoff,
-    fgv_perturbation,
-    shuffled_position_ids,
-    token_cutoff,
-)
+from consert.augment import AugmentationRatios, embedding_scale, fgv_perturbation, shuffled_position_ids
 
 MASK = torch.tensor([[1, 1, 1, 1, 1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0, 0, 0, 0, 0]])
 
@@ -23,6 +15,12 @@ MASK = torch.tensor([[1, 1, 1, 1, 1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1, 1, 1, 1,
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+
+
+def augmented(name: str, embeddings: torch.Tensor, mask: torch.Tensor, ratio: float) -> torch.Tensor:
+    """The embedding output as the trainer's hook edits it: times the augmentation's keep mask."""
+    ratios = AugmentationRatios(**{name: ratio})
+    return embeddings * embedding_scale(name, mask, embeddings.shape[-1], ratios)
 
 
 def test_shuffle_permutes_real_positions_only():
@@ -62,20 +60,21 @@ def test_shuffle_view_keeps_token_ids(monkeypatch):
 def test_token_cutoff_zeroes_int_ratio_of_real_rows_as_the_authors():
     """n counts [CLS]/[SEP]; the count rounds down: 10 real tokens at 0.15 lose 1 row (round() would cut 2)."""
     embeddings = torch.randn(3, 10, 8) + 5
-    out = token_cutoff(embeddings, MASK, 0.15)
+    out = augmented("token_cutoff", embeddings, MASK, 0.15)
     for row, mask, expected in zip(out, MASK, (1, 1, 0), strict=True):  # int(1.05), int(1.5), int(0.45)
         zero_rows = (row == 0).all(dim=1)
         assert int(zero_rows.sum()) == expected
         assert not zero_rows[mask == 0].any()  # only real tokens are cut
     nine = torch.tensor([[1] * 9 + [0]])
-    assert torch.equal(token_cutoff(embeddings[:1], nine, 0.1), embeddings[:1])  # int(0.9) = 0: the joint rate
+    # int(0.9) = 0: the joint rate cuts nothing from 9 tokens
+    assert torch.equal(augmented("token_cutoff", embeddings[:1], nine, 0.1), embeddings[:1])
     # kept rows are unchanged (no rescaling)
     assert torch.equal(out[out != 0], embeddings[out != 0])
 
 
 def test_feature_cutoff_zeroes_int_ratio_columns_for_every_token():
     embeddings = torch.randn(3, 10, 384) + 5
-    out = feature_cutoff(embeddings, 0.2)
+    out = augmented("feature_cutoff", embeddings, MASK, 0.2)
     for row in out:
         zero_columns = (row == 0).all(dim=0)
         assert int(zero_columns.sum()) == int(0.2 * 384)
@@ -85,7 +84,7 @@ def test_feature_cutoff_zeroes_int_ratio_columns_for_every_token():
 
 def test_dropout_zeroes_exactly_int_ratio_of_the_real_tokens_elements():
     embeddings = torch.randn(3, 10, 384) + 5
-    out = element_dropout(embeddings, MASK, 0.2)
+    out = augmented("dropout", embeddings, MASK, 0.2)
     for row, mask in zip(out, MASK, strict=True):
         n_real = int(mask.sum())
         assert int((row[:n_real] == 0).sum()) == int(0.2 * n_real * 384)
@@ -93,10 +92,9 @@ def test_dropout_zeroes_exactly_int_ratio_of_the_real_tokens_elements():
     assert torch.equal(out[out != 0], embeddings[out != 0])
 
 
-def test_none_and_shuffle_leave_embeddings_alone():
-    embeddings = torch.randn(3, 10, 8)
-    for name in ("none", "shuffle"):
-        assert augment_embeddings(name, embeddings, MASK, AugmentationRatios()) is embeddings
+def test_none_shuffle_and_adversarial_leave_the_embedding_scale_alone():
+    for name in ("none", "shuffle", "adversarial"):  # shuffle moves positions; adversarial adds a shift
+        assert embedding_scale(name, MASK, 8, AugmentationRatios()) is None
 
 
 def test_fgv_gives_every_token_a_step_of_norm_epsilon_along_its_gradient():
@@ -108,8 +106,16 @@ def test_fgv_gives_every_token_a_step_of_norm_epsilon_along_its_gradient():
 
 
 def test_adversarial_without_gradient_is_an_error():
+    from types import SimpleNamespace
+
+    from consert.views import two_view_forward, view_forward
+
+    model = SimpleNamespace(config=SimpleNamespace(hidden_size=3))
+    ids, mask = torch.ones(1, 2, dtype=torch.long), torch.ones(1, 2, dtype=torch.long)
     with pytest.raises(ValueError, match="supervised loss"):
-        augment_embeddings("adversarial", torch.zeros(1, 2, 3), torch.ones(1, 2), AugmentationRatios())
+        two_view_forward(model, ids, mask, ("none", "adversarial"), None, AugmentationRatios())
+    with pytest.raises(ValueError, match="supervised loss"):
+        view_forward(model, ids, mask, "adversarial", None, AugmentationRatios())
 
 
 def test_the_hook_changes_the_encoders_output_in_a_real_forward_pass():
@@ -145,7 +151,7 @@ def test_the_batched_draws_are_uniform_over_the_real_positions():
     cut = torch.zeros(2, 16)
     first_id = torch.zeros(16)
     for _ in range(2000):
-        cut += (token_cutoff(torch.ones(2, 16, 1), mask, 0.15)[..., 0] == 0).float()
+        cut += (augmented("token_cutoff", torch.ones(2, 16, 1), mask, 0.15)[..., 0] == 0).float()
         first_id[shuffled_position_ids(mask)[1, 4]] += 1
     assert cut[0, 10:].sum() == 0 and cut[1, :4].sum() == 0  # padding is never cut
     for counts in (cut[0, :10], cut[1, 4:], first_id[4:]):
