@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .packed import Packing
+from .packed import Packing, packed_pooled_forward
+from .pooling import Pooling
 from .precision import autocast
 
 #: Packed slots are rounded up to a multiple of this: about 2% of a paper-scale step's ~2,900 tokens
@@ -131,3 +132,26 @@ class GraphedStep:
             parameter.grad = gradient  # the buffers the graphs write, even if someone set .grad to None
         captured.graph.replay()
         return captured.loss.clone()  # the static loss lives in the shared pool: copy it out before any replay
+
+
+def graphed_probe_runner(
+    candidate: tuple[str, str], device: str, purpose: str, model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor
+) -> Callable[[], None]:
+    """A precision probe's timed call (:func:`consert.precision.training_precision`): a packed, mean-pooled
+    forward and backward of ``model`` in the candidate's dtype, captured as a CUDA graph on the first
+    call and replayed after, as the training step will run."""
+    dtype, _ = candidate
+    pooling = Pooling.parse("mean")
+
+    def loss_of(ids: torch.Tensor, mask: torch.Tensor, packing: Packing) -> torch.Tensor:
+        # the packing covers the two views' rows, the batch twice (as the training step's)
+        return packed_pooled_forward(model, ids.repeat(2, 1), packing, pooling).float().pow(2).mean()
+
+    step = GraphedStep(loss_of, list(model.parameters()), device, dtype)
+    ids, mask = ids[: len(ids) // 2], mask[: len(mask) // 2]  # the step doubles the rows (two views)
+
+    def run() -> None:
+        model.train()
+        step(ids, mask)
+
+    return run

@@ -115,8 +115,10 @@ def _choose(
     model: torch.nn.Module,
     probe: Callable | None = None,
     exclude: tuple[str, ...] = (),
+    variant: str = "",
 ) -> Precision:
-    """The requested precision, or under ``auto`` the fastest measured candidate (less ``exclude``)."""
+    """The requested precision, or under ``auto`` the fastest measured candidate (less ``exclude``);
+    ``variant`` names a probe other than the default one in the cache key."""
     dtype, dtype_from = _requested(dtype, DTYPE_CHOICES, DTYPE_ENV, "dtype")
     engine, engine_from = _requested(engine, ENGINES, ENGINE_ENV, "engine")
     kind = torch.device(device).type
@@ -138,7 +140,7 @@ def _choose(
     if len(candidates) == 1:
         how = dtype_from or engine_from or "only candidate"
         return Precision(*candidates[0], how=how)
-    return _measured(candidates, device, purpose, model, probe or _probe)
+    return _measured(candidates, device, purpose, model, probe or _probe, variant)
 
 
 # ---- the measurement and its cache -------------------------------------------------------------------
@@ -150,8 +152,11 @@ def cache_path() -> Path:
     return Path(base) / "precision.json"
 
 
-def cache_key(device: str, purpose: str, model: torch.nn.Module, candidates: list[tuple[str, str]]) -> str:
-    """What the fastest candidate depends on: hardware, threads, library versions, model shape, dispatch."""
+def cache_key(
+    device: str, purpose: str, model: torch.nn.Module, candidates: list[tuple[str, str]], variant: str = ""
+) -> str:
+    """What the fastest candidate depends on: hardware, threads, library versions, model shape, dispatch,
+    and how the work runs (``variant``: e.g. ``cuda graphs``)."""
     config = getattr(model, "config", None)
     shape = "x".join(
         str(getattr(config, name, "?"))
@@ -172,7 +177,7 @@ def cache_key(device: str, purpose: str, model: torch.nn.Module, candidates: lis
         f"torch={torch.__version__}",
         f"onnxruntime={ort}",
         f"model={type(model).__name__}:{shape}",
-        purpose,
+        f"{purpose} ({variant})" if variant else purpose,
         "candidates=" + ",".join(f"{d}/{e}" for d, e in candidates),
         dispatch,
     ]
@@ -198,8 +203,10 @@ def _read_cache(path: Path) -> dict:
         return {}
 
 
-def _measured(candidates, device: str, purpose: str, model: torch.nn.Module, probe: Callable) -> Precision:
-    path, key = cache_path(), cache_key(device, purpose, model, candidates)
+def _measured(
+    candidates, device: str, purpose: str, model: torch.nn.Module, probe: Callable, variant: str = ""
+) -> Precision:
+    path, key = cache_path(), cache_key(device, purpose, model, candidates, variant)
     with _locked(path):
         cached = _read_cache(path).get(key)
         if cached:
@@ -235,16 +242,21 @@ PROBE_SHAPES = {
 }
 
 
-def _probe(candidates, device: str, purpose: str, model: torch.nn.Module) -> dict[tuple[str, str], float]:
+def _probe(
+    candidates, device: str, purpose: str, model: torch.nn.Module, runner: Callable | None = None
+) -> dict[tuple[str, str], float]:
     """Median seconds of each candidate on a fixed batch, candidates alternated round by round; a
-    candidate more than 4x slower than the best after the first round is not timed again."""
+    candidate more than 4x slower than the best after the first round is not timed again. ``runner``
+    (default :func:`_runner`, the eager pass) builds each candidate's timed call from
+    ``(candidate, device, purpose, model, ids, mask)``, the ids and mask on the host."""
+    runner = runner or _runner
     batch, length = PROBE_SHAPES[(torch.device(device).type, purpose)]
     vocab = int(getattr(getattr(model, "config", None), "vocab_size", 30522))
     generator = torch.Generator().manual_seed(0)
-    ids = torch.randint(1000, max(1001, vocab), (batch, length), generator=generator)
+    ids = torch.randint(min(1000, vocab // 2), vocab, (batch, length), generator=generator)  # past the specials
     mask = torch.ones_like(ids)
     was_training = model.training
-    runners = {c: _runner(c, device, purpose, model, ids, mask) for c in candidates}
+    runners = {c: runner(c, device, purpose, model, ids, mask) for c in candidates}
     cuda = torch.device(device).type == "cuda"
     rounds = 7 if cuda else 3
     seconds: dict[tuple[str, str], list[float]] = {c: [] for c in candidates}
@@ -297,11 +309,20 @@ def inference_precision(dtype: str, engine: str, device: str, model: torch.nn.Mo
     return _choose(dtype, engine, device, "inference", model)
 
 
-def training_precision(dtype: str, device: str, model: torch.nn.Module, graphed: bool = False) -> Precision:
+def training_precision(
+    dtype: str, device: str, model: torch.nn.Module, graphed_runner: Callable | None = None
+) -> Precision:
     """The precision to train with on ``device`` (``auto``: measured; the engine is always PyTorch).
-    ``graphed``: the step may run as CUDA graphs, so ``auto`` measures only what a graph can take
-    (bf16, fp32: fp16's gradient scaler reads the host every step)."""
-    return _choose(dtype, "torch", device, "training", model, exclude=("fp16",) if graphed else ())
+
+    ``graphed_runner``: the step will run as CUDA graphs (:mod:`consert.graphs`), so ``auto`` measures
+    only what a graph can take (bf16, fp32: fp16's gradient scaler reads the host every step), each
+    timed by this runner (see :func:`_probe`), a replayed step: the eager probe is bound by launching
+    kernels, where a cast costs as much as a matmul, and picked fp32 for a step that graphs run 1.4x
+    faster in bf16 (H100)."""
+    if graphed_runner is None:
+        return _choose(dtype, "torch", device, "training", model)
+    probe = functools.partial(_probe, runner=graphed_runner)
+    return _choose(dtype, "torch", device, "training", model, probe, exclude=("fp16",), variant="cuda graphs")
 
 
 def autocast(device: str, dtype: str, cache: bool = True):

@@ -25,7 +25,7 @@ from .data import NliPair, SentEvalData, load_senteval
 from .encode import SentenceEncoder
 from .evaluate import encode_and_score, spearman_x100
 from .export import export_model
-from .graphs import GraphedStep
+from .graphs import GraphedStep, graphed_probe_runner
 from .loop import LoopSettings, TrainingFault, planned_step_count, run_loop
 from .losses import CONTRASTIVE_LOSSES, NliHead, ProjectionHead, paired_nt_xent
 from .models import ResolvedModel, attention_implementation, default_device, resolve_model
@@ -186,7 +186,8 @@ class _Stage:
         they cannot apply is an error that says why."""
         config = self.config
         blocker = self.graphs_blocker(planned_steps)
-        self.precision = training_precision(config.dtype, self.device, self.model, graphed=blocker is None)
+        runner = graphed_probe_runner if blocker is None else None  # auto measures the step as it will run
+        self.precision = training_precision(config.dtype, self.device, self.model, graphed_runner=runner)
         if blocker is None and self.dtype == "fp16":  # asked for explicitly
             blocker = "fp16 trains under a gradient scaler that reads the host"
         self.dev_encoder = SentenceEncoder(

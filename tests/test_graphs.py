@@ -86,3 +86,15 @@ def test_each_replay_draws_new_augmentations(views, dtype):
     losses = [graphed(ids, mask).item() for _ in range(3)]
     assert len(graphed.captured) == 1 and len(set(losses)) == 3, losses
     assert all(torch.isfinite(p.grad).all() for p in graphed.parameters)
+
+
+def test_the_graphed_precision_probe_times_replays_of_the_packed_step(tmp_path, monkeypatch):
+    from consert import precision
+    from consert.graphs import graphed_probe_runner
+
+    monkeypatch.setenv(precision.CACHE_ENV, str(tmp_path))
+    monkeypatch.delenv(precision.DTYPE_ENV, raising=False)
+    model = _tiny_bert()
+    chosen = precision.training_precision("auto", "cuda", model, graphed_runner=graphed_probe_runner)
+    assert chosen.how == "measured" and set(chosen.timings) <= {"bf16/torch", "fp32/torch"}
+    assert all(p.grad is None for p in model.parameters())  # the probe's gradient buffers are gone

@@ -124,6 +124,27 @@ def test_the_real_probe_times_every_candidate_and_leaves_the_rng_alone(fresh_cac
     assert cache_path() == fresh_cache and fresh_cache.is_file()
 
 
+def test_a_graphed_step_is_timed_by_its_own_runner_and_cached_apart(fresh_cache, tiny_model):
+    """The runner decides (here bf16 is made 5x cheaper than fp32, against whatever the eager pass says), the
+    cache keeps the graphed choice under its own key, and fp16 is never a candidate."""
+    import time
+
+    built = []
+
+    def runner(candidate, device, purpose, model, ids, mask):
+        built.append(candidate)
+        return lambda: time.sleep(0.002 if candidate[0] == "bf16" else 0.01)
+
+    chosen = training_precision("auto", "cpu", tiny_model, graphed_runner=runner)
+    assert (chosen.label, chosen.how) == ("bf16/torch", "measured")
+    assert set(built) == {("fp32", "torch"), ("bf16", "torch")}
+    assert chosen.timings["fp32/torch"] > 3 * chosen.timings["bf16/torch"]
+    (key,) = json.loads(fresh_cache.read_text())
+    assert "training (cuda graphs)" in key
+    eager = training_precision("auto", "cpu", tiny_model)  # the eager probe is another entry, measured anew
+    assert eager.how == "measured" and len(json.loads(fresh_cache.read_text())) == 2
+
+
 def test_hardware_summary_names_the_cpu_its_bf16_units_and_threads():
     summary = hardware_summary("cpu")
     assert summary.startswith(precision.cpu_model_name())
