@@ -7,9 +7,9 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from consert.cache import VectorCache
-from consert.encode import SentenceEncoder
-from consert.pooling import Pooling
+from consert.encode.cache import VectorCache
+from consert.encode.encoder import SentenceEncoder
+from consert.encode.pooling import Pooling
 
 
 @runtime_checkable

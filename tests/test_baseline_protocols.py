@@ -15,10 +15,10 @@ from baselines.flow import FlowBaseline
 from baselines.glove import GloveBaseline, load_glove_text
 from baselines.run import evaluate_baseline, fit_corpora
 from baselines.sgopt import ProjectionHead, SgOptConfig, SgOptTrainer
-from consert.artifacts import authors_topk_k, topk_table
-from consert.compare import compare
-from consert.loop import LoopSettings, run_loop
-from consert.recipe_card import recipe_card, unexplained
+from consert.paper.card import recipe_card, unexplained
+from consert.paper.compare import compare
+from consert.paper.tables import authors_topk_k, topk_table
+from consert.train.loop import LoopSettings, run_loop
 
 from .conftest import PUBLISHED, ROOT
 
@@ -72,7 +72,7 @@ class _CentringEmbedder:
 
 
 def test_a_per_task_fit_fits_once_per_task_and_records_each_fit_size(tiny_tree):
-    from consert.data import load_senteval
+    from consert.data.senteval import load_senteval
 
     data = load_senteval(tiny_tree)
     corpora = fit_corpora("whitening", data)
@@ -190,13 +190,13 @@ def test_glove_is_tokenized_and_read_as_sentence_transformers_did(tmp_path):
 def test_topk_k_is_the_authors_rank_convention(real_data):
     # analysis_rep_space.py drops ranks 0..k: their k = 0 already removes [CLS], the most frequent
     from baselines.topk import stsb_test_ranking
-    from consert.encode import SentenceEncoder
+    from consert.encode.encoder import SentenceEncoder
 
     assert [authors_topk_k(n) for n in (0, 1, 35)] == [None, 0, 34]
     encoder = SentenceEncoder.load("sentence-transformers/all-MiniLM-L6-v2", engine="torch")
     ranking = stsb_test_ranking(encoder, real_data)
     assert encoder.tokenizer.convert_ids_to_tokens(ranking[:2]) == ["[CLS]", "[SEP]"]  # Figure 4 caption
-    from consert.artifacts import SCORE_COLUMNS
+    from consert.paper.tables import SCORE_COLUMNS
 
     curve = pd.DataFrame(
         [{"k": k, "dataset": name, "spearman": 50.0 + k, "setting": "x"} for k in (0, 1) for name in SCORE_COLUMNS]
@@ -270,7 +270,7 @@ def test_the_paper_config_runs_sgopt_with_its_8_published_seeds():
     # of 8 separate runs"
     import yaml
 
-    from consert import paper
+    from consert.paper import artifacts as paper
 
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     sgopt = [p for p in paper.inputs("table2", config) if "/sgopt/" in p and "sgopt-base-" in p]
@@ -280,7 +280,7 @@ def test_the_paper_config_runs_sgopt_with_its_8_published_seeds():
 def test_the_bertflow_nli_encoder_is_trained_by_its_authors_recipe():
     # bohanli/BERT-flow README (ALLNLI: 1 epoch, lr 2e-5, batch 16), run_siamese.py ([u, v, |u - v|], no bias,
     # "avg" pooling), optimization.py (AdamWeightDecay without bias correction, 10% warm-up)
-    from consert.config import TrainConfig
+    from consert.train.config import TrainConfig
 
     config = TrainConfig(mode="bertflow-nli")
     assert (config.batch_size, config.lr, config.epochs, config.max_length) == (16, 2e-5, 1, 64)

@@ -10,7 +10,7 @@ from baselines.flow import Glow
 from baselines.glove import GloveBaseline, load_glove_text
 from baselines.topk import frequency_ranking
 from baselines.whitening import WhiteningTransform
-from consert.data import DataFormatError
+from consert.data.senteval import DataFormatError
 
 
 def test_whitening_gives_zero_mean_identity_covariance_on_its_fit_set():
@@ -105,16 +105,16 @@ def test_frequency_ranking_on_a_fixture():
 
 @pytest.fixture(scope="module")
 def stand_in_encoder():
-    from consert.encode import SentenceEncoder
-    from consert.models import STAND_IN_MODEL
+    from consert.encode.encoder import SentenceEncoder
+    from consert.encode.models import STAND_IN_MODEL
 
     return SentenceEncoder.load(STAND_IN_MODEL, device="cpu", batch_size=8, engine="torch")  # hooks count its passes
 
 
 def test_topk_k0_is_plain_mean_pooling_and_one_pass_serves_every_k(stand_in_encoder, real_data):
     from baselines.topk import stsb_test_ranking
-    from consert.pooling import masked_mean
-    from consert.rank_sums import collect_rank_sums
+    from consert.encode.pooling import masked_mean
+    from consert.encode.rank_sums import collect_rank_sums
 
     ranking = stsb_test_ranking(stand_in_encoder, real_data)
     tokenizer = stand_in_encoder.tokenizer

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
-from consert.bootstrap import grouped_replicates, interval, resample_weights
+from consert.evaluate.bootstrap import grouped_replicates, interval, resample_weights
 
 
 def _slow_replicates(groups, weights):
@@ -66,8 +66,8 @@ def test_a_paired_interval_of_a_row_against_itself_is_exactly_zero():
 
 
 def test_evaluation_rows_carry_intervals_around_their_value(tiny_tree):
-    from consert.data import load_senteval
-    from consert.evaluate import evaluate_vectors, evaluation_sentences
+    from consert.data.senteval import load_senteval
+    from consert.evaluate.protocol import evaluate_vectors, evaluation_sentences
 
     data = load_senteval(tiny_tree)
     rng = np.random.default_rng(0)

@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 
 from baselines.run import build_baseline, evaluate_baseline, fit_corpora
-from consert.cache import VectorCache, cache_key
 from consert.cli import main
-from consert.data import load_senteval
-from consert.encode import SentenceEncoder
-from consert.models import STAND_IN_MODEL
+from consert.data.senteval import load_senteval
+from consert.encode.cache import VectorCache, cache_key
+from consert.encode.encoder import SentenceEncoder
+from consert.encode.models import STAND_IN_MODEL
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +85,7 @@ def test_evaluate_with_vectors_equals_encoding(tiny_tree, tmp_path):
 
 def test_a_partial_cache_leaves_only_the_missing_texts_to_encode(tiny_tree, encoder):
     # a trained run's cache holds its evaluation sentences; BERT-flow on top of it fits on every task's pairs
-    from consert.evaluate import evaluation_sentences
+    from consert.evaluate.protocol import evaluation_sentences
 
     data = load_senteval(tiny_tree)
     cache = VectorCache.build(encoder, evaluation_sentences(data), ["mean:-2,-1"], data.fingerprint, progress=False)

@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from consert.bootstrap import REPLICATES_SUFFIX
-from consert.claims import CLAIMS_FILE, evaluate_claims, load_claims
-from consert.config import read_workflow_config
-from consert.data import DATASETS
-from consert.experiments import RunSpec
-from consert.paper import baseline_eval, consert_eval
+from consert.data.senteval import DATASETS
+from consert.io import REPLICATES_SUFFIX
+from consert.paper.artifacts import baseline_eval, consert_eval
+from consert.paper.claims import CLAIMS_FILE, evaluate_claims, load_claims
+from consert.paper.plan import RunSpec
+from consert.train.config import read_workflow_config
 
 from .conftest import PAPERS, PUBLISHED, ROOT
 

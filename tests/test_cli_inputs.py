@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from consert.cli import main
-from consert.models import STAND_IN_MODEL
+from consert.encode.models import STAND_IN_MODEL
 
 
 @pytest.mark.parametrize(

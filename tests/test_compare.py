@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from consert.cli import main
-from consert.compare import NO_COMPARABLE_EXIT, STAND_IN_ALLOWED, compare, failures
+from consert.paper.compare import NO_COMPARABLE_EXIT, STAND_IN_ALLOWED, compare, failures
 
 from .conftest import PUBLISHED
 
@@ -227,7 +227,7 @@ def test_a_renamed_or_absent_row_is_missing_not_skipped(tmp_path, capsys):
 
 
 def test_the_forest_plot_puts_each_compared_cell_in_its_sets_panel(tmp_path):
-    from consert.figures import comparison_forest
+    from consert.paper.figures import comparison_forest
 
     def cell(artifact, row, column, delta, verdict="reproduced", status="compared"):
         return {

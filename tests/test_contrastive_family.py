@@ -9,10 +9,10 @@ import pytest
 import torch
 from torch import nn
 
-from consert.augcse import AugmentationDiscriminator, discriminator_loss, reverse_gradient
-from consert.config import TrainConfig
-from consert.losses import infonce, infonce_symmetric
-from consert.text_augment import (
+from consert.train.augcse import AugmentationDiscriminator, discriminator_loss, reverse_gradient
+from consert.train.config import TrainConfig
+from consert.train.losses import infonce, infonce_symmetric
+from consert.train.text_augment import (
     AUTHORS_STS_LIST,
     DEBIAN_WORDNET,
     LEFT_OUT,
@@ -91,11 +91,11 @@ def test_a_left_out_augmentation_is_refused_with_its_reason():
 
 
 def test_simcse_views_differ_by_dropout_only():
-    from consert.augment import AugmentationRatios
-    from consert.models import STAND_IN_MODEL, resolve_model
-    from consert.pooling import Pooling
-    from consert.train import load_trainable
-    from consert.views import two_view_forward
+    from consert.encode.models import STAND_IN_MODEL, resolve_model
+    from consert.encode.pooling import Pooling
+    from consert.train.augment import AugmentationRatios
+    from consert.train.trainer import load_trainable
+    from consert.train.views import two_view_forward
 
     resolved = resolve_model(STAND_IN_MODEL)
     texts = ["A man is playing a guitar.", "Two dogs run on the beach."]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from consert.data import DATASETS, DataFormatError, load_senteval, resolve_data_dir
+from consert.data.senteval import DATASETS, DataFormatError, load_senteval, resolve_data_dir
 
 STS12 = ("downstream", "STS", "STS12-en-test")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from consert.evaluate import aggregate, cosine_rows, evaluate_vectors, spearman_x100
+from consert.evaluate.protocol import aggregate, cosine_rows, evaluate_vectors, spearman_x100
 
 
 def test_spearman_perfect_and_reversed():
@@ -34,7 +34,7 @@ def test_cosine_rows_handles_zero_vectors():
 
 
 def test_frame_has_dataset_subset_and_avg_rows(tiny_tree):
-    from consert.data import load_senteval
+    from consert.data.senteval import load_senteval
 
     data = load_senteval(tiny_tree)
     rng = np.random.default_rng(0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from consert.experiments import RunSpec, plan_runs, train_overrides, unique_runs
+from consert.paper.plan import RunSpec, plan_runs, train_overrides, unique_runs
 
 from .conftest import ROOT
 
@@ -53,7 +53,7 @@ def test_seeds_multiply_runs():
 
 
 def test_unordered_heatmap_trains_each_pair_once_and_fills_both_cells():
-    from consert.experiments import heatmap_cells
+    from consert.paper.plan import heatmap_cells
 
     augmentations = ["none", "shuffle", "feature_cutoff"]
     cells = heatmap_cells(augmentations, "unordered")

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from consert.augment import AugmentationRatios
-from consert.graphs import GraphedStep
-from consert.losses import nt_xent
-from consert.packed import Packing
-from consert.pooling import Pooling
-from consert.views import PackedPass, two_view_forward
+from consert.encode.pooling import Pooling
+from consert.train.augment import AugmentationRatios
+from consert.train.graphs import GraphedStep
+from consert.train.losses import nt_xent
+from consert.train.packed import Packing
+from consert.train.views import PackedPass, two_view_forward
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
 
@@ -89,8 +89,8 @@ def test_each_replay_draws_new_augmentations(views, dtype):
 
 
 def test_the_graphed_precision_probe_times_replays_of_the_packed_step(tmp_path, monkeypatch):
-    from consert import precision
-    from consert.graphs import graphed_probe_runner
+    from consert.encode import precision
+    from consert.train.graphs import graphed_probe_runner
 
     monkeypatch.setenv(precision.CACHE_ENV, str(tmp_path))
     monkeypatch.delenv(precision.DTYPE_ENV, raising=False)

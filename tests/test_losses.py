@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from consert.losses import NliHead, nt_xent
+from consert.train.losses import NliHead, nt_xent
 
 
 def test_nt_xent_on_a_2x2_batch_by_hand():

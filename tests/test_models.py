@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from consert.models import STAND_IN_MODEL, ModelNotAvailableError, resolve_model
+from consert.encode.models import STAND_IN_MODEL, ModelNotAvailableError, resolve_model
 
 
 def test_stand_in_resolves_offline_to_the_packaged_weights():

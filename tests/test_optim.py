@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from consert.optim import AdamW, fused_adamw
+from consert.train.optim import AdamW, fused_adamw
 
 
 def _optimizer(kind: str, params, lr: float, correct_bias: bool, weight_decay: float = 0.0):
@@ -147,7 +147,7 @@ def test_bias_correction_counts_each_parameters_own_steps():
 def test_the_loop_fuses_only_the_uncorrected_update():
     """With bias correction torch adds eps after the correction and the authors' AdamW before it: not the
     same update, so bias-corrected recipes (SimCSE, SG-OPT) keep the multi-tensor version."""
-    from consert.loop import LoopSettings, adamw
+    from consert.train.loop import LoopSettings, adamw
 
     settings = LoopSettings(
         lr=5e-7, batch_size=4, epochs=1, max_steps=None, warmup_ratio=0.1, weight_decay=0.01, adam_eps=1e-6,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from consert.augment import AugmentationRatios
-from consert.packed import Packing, packed_encoder
-from consert.pooling import Pooling
-from consert.views import PackedPass, two_view_forward
+from consert.encode.pooling import Pooling
+from consert.train.augment import AugmentationRatios
+from consert.train.packed import Packing, packed_encoder
+from consert.train.views import PackedPass, two_view_forward
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_spare_slots_point_past_the_batch_and_a_short_capacity_is_refused():
 
 
 def test_packing_keeps_only_the_last_layer():
-    from consert.packed import packed_pool
+    from consert.train.packed import packed_pool
 
     with pytest.raises(ValueError, match="last layer only"):
         packed_pool(Pooling.parse("mean:-2,-1"), torch.zeros(3, 2), Packing.of(torch.ones(1, 3)))

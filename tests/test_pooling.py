@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from consert.pooling import Pooling, masked_mean
+from consert.encode.pooling import Pooling, masked_mean
 
 # 3 hidden states (embedding output + 2 layers), batch of 2, length 3, d = 2
 H0 = torch.tensor([[[1.0, 1.0], [2.0, 2.0], [9.0, 9.0]], [[0.0, 0.0], [4.0, 4.0], [8.0, 8.0]]])

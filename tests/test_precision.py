@@ -7,19 +7,19 @@ import json
 import pytest
 import torch
 
-from consert import precision
-from consert.encode import SentenceEncoder
-from consert.models import STAND_IN_MODEL
-from consert.precision import (
+from consert.encode import precision
+from consert.encode.encoder import SentenceEncoder
+from consert.encode.models import STAND_IN_MODEL
+from consert.encode.precision import (
     DTYPE_ENV,
     ENGINE_ENV,
     Precision,
     cache_path,
     fastest,
-    hardware_summary,
     inference_precision,
     training_precision,
 )
+from consert.hardware import cpu_model_name, hardware_summary
 
 
 @pytest.fixture()
@@ -147,7 +147,7 @@ def test_a_graphed_step_is_timed_by_its_own_runner_and_cached_apart(fresh_cache,
 
 def test_hardware_summary_names_the_cpu_its_bf16_units_and_threads():
     summary = hardware_summary("cpu")
-    assert summary.startswith(precision.cpu_model_name())
+    assert summary.startswith(cpu_model_name())
     assert f"torch capability {torch.backends.cpu.get_cpu_capability()}" in summary and "bf16 units: " in summary
     assert summary.endswith(f"{torch.get_num_threads()} threads")
 

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from baselines.topk import topk_collector, topk_curve
-from consert.cache import VectorCache, cache_key
 from consert.cli import main
-from consert.data import load_senteval
-from consert.encode import SentenceEncoder
-from consert.models import STAND_IN_MODEL
-from consert.rank_sums import RankSumCollector
+from consert.data.senteval import load_senteval
+from consert.encode.cache import VectorCache, cache_key
+from consert.encode.encoder import SentenceEncoder
+from consert.encode.models import STAND_IN_MODEL
+from consert.encode.rank_sums import RankSumCollector
 
 
 def _batch(rows):

@@ -9,10 +9,10 @@ import pytest
 import torch
 import yaml
 
-from consert.config import TrainConfig
-from consert.loop import LoopSettings, evaluation_grid, run_loop
-from consert.losses import NliHead, nt_xent, paired_nt_xent
-from consert.recipe_card import UNEXPLAINED, recipe_card, unexplained
+from consert.paper.card import UNEXPLAINED, recipe_card, unexplained
+from consert.train.config import TrainConfig
+from consert.train.loop import LoopSettings, evaluation_grid, run_loop
+from consert.train.losses import NliHead, nt_xent, paired_nt_xent
 
 from .conftest import PUBLISHED, ROOT
 
@@ -153,7 +153,7 @@ def test_each_stage_defaults_to_the_authors_script():
 
 
 def test_every_stage_sets_every_stage_dependent_key():
-    from consert.recipes import STAGE_KEYS, STAGES, stage_defaults
+    from consert.train.recipes import STAGE_KEYS, STAGES, stage_defaults
 
     for stage in STAGES:
         assert set(stage_defaults(stage)) == set(STAGE_KEYS), stage
@@ -235,8 +235,8 @@ def test_a_second_seed_is_listed_and_explained():
 
 
 def test_consert_runs_compare_the_rates_of_their_augmentations():
-    from consert.config import TrainConfig
-    from consert.recipe_card import _used_keys
+    from consert.paper.card import _used_keys
+    from consert.train.config import TrainConfig
 
     # the authors' unsupervised views are feature cutoff + shuffle: its rate is part of the recipe
     assert "feature_cutoff" in _used_keys(TrainConfig(mode="unsup"))
@@ -263,7 +263,7 @@ def test_a_loss_fn_that_writes_its_own_gradients_trains_exactly_as_the_loops_bac
 
         def loss_fn(batch, model=model, computes=computes, buffers=buffers):
             loss = model(data[batch]).pow(2).mean()
-            if computes:  # as consert.graphs: gradients overwritten in buffers the loop must leave in place
+            if computes:  # as consert.train.graphs: gradients overwritten in buffers the loop must leave in place
                 for parameter, buffer in zip(model.parameters(), buffers, strict=True):
                     assert parameter.grad is buffer  # not set to None, not replaced
                     buffer.zero_()

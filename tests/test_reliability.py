@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from consert.cli import main
-from consert.config import TrainConfig
-from consert.data import DataFormatError, DataIntegrityError, load_senteval
-from consert.loop import TrainingFault
+from consert.data.senteval import DataFormatError, DataIntegrityError, load_senteval
+from consert.train.config import TrainConfig
+from consert.train.loop import TrainingFault
 
 STS12 = ("downstream", "STS", "STS12-en-test")
 
@@ -66,7 +66,7 @@ def test_fuzzed_sts_files_parse_or_raise_our_error(tmp_path_factory, inputs, gol
 @settings(max_examples=40, deadline=None)
 @given(text=st.text(max_size=200))
 def test_fuzzed_config_yaml_loads_or_raises_config_error(tmp_path_factory, text):
-    from consert.config import ConfigError, load_train_config
+    from consert.train.config import ConfigError, load_train_config
 
     path = tmp_path_factory.mktemp("cfg") / "c.yaml"
     path.write_text(text, encoding="utf-8")
@@ -83,7 +83,7 @@ def _short(tmp_path, **changes) -> TrainConfig:
 
 
 def test_non_finite_loss_stops_training_without_export(real_data, tmp_path):
-    from consert.train import train
+    from consert.train.trainer import train
 
     with pytest.raises(TrainingFault, match=r"step 1: loss is (nan|inf)"):
         train(_short(tmp_path, lr=1.0, temperature=1e-45), real_data, progress=False)
@@ -91,7 +91,7 @@ def test_non_finite_loss_stops_training_without_export(real_data, tmp_path):
 
 
 def test_collapsed_embedding_stops_training(real_data, tmp_path, monkeypatch):
-    from consert import train as train_module
+    from consert.train import trainer as train_module
 
     original = train_module._Stage.__init__
 
@@ -160,7 +160,7 @@ def test_evaluation_and_training_run_with_the_network_blocked(no_network, tiny_t
 
 
 def test_nli_jsonl_loader(tmp_path):
-    from consert.nli import load_nli_jsonl
+    from consert.data.nli import load_nli_jsonl
 
     path = tmp_path / "snli.jsonl"
     path.write_text(

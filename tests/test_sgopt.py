@@ -37,7 +37,7 @@ def test_layer_views_pool_real_tokens_only():
 def test_short_run_keeps_frozen_parts_and_moves_the_rest(real_data, tmp_path):
     from transformers import AutoModel
 
-    from consert.models import STAND_IN_MODEL, resolve_model
+    from consert.encode.models import STAND_IN_MODEL, resolve_model
 
     config = SgOptConfig(
         model=STAND_IN_MODEL,

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from consert.cli import main
-from consert.models import STAND_IN_MODEL
+from consert.encode.models import STAND_IN_MODEL
 
 MTEB_ANCHORS = {"STS12": 72.37, "STS13": 80.60, "STS15": 85.39, "STS16": 78.99, "STSb": 82.03}
 
@@ -69,8 +69,8 @@ def test_the_paths_auto_can_pick_stay_within_0_03_of_pytorch_fp32(fp32_csv, real
     bf16 autocast (PyTorch) and fp32 through ONNX Runtime. Per-subset values of small subsets
     (FNWN: 189 pairs) move more under bf16 and are not bounded here.
     """
-    from consert.evaluate import evaluate_model
-    from consert.yardstick import PRECISION_ALLOWANCE
+    from consert.evaluate.protocol import evaluate_model
+    from consert.paper.yardstick import PRECISION_ALLOWANCE
 
     assert PRECISION_ALLOWANCE == 0.03  # the bound the yardstick of untrained rows states (README)
     paths = {("bf16", "torch"), ("fp32", "onnxruntime")}

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from consert.config import TrainConfig
-from consert.train import train
+from consert.train.config import TrainConfig
+from consert.train.trainer import train
 
 
 def short_config(tmp_path, **changes) -> TrainConfig:
@@ -41,8 +41,8 @@ def test_loss_decreases_and_dev_is_logged_at_each_evaluation(unsup_run):
 
 
 def test_best_checkpoint_is_the_highest_dev_score_and_is_what_was_exported(unsup_run, real_data):
-    from consert.encode import SentenceEncoder
-    from consert.evaluate import encode_and_score, spearman_x100
+    from consert.encode.encoder import SentenceEncoder
+    from consert.evaluate.protocol import encode_and_score, spearman_x100
 
     scores = {e["step"]: e["dev_spearman"] for e in unsup_run.log if "dev_spearman" in e}
     assert unsup_run.best_step == max(scores, key=scores.get)
@@ -58,7 +58,7 @@ def test_best_checkpoint_is_the_highest_dev_score_and_is_what_was_exported(unsup
 def test_export_reloads_through_sentence_transformers_with_identical_embeddings(unsup_run, real_data):
     from sentence_transformers import SentenceTransformer
 
-    from consert.encode import SentenceEncoder
+    from consert.encode.encoder import SentenceEncoder
 
     sentences = real_data.unlabeled_texts()[:64]
     reloaded = SentenceTransformer(str(unsup_run.output_dir), device="cpu").encode(sentences, batch_size=16)
@@ -113,8 +113,8 @@ def test_joint_reuses_the_classifiers_clean_pass_as_its_first_view(real_data, tm
     """The authors' joint loss contrasts rep_a (the classifier's pass) with its cutoff view: 2 passes, not 3."""
     import torch
 
-    from consert.nli import load_nli
-    from consert.train import _Stage
+    from consert.data.nli import load_nli
+    from consert.train.trainer import _Stage
 
     config = short_config(tmp_path, mode="joint", batch_size=4, dtype="fp32")
     assert config.views == ("none", "token_cutoff")

@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from consert import paper
 from consert.cli import main as cli_main
-from consert.config import read_yaml
+from consert.paper import artifacts as paper
+from consert.train.config import read_yaml
 from tests.fixtures import write_senteval_tree
 
 from .conftest import ROOT
@@ -333,9 +333,9 @@ def test_each_figure_plots_the_data_of_its_csv(dag_run, tmp_path):
     """Redraw each figure from its CSV and read the plotted data back from the figure's artists."""
     import numpy as np
 
-    from consert.artifacts import heatmap_matrix
-    from consert.experiments import AUGMENTATION_LABELS
-    from consert.figures import DRAW
+    from consert.paper.figures import DRAW
+    from consert.paper.plan import AUGMENTATION_LABELS
+    from consert.paper.tables import heatmap_matrix
 
     workdir, _ = dag_run
     results = workdir / "results"

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from consert.bootstrap import bootstrap_sets, bootstrap_spearman, interval, resample_weights
-from consert.yardstick import (
+from consert.evaluate.bootstrap import bootstrap_sets, bootstrap_spearman, interval, resample_weights
+from consert.paper.yardstick import (
     bootstrap_p_value,
     holm,
     prediction_half_width,

@@ -8,9 +8,9 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from consert import paper
-from consert.recipes import COMMON
-from consert.experiments import flow_nli_run, plan_runs, train_overrides, unique_runs
+from consert.paper import artifacts as paper
+from consert.train.recipes import COMMON
+from consert.paper.plan import flow_nli_run, plan_runs, train_overrides, unique_runs
 
 
 if not config:

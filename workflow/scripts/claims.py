@@ -1,10 +1,10 @@
-"""Snakemake script: the paper's claims checked on this run's artifacts (thin wrapper around consert.claims)."""
+"""Snakemake script: the paper's claims checked on this run's artifacts (thin wrapper around consert.paper.claims)."""
 
 import sys
 from pathlib import Path
 
-from consert.claims import CLAIMS_FILE, evaluate_claims, load_claims
 from consert.io import write_csv
+from consert.paper.claims import CLAIMS_FILE, evaluate_claims, load_claims
 
 with open(snakemake.log[0], "w") as log:  # noqa: F821 - injected by Snakemake
     sys.stderr = log

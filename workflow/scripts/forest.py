@@ -1,10 +1,10 @@
-"""Snakemake script: the comparison's forest plot (thin wrapper around consert.figures.comparison_forest)."""
+"""Snakemake script: the comparison's forest plot (thin wrapper around consert.paper.figures.comparison_forest)."""
 
 import sys
 
 import pandas as pd
 
-from consert.figures import comparison_forest
+from consert.paper.figures import comparison_forest
 
 with open(snakemake.log[0], "w") as log:  # noqa: F821 - injected by Snakemake
     sys.stderr = log

@@ -1,9 +1,9 @@
-"""Snakemake script: the recipe card of the workflow's config (thin wrapper around consert.recipe_card)."""
+"""Snakemake script: the recipe card of the workflow's config (thin wrapper around consert.paper.card)."""
 
 import sys
 
 from consert.io import write_csv
-from consert.recipe_card import recipe_card, unexplained
+from consert.paper.card import recipe_card, unexplained
 
 with open(snakemake.log[0], "w") as log:  # noqa: F821 - injected by Snakemake
     sys.stderr = log

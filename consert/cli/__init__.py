@@ -1,0 +1,116 @@
+"""Command line: ``consert <command>`` (also ``python -m consert <command>``).
+
+Each command is one module of this package with ``NAME``, ``HELP``, ``add_arguments(parser)`` and
+``run(args) -> int``; :data:`COMMANDS` lists them, in the order ``consert --help`` shows them. Arguments
+several commands share are in :mod:`.arguments`, shared steps (vector caches, evaluating an export) in
+:mod:`.common`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from consert.cli import (
+    baseline,
+    bench,
+    claims,
+    compare,
+    download_data,
+    encode,
+    evaluate,
+    predictions,
+    recipe,
+    sgopt,
+    table1,
+    topk,
+    train,
+)
+from consert.data.senteval import DataFormatError
+from consert.encode.models import ModelNotAvailableError
+from consert.train.config import ConfigError
+from consert.train.loop import TrainingFault
+
+#: Every command, in the order ``consert --help`` lists them.
+COMMANDS = (
+    evaluate,
+    train,
+    baseline,
+    encode,
+    topk,
+    sgopt,
+    predictions,
+    compare,
+    bench,
+    claims,
+    recipe,
+    table1,
+    download_data,
+)
+
+#: Failures that bad input or a broken environment cause: one line and exit 2 (tracebacks with --debug).
+EXPECTED_FAILURES = (
+    DataFormatError,
+    ConfigError,
+    ModelNotAvailableError,
+    TrainingFault,
+    ValueError,
+    KeyError,
+    TypeError,
+    OverflowError,
+    OSError,
+)
+#: Arguments that name files a command writes.
+OUTPUT_ARGUMENTS = ("output", "evaluate", "save_vectors")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command in :data:`COMMANDS`."""
+    parser = argparse.ArgumentParser(prog="consert", description="ConSERT reproduction harness")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of a failure")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        subparser = commands.add_parser(command.NAME, help=command.HELP)
+        command.add_arguments(subparser)
+        subparser.set_defaults(run=command.run)
+    return parser
+
+
+def _check_outputs_writable(args: argparse.Namespace) -> None:
+    """Refuse, before any work, an output that could not be written: under a file, or a directory itself."""
+    for name in OUTPUT_ARGUMENTS:
+        value = getattr(args, name, None)
+        if not isinstance(value, str) or not value:
+            continue
+        path = Path(value)
+        if path.is_dir():
+            raise OSError(f"--{name.replace('_', '-')} {path}: is a directory; expected a file path")
+        for parent in path.parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise OSError(f"--{name.replace('_', '-')} {path}: {parent} is a file, not a directory")
+                if not os.access(parent, os.W_OK):
+                    raise OSError(f"--{name.replace('_', '-')} {path}: {parent} is not writable")
+                break
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status (2 for bad input, with a one-line error)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "evaluate", True) and (args.save_vectors or args.topk_max):
+        parser.error("--save-vectors and --topk-max keep the vectors of --evaluate: pass --evaluate FILE.csv too")
+    if getattr(args, "topk_max", 0) and hasattr(args, "save_vectors") and not args.save_vectors:
+        parser.error("--topk-max statistics are kept in the --save-vectors cache: pass --save-vectors CACHE.npz too")
+    try:
+        _check_outputs_writable(args)
+        return args.run(args)
+    except EXPECTED_FAILURES as err:
+        if args.debug:
+            raise
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"consert {args.command}: error: {message} (--debug shows the traceback)", file=sys.stderr)
+        return 2

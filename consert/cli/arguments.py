@@ -1,0 +1,105 @@
+"""Arguments several commands share, and the argparse types that give a one-line error on bad input."""
+
+from __future__ import annotations
+
+import argparse
+
+from consert.train.config import MIN_MAX_LENGTH
+
+
+def add_data_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data",
+        default=None,
+        metavar="DIR",
+        help="SentEval data directory (default: $CONSERT_DATA, else ./data/senteval)",
+    )
+
+
+def add_precision_arguments(parser: argparse.ArgumentParser, flag: str) -> None:
+    from consert.encode.precision import DTYPE_CHOICES, ENGINES
+
+    parser.add_argument(
+        flag,
+        choices=DTYPE_CHOICES,
+        default="auto",
+        help="precision of the encoding; auto: the fastest measured on this machine (cached; $CONSERT_DTYPE "
+        "overrides auto)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="auto",
+        help="inference engine; auto: the fastest measured with the dtype (ONNX Runtime or PyTorch on a CPU; "
+        "$CONSERT_ENGINE overrides auto)",
+    )
+
+
+def at_least(minimum: int):
+    """An argparse type: an integer >= ``minimum``, else a one-line usage error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def add_encoder_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-length",
+        type=at_least(MIN_MAX_LENGTH),
+        default=64,
+        help=f"tokens per sentence, [CLS] and [SEP] included (at least {MIN_MAX_LENGTH}, at most the model's limit)",
+    )
+    add_precision_arguments(parser, "--dtype")
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
+    add_data_argument(parser)
+
+
+def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--evaluate", default=None, metavar="FILE.csv", help="then evaluate the export on the 7 sets")
+    add_precision_arguments(parser, "--eval-dtype")
+    parser.add_argument(
+        "--save-vectors", default=None, metavar="CACHE.npz", help="keep that evaluation's vectors as a vector cache"
+    )
+    parser.add_argument(
+        "--save-pooling",
+        action="append",
+        metavar="P",
+        help="a further pooling to keep in the --save-vectors cache (repeatable; e.g. BERT-flow's mean:1,-1)",
+    )
+    add_topk_max_argument(parser, "in that cache")
+
+
+def probability(text: str) -> float:
+    """An argparse type: a number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def add_topk_max_argument(parser: argparse.ArgumentParser, where: str) -> None:
+    parser.add_argument(
+        "--topk-max",
+        type=non_negative_int,
+        default=0,
+        metavar="K",
+        help=f"also collect the top-k masking statistics (k <= K) of the evaluation sentences {where}",
+    )

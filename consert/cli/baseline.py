@@ -1,0 +1,96 @@
+"""``consert baseline``: evaluate a baseline: pooling, whitening, flow, glove."""
+
+from __future__ import annotations
+
+import argparse
+
+from consert.cli.arguments import add_encoder_arguments, at_least
+from consert.cli.common import load_cache
+from consert.encode.pooling import PAPER_POOLING
+
+NAME = "baseline"
+HELP = "evaluate a baseline: pooling, whitening, flow, glove"
+#: ``consert baseline flow`` options (``--flow-NAME``), each a FlowBaseline keyword.
+FLOW_OPTIONS = (
+    ("levels", int),
+    ("depth", int),
+    ("width", int),
+    ("lr", float),
+    ("weight-decay", float),
+    ("max-grad-norm", float),
+    ("epochs", int),
+    ("batch-size", int),
+    ("encoder-dropout", bool),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``consert baseline``."""
+    parser.add_argument("name", choices=("pooling", "whitening", "flow", "glove"))
+    parser.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2", help="encoder (not for glove)")
+    parser.add_argument("--pooling", default=PAPER_POOLING, metavar="P")
+    parser.add_argument("--k", type=at_least(1), default=None, help="whitening: keep k dimensions (default all)")
+    parser.add_argument(
+        "--fit-on",
+        choices=("task", "sts", "nli"),
+        default="task",
+        help="what whitening/flow is fitted on: each task's own pairs (the authors'; default), the 89,192 "
+        "STS texts (flow), or NLI sentences (whitening: the --nli-file jsonl files, else SICK-E offline)",
+    )
+    parser.add_argument(
+        "--nli-file",
+        action="append",
+        default=[],
+        metavar="FILE.jsonl",
+        help="--fit-on nli: an SNLI/MultiNLI jsonl release file (repeatable; without one, SICK-E stands in)",
+    )
+    parser.add_argument("--glove", default=None, metavar="FILE", help="GloVe text file (default: offline 6B-50d)")
+    parser.add_argument("--output", default=None, metavar="FILE.csv")
+    parser.add_argument("--vectors", default=None, metavar="CACHE.npz", help="read vectors from `consert encode`")
+    for name, kind in FLOW_OPTIONS:
+        if kind is bool:
+            parser.add_argument(
+                f"--flow-{name}", action=argparse.BooleanOptionalAction, default=None, help=f"flow: {name} (default on)"
+            )
+        else:
+            parse = at_least(1) if kind is int else kind
+            parser.add_argument(f"--flow-{name}", type=parse, default=None, help=f"flow: {name} (authors' default)")
+    add_encoder_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``consert baseline``."""
+    from baselines.run import build_baseline, evaluate_baseline, fit_corpora
+    from consert.data.nli import SICK_E_LABEL
+    from consert.data.senteval import load_senteval
+    from consert.encode.encoder import SentenceEncoder
+    from consert.evaluate.protocol import summary_table
+    from consert.io import write_csv
+
+    data = load_senteval(args.data)
+    encoder = None
+    if args.name != "glove":
+        encoder = SentenceEncoder.load(
+            args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine
+        )
+    flow = {key: getattr(args, f"flow_{key}") for key in (name.replace("-", "_") for name, _ in FLOW_OPTIONS)}
+    embedder = build_baseline(
+        args.name,
+        encoder,
+        pooling=args.pooling,
+        whitening_k=args.k,
+        glove_path=args.glove,
+        cache=load_cache(args.vectors, encoder, data) if args.vectors else None,
+        **({k: v for k, v in flow.items() if v is not None} if args.name == "flow" else {}),
+    )
+    fit_on = args.fit_on if args.name in ("whitening", "flow") else ""
+    corpora = fit_corpora(args.name, data, fit_on, args.nli_file)
+    label = fit_on
+    if fit_on == "nli":  # say which NLI data the fit saw
+        label = "nli (snli+mnli: " + ", ".join(args.nli_file) + ")" if args.nli_file else f"nli ({SICK_E_LABEL})"
+    frame = evaluate_baseline(embedder, data, corpora, fit_on=label)
+    print(f"\n{embedder.name}  ({frame.setting.iloc[0]})")
+    print(summary_table(frame).to_string(index=False, float_format=lambda v: f"{v:6.2f}"))
+    if args.output:
+        print(f"\nwrote {write_csv(frame, args.output)}")
+    return 0

@@ -1,0 +1,33 @@
+"""``consert download-data``: download SentEval's STS data (needs network)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+NAME = "download-data"
+HELP = "download SentEval's STS data (needs network)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``consert download-data``."""
+    parser.add_argument("--dest", default="data/senteval", metavar="DIR")
+    parser.add_argument(
+        "--wiki1m",
+        nargs="?",
+        const="data/wiki1m_for_simcse.txt",
+        default=None,
+        metavar="FILE",
+        help="also fetch SimCSE's 1M Wikipedia sentences (SimCSE/AugCSE training text; default path "
+        "data/wiki1m_for_simcse.txt)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """``consert download-data``."""
+    from consert.data.download import download_senteval, download_wiki1m
+
+    print(f"SentEval data ready in {download_senteval(Path(args.dest))}")
+    if args.wiki1m:
+        print(f"SimCSE's Wikipedia sentences ready in {download_wiki1m(Path(args.wiki1m))}")
+    return 0

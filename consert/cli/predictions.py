@@ -1,0 +1,50 @@
+"""``consert predictions``: per-pair gold and cosine of one dataset (Figure 1)."""
+
+from __future__ import annotations
+
+import argparse
+
+from consert.cli.arguments import add_encoder_arguments
+from consert.cli.common import load_cache
+from consert.encode.pooling import PAPER_POOLING
+
+NAME = "predictions"
+HELP = "per-pair gold and cosine of one dataset (Figure 1)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``consert predictions``."""
+    parser.add_argument("model")
+    parser.add_argument(
+        "--dataset", default="STSb", choices=("STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R")
+    )
+    parser.add_argument("--pooling", default=PAPER_POOLING, metavar="P")
+    parser.add_argument("--output", required=True, metavar="FILE.csv")
+    parser.add_argument("--vectors", default=None, metavar="CACHE.npz", help="read vectors from a vector cache")
+    add_encoder_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``consert predictions``."""
+    from consert.data.senteval import load_senteval
+    from consert.encode.encoder import SentenceEncoder
+    from consert.evaluate.protocol import pair_predictions
+    from consert.io import write_csv
+
+    data = load_senteval(args.data)
+    encoder = SentenceEncoder.load(
+        args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine
+    )
+    sentences = list(
+        dict.fromkeys(s for ps in data.sets[args.dataset].eval_groups.values() for p in ps for s in (p.sent1, p.sent2))
+    )
+    if args.vectors:
+        matrix = load_cache(args.vectors, encoder, data, poolings=[args.pooling]).lookup(sentences, args.pooling)
+    else:
+        matrix = encoder.encode(sentences, args.pooling)
+    vectors = dict(zip(sentences, matrix, strict=True))
+    frame = pair_predictions(data, vectors, args.dataset).assign(
+        model=args.model, pooling=args.pooling, setting=encoder.resolved.setting
+    )
+    print(f"wrote {write_csv(frame, args.output)} ({len(frame)} pairs)")
+    return 0

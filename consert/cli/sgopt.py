@@ -1,0 +1,51 @@
+"""``consert sgopt``: train the SG-OPT baseline (Kim et al., 2021)."""
+
+from __future__ import annotations
+
+import argparse
+
+from consert.cli.arguments import add_evaluate_arguments
+from consert.cli.common import evaluate_export
+
+NAME = "sgopt"
+HELP = "train the SG-OPT baseline (Kim et al., 2021)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``consert sgopt``."""
+    parser.add_argument("--config", default=None, metavar="FILE.yaml")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. --set model=bert-base-uncased"
+    )
+    add_evaluate_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``consert sgopt``."""
+    from baselines.sgopt import SgOptConfig, train_sgopt
+    from consert.data.senteval import load_senteval
+    from consert.train.config import dataclass_from_dict, parse_overrides, read_yaml
+
+    values = read_yaml(args.config) if args.config else {}
+    values.update(parse_overrides(args.set))
+    data_dir = values.pop("data", None)
+    config = dataclass_from_dict(SgOptConfig, values, source=args.config or "--set")
+    data = load_senteval(data_dir)
+    result = train_sgopt(config, data)
+    print(
+        f"best STS-B dev Spearman {result.loop.best_dev:.2f} at step {result.loop.best_step}; "
+        f"model exported to {result.output_dir} (evaluate with --pooling cls)"
+    )
+    if args.evaluate:
+        evaluate_export(
+            result.output_dir,
+            "cls",
+            data,
+            args,
+            config.max_length,
+            config.device,
+            config.seed,
+            method="sg-opt",
+            started_from=config.model,
+        )
+    return 0

@@ -1,0 +1,44 @@
+"""``consert topk``: Figure 4: Spearman vs k most frequent tokens removed."""
+
+from __future__ import annotations
+
+import argparse
+
+from consert.cli.arguments import add_encoder_arguments, non_negative_int
+from consert.cli.common import load_cache
+from consert.encode.pooling import PAPER_POOLING
+
+NAME = "topk"
+HELP = "Figure 4: Spearman vs k most frequent tokens removed"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``consert topk``."""
+    parser.add_argument("model")
+    parser.add_argument("--max-k", type=non_negative_int, default=50)
+    parser.add_argument("--pooling", default=PAPER_POOLING, metavar="P")
+    parser.add_argument("--output", default=None, metavar="FILE.csv")
+    parser.add_argument("--vectors", default=None, metavar="CACHE.npz", help="read the statistics from a vector cache")
+    add_encoder_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``consert topk``."""
+    from baselines.topk import topk_curve
+    from consert.data.senteval import load_senteval
+    from consert.encode.encoder import SentenceEncoder
+    from consert.io import write_csv
+
+    data = load_senteval(args.data)
+    encoder = SentenceEncoder.load(
+        args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine
+    )
+    rank_sums = None
+    if args.vectors:
+        rank_sums = load_cache(args.vectors, encoder, data, rank_sums=True, poolings=[]).rank_sums
+    curve = topk_curve(encoder, data, range(args.max_k + 1), args.pooling, rank_sums=rank_sums)
+    average = curve[curve.dataset == "Avg"][["k", "spearman", "removed_tokens"]]
+    print(average.to_string(index=False, float_format=lambda v: f"{v:6.2f}"))
+    if args.output:
+        print(f"\nwrote {write_csv(curve.assign(model=args.model, setting=encoder.resolved.setting), args.output)}")
+    return 0

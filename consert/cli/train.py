@@ -1,0 +1,62 @@
+"""``consert train``: train ConSERT (unsup, joint, sup, sup-unsup, joint-unsup), SimCSE (simcse) or AugCSE (augcse)."""
+
+from __future__ import annotations
+
+import argparse
+
+from consert.cli.arguments import add_evaluate_arguments
+from consert.cli.common import evaluate_export
+
+NAME = "train"
+HELP = "train ConSERT (unsup, joint, sup, sup-unsup, joint-unsup), SimCSE (simcse) or AugCSE (augcse)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``consert train``."""
+    parser.add_argument(
+        "--config", default=None, metavar="FILE.yaml", help="training config (see consert/train/config.py)"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key (repeatable), e.g. --set mode=joint --set max_steps=30",
+    )
+    add_evaluate_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``consert train``."""
+    from consert.data.senteval import load_senteval
+    from consert.train.config import load_train_config
+    from consert.train.trainer import train
+
+    config = load_train_config(args.config, args.set)
+    data = load_senteval(config.data)
+    result = train(config, data)
+    print(
+        f"best STS-B dev Spearman {result.best_dev_spearman:.2f} at step {result.best_step} "
+        f"({result.steps} steps run); model exported to {result.output_dir}"
+    )
+    rates = result.augmentation_rates
+    for name, count in rates.items():
+        print(f"augmentation {name}: applied to {count['applied']} of {count['drawn']} texts ({count['rate']:.1%})")
+    if args.evaluate:
+        evaluate_export(
+            result.output_dir,
+            config.eval_pooling,
+            data,
+            args,
+            config.evaluation_max_length,
+            config.device,
+            config.seed,
+            mode=config.mode,
+            views="+".join(config.views),
+            temperature=config.temperature,
+            batch_size=config.batch_size,
+            n_texts=config.n_texts or "all",
+            started_from=config.model,
+            augmentation_rates=";".join(f"{name}={count['rate']:.4f}" for name, count in rates.items()),
+        )
+    return 0

@@ -1,0 +1,106 @@
+"""Download the STS sets from their original sources into SentEval's layout (needs network).
+
+This mirrors what SentEval's ``data/downstream/get_transfer_data.bash`` does for the STS tasks:
+fetch the official archives, rename files to ``STS.input.*`` / ``STS.gs.*``, and Moses-tokenize the
+sentence columns (here with ``sacremoses``, the Python port of the Moses tokenizer, lowercased as
+SentEval's prepared files are). Nothing else in the harness ever calls this: a data directory that
+is already on disk is read in place. Byte-level differences from SentEval's prepared files are
+possible; the evaluation records the sha256 of every file it reads so such differences are visible.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tarfile
+import tempfile
+import urllib.request
+import zipfile
+from pathlib import Path
+
+from consert.data.senteval import SICK_SPLITS, STS_YEAR_SUBSETS
+
+_STS_ARCHIVES = {
+    "STS12": ("http://ixa2.si.ehu.es/stswiki/images/4/40/STS2012-en-test.zip", "test-gold"),
+    "STS13": ("http://ixa2.si.ehu.es/stswiki/images/2/2f/STS2013-en-test.zip", "test-gs"),
+    "STS14": ("http://ixa2.si.ehu.es/stswiki/images/8/8c/STS2014-en-test.zip", "sts-en-test-gs-2014"),
+    "STS15": ("http://ixa2.si.ehu.es/stswiki/images/d/da/STS2015-en-test.zip", "test_evaluation_task2a"),
+    "STS16": ("http://ixa2.si.ehu.es/stswiki/images/9/98/STS2016-en-test.zip", "sts2016-english-with-gs-v1.0"),
+}
+_STSB_ARCHIVE = "http://ixa2.si.ehu.es/stswiki/images/4/48/Stsbenchmark.tar.gz"
+_SICK_URL = "https://raw.githubusercontent.com/alvations/stasis/master/SICK-data/{name}"
+
+
+def _fetch(url: str) -> bytes:
+    print(f"downloading {url}")
+    with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 - fixed official URLs
+        return response.read()
+
+
+def _tokenizer():
+    try:
+        from sacremoses import MosesTokenizer
+    except ImportError:
+        raise RuntimeError("`consert download-data` tokenizes like SentEval: pip install sacremoses") from None
+    moses = MosesTokenizer(lang="en")
+    return lambda text: moses.tokenize(text, escape=False, return_str=True).lower()
+
+
+def _find(folder: Path, name: str) -> Path:
+    matches = list(folder.rglob(name))
+    if not matches:
+        raise RuntimeError(f"{name} not found in the downloaded archive under {folder}")
+    return matches[0]
+
+
+def download_senteval(dest: Path) -> Path:
+    """Fill ``dest/downstream`` with STS12-16, STS-B and SICK; return ``dest``. Writes atomically."""
+    tokenize = _tokenizer()
+    final = dest / "downstream"
+    if (final / "STS").is_dir():
+        return dest
+    with tempfile.TemporaryDirectory(dir=dest.parent if dest.parent.exists() else None) as scratch:
+        staging = Path(scratch) / "downstream"
+        for year, (url, _) in _STS_ARCHIVES.items():
+            unpacked = Path(scratch) / year
+            zipfile.ZipFile(io.BytesIO(_fetch(url))).extractall(unpacked)
+            target = staging / "STS" / f"{year}-en-test"
+            target.mkdir(parents=True)
+            for subset in STS_YEAR_SUBSETS[year]:
+                source_input = _find(unpacked, f"STS*.input.{subset}.txt")
+                gold_name = f"STS.output.{subset}.txt" if year == "STS13" else f"STS*.gs.{subset}.txt"
+                shutil.copy(_find(unpacked, gold_name), target / f"STS.gs.{subset}.txt")
+                rows = source_input.read_text(encoding="utf-8").splitlines()
+                tokenized = ["\t".join(tokenize(col) for col in row.split("\t")[:2]) for row in rows]
+                (target / f"STS.input.{subset}.txt").write_text("\n".join(tokenized) + "\n", encoding="utf-8")
+        stsb = Path(scratch) / "stsb"
+        tarfile.open(fileobj=io.BytesIO(_fetch(_STSB_ARCHIVE))).extractall(stsb, filter="data")
+        (staging / "STS" / "STSBenchmark").mkdir(parents=True)
+        for split in ("train", "dev", "test"):
+            rows = _find(stsb, f"sts-{split}.csv").read_text(encoding="utf-8").splitlines()
+            out = []
+            for row in rows:
+                fields = row.split("\t")
+                out.append("\t".join(fields[:5] + [tokenize(fields[5]), tokenize(fields[6])]))
+            (staging / "STS" / "STSBenchmark" / f"sts-{split}.csv").write_text("\n".join(out) + "\n", encoding="utf-8")
+        (staging / "SICK").mkdir(parents=True)
+        for filename in SICK_SPLITS.values():
+            (staging / "SICK" / filename).write_bytes(_fetch(_SICK_URL.format(name=filename)))
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(staging), final)
+    return dest
+
+
+#: SimCSE's training text (1M English Wikipedia sentences), from the authors' data/download_wiki.sh.
+WIKI1M_URL = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/wiki1m_for_simcse.txt"
+
+
+def download_wiki1m(path: Path) -> Path:
+    """Fetch SimCSE's ``wiki1m_for_simcse.txt`` to ``path`` (atomically; kept when already there)."""
+    if path.is_file():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(_fetch(WIKI1M_URL))
+    partial.replace(path)
+    return path

@@ -1,0 +1,335 @@
+"""SentEval data layer: the seven STS evaluation sets read from SentEval's on-disk layout.
+
+Layout (what SentEval's ``data/downstream/get_transfer_data.bash`` leaves on disk)::
+
+    <root>/downstream/STS/STS12-en-test/STS.input.<subset>.txt   two tab-separated sentences a line
+    <root>/downstream/STS/STS12-en-test/STS.gs.<subset>.txt      gold score a line, blank = unscored
+    ...  STS13 .. STS16 likewise
+    <root>/downstream/STS/STSBenchmark/sts-{train,dev,test}.csv  tab-separated, score col 4, sentences 5, 6
+    <root>/downstream/SICK/SICK_{train,trial,test_annotated}.txt header row; A, B, relatedness, entailment
+
+``<root>`` may also be the ``downstream`` folder itself. Sentences are whitespace-normalised the way
+SentEval's batchers see them (``" ".join(s.split())``). Every file read is recorded so results can
+carry a fingerprint of exactly the data they came from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Environment variable naming the SentEval data directory when no explicit path is given.
+DATA_ENV_VAR = "CONSERT_DATA"
+#: Where ``consert download-data`` puts the data when neither an argument nor the variable is set.
+DEFAULT_DATA_DIR = Path("data") / "senteval"
+
+#: Subsets of each STS year, as SentEval evaluates them (STS13 without the licensed SMT subset).
+STS_YEAR_SUBSETS: dict[str, tuple[str, ...]] = {
+    "STS12": ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
+    "STS13": ("FNWN", "headlines", "OnWN"),
+    "STS14": ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"),
+    "STS15": ("answers-forums", "answers-students", "belief", "headlines", "images"),
+    "STS16": ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
+}
+STSB_SPLITS: dict[str, str] = {"train": "sts-train.csv", "dev": "sts-dev.csv", "test": "sts-test.csv"}
+SICK_SPLITS: dict[str, str] = {
+    "train": "SICK_train.txt",
+    "trial": "SICK_trial.txt",
+    "test": "SICK_test_annotated.txt",
+}
+#: The seven evaluation sets in the paper's column order.
+DATASETS: tuple[str, ...] = (*STS_YEAR_SUBSETS, "STSb", "SICK-R")
+SCORE_RANGE = (0.0, 5.0)
+SICK_RELATEDNESS_RANGE = (1.0, 5.0)
+NLI_LABELS = ("ENTAILMENT", "NEUTRAL", "CONTRADICTION")
+
+
+class DataFormatError(ValueError):
+    """A data file is missing or malformed; says which file, which line and what was expected."""
+
+    def __init__(self, path: Path | str, message: str, line: int | None = None):
+        self.path = Path(path)
+        self.line = line
+        self.reason = message
+        where = f"{self.path}:{line}" if line is not None else str(self.path)
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass(frozen=True)
+class ScoredPair:
+    """Two sentences and their gold similarity score."""
+
+    sent1: str
+    sent2: str
+    score: float
+
+
+@dataclass(frozen=True)
+class NliPair:
+    """A premise/hypothesis pair with its NLI label (one of ``NLI_LABELS``)."""
+
+    premise: str
+    hypothesis: str
+    label: str
+
+
+@dataclass
+class StsData:
+    """One evaluation set: scored pairs per subset (STS years) or per split (STS-B, SICK-R).
+
+    ``eval_subsets`` names the groups that are evaluated (all subsets of a year; the test split of
+    STS-B and SICK-R). ``texts`` holds every input sentence of every file, in file order, both
+    sides, unscored pairs included, without dedup: the unlabeled corpus of the paper's Table 1.
+    """
+
+    name: str
+    groups: dict[str, list[ScoredPair]]
+    eval_subsets: tuple[str, ...]
+    texts: list[str] = field(default_factory=list)
+    #: SICK only: entailment labels of each split, aligned with ``groups``.
+    nli: dict[str, list[NliPair]] = field(default_factory=dict)
+
+    @property
+    def eval_groups(self) -> dict[str, list[ScoredPair]]:
+        """The scored pairs that the STS protocol evaluates, by subset."""
+        return {name: self.groups[name] for name in self.eval_subsets}
+
+    def scored_texts(self) -> list[str]:
+        """Both sentences of every scored pair of every split or subset, in file order, no dedup.
+
+        What BERT-whitening (and BERT-flow's "target, train+dev+test") fit on per task: STS-B
+        train+dev+test (17,256), SICK-R train+trial+test (19,854), all scored pairs of a year.
+        """
+        return [s for pairs in self.groups.values() for p in pairs for s in (p.sent1, p.sent2)]
+
+    def eval_sentences(self) -> list[str]:
+        """Every sentence of the evaluated pairs, each once, in a fixed order."""
+        return list(dict.fromkeys(s for pairs in self.eval_groups.values() for p in pairs for s in (p.sent1, p.sent2)))
+
+
+class DataIntegrityError(DataFormatError):
+    """Data files differ from the SentEval files the paper used (by sha256); lists every file."""
+
+
+#: Set to 1 to evaluate on files that differ from SentEval's (your own data, a re-tokenization).
+ALLOW_UNVERIFIED_ENV_VAR = "CONSERT_ALLOW_UNVERIFIED_DATA"
+
+
+@dataclass
+class SentEvalData:
+    """The seven STS sets, the sha256 of every file read, and whether they match SentEval's files."""
+
+    root: Path
+    sets: dict[str, StsData]
+    file_hashes: dict[str, str]
+    verified: bool = False
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 over (relative path, file sha256) of every file read: identifies the data exactly."""
+        digest = hashlib.sha256()
+        for name in sorted(self.file_hashes):
+            digest.update(f"{name}\t{self.file_hashes[name]}\n".encode())
+        return digest.hexdigest()
+
+    def unlabeled_texts(self) -> list[str]:
+        """Every input sentence of the seven sets (89,192 for SentEval's files), in a fixed order."""
+        return [text for name in DATASETS if name in self.sets for text in self.sets[name].texts]
+
+
+def normalize_sentence(text: str) -> str:
+    """Collapse whitespace as SentEval's ``s.split()`` followed by ``" ".join`` does."""
+    return " ".join(text.split())
+
+
+def resolve_data_dir(path: str | os.PathLike | None = None) -> Path:
+    """Find the SentEval data directory: ``path``, else ``$CONSERT_DATA``, else ``./data/senteval``.
+
+    Returns the folder that contains ``STS/`` and ``SICK/`` (accepting either the SentEval ``data``
+    folder or its ``downstream`` subfolder). Never downloads: a missing directory raises a
+    :class:`DataFormatError` that says how to get the data.
+    """
+    if path is not None:
+        source, candidate = "the given path", Path(path)
+    elif os.environ.get(DATA_ENV_VAR):
+        source, candidate = f"${DATA_ENV_VAR}", Path(os.environ[DATA_ENV_VAR])
+    else:
+        source, candidate = "the default location", DEFAULT_DATA_DIR
+    for root in (candidate / "downstream", candidate):
+        if (root / "STS").is_dir():
+            return root
+    raise DataFormatError(
+        candidate,
+        f"no SentEval data directory here ({source}); expected STS/ and SICK/ below it or below "
+        f"downstream/. Pass --data DIR, set ${DATA_ENV_VAR}, or run `consert download-data` "
+        "(needs network) to fill ./data/senteval.",
+    )
+
+
+class _FileReader:
+    """Reads text files as UTF-8 lines, records their sha256, and turns problems into DataFormatError."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.hashes: dict[str, str] = {}
+
+    def lines(self, path: Path) -> list[str]:
+        if not path.is_file():
+            raise DataFormatError(path, "file not found")
+        raw = path.read_bytes()
+        self.hashes[str(path.relative_to(self.root))] = hashlib.sha256(raw).hexdigest()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            line = raw[: err.start].count(b"\n") + 1
+            raise DataFormatError(path, f"not valid UTF-8 (byte {err.start})", line) from None
+        lines = text.splitlines()
+        if not lines:
+            raise DataFormatError(path, "file is empty")
+        return lines
+
+
+def _parse_score(text: str, path: Path, line: int, valid: tuple[float, float]) -> float:
+    try:
+        score = float(text)
+    except ValueError:
+        raise DataFormatError(path, f"expected a numeric score, found {text!r}", line) from None
+    if not (math.isfinite(score) and valid[0] <= score <= valid[1]):
+        raise DataFormatError(path, f"score {score} outside [{valid[0]}, {valid[1]}]", line)
+    return score
+
+
+def _split_fields(row: str, path: Path, line: int, count: int, exact: bool) -> list[str]:
+    fields = row.split("\t")
+    if len(fields) < count or (exact and len(fields) != count):
+        want = f"{count}" if exact else f"at least {count}"
+        raise DataFormatError(path, f"expected {want} tab-separated fields, found {len(fields)}", line)
+    return fields
+
+
+def load_sts_year(reader: _FileReader, year_dir: Path, name: str, subsets: tuple[str, ...]) -> StsData:
+    """Read one STS year: ``STS.input.<subset>.txt`` with its ``STS.gs.<subset>.txt`` per subset."""
+    groups: dict[str, list[ScoredPair]] = {}
+    texts: list[str] = []
+    for subset in subsets:
+        input_path = year_dir / f"STS.input.{subset}.txt"
+        gold_path = year_dir / f"STS.gs.{subset}.txt"
+        inputs, golds = reader.lines(input_path), reader.lines(gold_path)
+        if len(inputs) != len(golds):
+            raise DataFormatError(
+                gold_path,
+                f"has {len(golds)} lines but {input_path.name} has {len(inputs)}; expected one gold "
+                "line (possibly blank) per sentence pair",
+            )
+        pairs = []
+        for number, (row, gold) in enumerate(zip(inputs, golds, strict=True), start=1):
+            sent1, sent2 = (normalize_sentence(s) for s in _split_fields(row, input_path, number, 2, exact=True))
+            texts.extend((sent1, sent2))
+            if gold.strip():
+                pairs.append(ScoredPair(sent1, sent2, _parse_score(gold.strip(), gold_path, number, SCORE_RANGE)))
+        groups[subset] = pairs
+    return StsData(name, groups, eval_subsets=subsets, texts=texts)
+
+
+def load_stsb(reader: _FileReader, folder: Path) -> StsData:
+    """Read STS-B: score in column 4, sentences in columns 5 and 6 (0-based); later columns ignored."""
+    groups: dict[str, list[ScoredPair]] = {}
+    texts: list[str] = []
+    for split, filename in STSB_SPLITS.items():
+        path = folder / filename
+        pairs = []
+        for number, row in enumerate(reader.lines(path), start=1):
+            fields = _split_fields(row, path, number, 7, exact=False)
+            pair = ScoredPair(
+                normalize_sentence(fields[5]),
+                normalize_sentence(fields[6]),
+                _parse_score(fields[4].strip(), path, number, SCORE_RANGE),
+            )
+            pairs.append(pair)
+            texts.extend((pair.sent1, pair.sent2))
+        groups[split] = pairs
+    return StsData("STSb", groups, eval_subsets=("test",), texts=texts)
+
+
+def load_sick(reader: _FileReader, folder: Path) -> StsData:
+    """Read SICK: a header row, then pair_ID, sentence_A, sentence_B, relatedness, entailment label."""
+    groups: dict[str, list[ScoredPair]] = {}
+    nli: dict[str, list[NliPair]] = {}
+    texts: list[str] = []
+    for split, filename in SICK_SPLITS.items():
+        path = folder / filename
+        lines = reader.lines(path)
+        header = lines[0].split("\t")
+        if header[:5] != ["pair_ID", "sentence_A", "sentence_B", "relatedness_score", "entailment_judgment"]:
+            raise DataFormatError(
+                path, "expected header pair_ID, sentence_A, sentence_B, relatedness_score, entailment_judgment", 1
+            )
+        pairs, labelled = [], []
+        for number, row in enumerate(lines[1:], start=2):
+            fields = _split_fields(row, path, number, 5, exact=True)
+            sent1, sent2 = normalize_sentence(fields[1]), normalize_sentence(fields[2])
+            label = fields[4].strip().upper()
+            if label not in NLI_LABELS:
+                raise DataFormatError(
+                    path, f"expected an entailment label in {NLI_LABELS}, found {fields[4]!r}", number
+                )
+            pairs.append(
+                ScoredPair(sent1, sent2, _parse_score(fields[3].strip(), path, number, SICK_RELATEDNESS_RANGE))
+            )
+            labelled.append(NliPair(sent1, sent2, label))
+            texts.extend((sent1, sent2))
+        groups[split], nli[split] = pairs, labelled
+    return StsData("SICK-R", groups, eval_subsets=("test",), texts=texts, nli=nli)
+
+
+def manifest_mismatches(file_hashes: dict[str, str]) -> list[str]:
+    """Files whose sha256 differs from the manifest of SentEval's files (or that it does not know)."""
+    import json
+    from importlib import resources
+
+    expected = json.loads(resources.files("consert.data.manifests").joinpath("senteval_sts.json").read_text())["files"]
+    problems = []
+    for name, digest in sorted(file_hashes.items()):
+        if name not in expected:
+            problems.append(f"{name}: not among SentEval's files")
+        elif expected[name] != digest:
+            problems.append(f"{name}: sha256 {digest[:12]}... expected {expected[name][:12]}...")
+    return problems
+
+
+def load_senteval(
+    path: str | os.PathLike | None = None, datasets: tuple[str, ...] = DATASETS, allow_unverified: bool | None = None
+) -> SentEvalData:
+    """Load the STS evaluation sets from a SentEval data directory (see :func:`resolve_data_dir`).
+
+    Every file is checked against the sha256 manifest of the files the paper used: a truncated
+    download or a different tokenization raises :class:`DataIntegrityError` naming each file,
+    unless ``allow_unverified`` (default: ``$CONSERT_ALLOW_UNVERIFIED_DATA``) is set, in which
+    case the data loads with ``verified = False`` and every result says so.
+    """
+    root = resolve_data_dir(path)
+    unknown = set(datasets) - set(DATASETS)
+    if unknown:
+        raise ValueError(f"unknown datasets {sorted(unknown)}; choose from {DATASETS}")
+    reader = _FileReader(root)
+    sets: dict[str, StsData] = {}
+    for name in datasets:
+        if name in STS_YEAR_SUBSETS:
+            sets[name] = load_sts_year(reader, root / "STS" / f"{name}-en-test", name, STS_YEAR_SUBSETS[name])
+        elif name == "STSb":
+            sets[name] = load_stsb(reader, root / "STS" / "STSBenchmark")
+        else:
+            sets[name] = load_sick(reader, root / "SICK")
+    problems = manifest_mismatches(reader.hashes)
+    if allow_unverified is None:
+        allow_unverified = os.environ.get(ALLOW_UNVERIFIED_ENV_VAR, "0") not in ("0", "", "false")
+    if problems and not allow_unverified:
+        raise DataIntegrityError(
+            root,
+            "files differ from SentEval's (the paper's) data:\n  " + "\n  ".join(problems) + "\nIf you mean to use "
+            f"other files, set {ALLOW_UNVERIFIED_ENV_VAR}=1 (results then carry data_verified=False).",
+        )
+    return SentEvalData(root=root, sets=sets, file_hashes=reader.hashes, verified=not problems)

@@ -1,0 +1,342 @@
+"""Numeric precision and inference engine, chosen by measuring them on this machine.
+
+CPU flags say what a CPU can decode, not what is fast on it: an Intel Xeon that reports
+``avx512_bf16`` without AMX tiles encodes bf16 1.5x slower than fp32 ONNX Runtime, while one with
+AMX encodes bf16 2.6x faster, and an AVX2-only CPU emulates bf16 8x slower. So ``dtype: auto``
+(and ``engine: auto``) time a short probe of every candidate on the model at hand, once per machine,
+and keep the fastest, as FFTW's wisdom or cuDNN's benchmark mode do:
+
+* inference, CPU: bf16 autocast (PyTorch), fp32 ONNX Runtime, fp32 PyTorch;
+* training, CPU: bf16 autocast, fp32;
+* CUDA (both): bf16 autocast (where supported), fp16 autocast (a gradient scaler in training), fp32.
+
+The winner is cached in ``precision.json`` (``$CONSERT_CACHE_DIR``, else ``~/.cache/consert``), keyed by
+the CPU or GPU model, thread count, torch and onnxruntime versions, the model's shape, what the choice
+is for, and the environment variables that change kernel dispatch. The probe keeps the global RNG
+state as it found it, so results do not depend on whether the cache was warm. A candidate within 5%
+of the fastest wins if it comes first in the device's order of preference (CPU: the exact fp32
+paths first; CUDA: bf16, which needs no loss scaling).
+
+What overrides the measurement, strongest first: an explicit ``dtype``/``engine`` (command line or
+config), then ``$CONSERT_DTYPE``/``$CONSERT_ENGINE``. This module is the one place that resolves
+``auto``: :func:`inference_precision` and :func:`training_precision`; everything downstream receives
+a resolved :class:`Precision`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from consert.hardware import hardware_summary
+
+#: What a config or command line may ask for.
+DTYPE_CHOICES = ("auto", "fp32", "bf16", "fp16")
+#: What ``auto`` resolves to, and what results record.
+RESOLVED_DTYPES = ("fp32", "bf16", "fp16")
+ENGINES = ("auto", "torch", "onnxruntime")
+TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+#: Environment overrides of ``auto`` (an explicit argument still wins).
+DTYPE_ENV, ENGINE_ENV = "CONSERT_DTYPE", "CONSERT_ENGINE"
+#: Where the measured choices are kept (default ``$XDG_CACHE_HOME/consert`` or ``~/.cache/consert``).
+CACHE_ENV = "CONSERT_CACHE_DIR"
+#: Environment variables that change which kernels run, hence part of the cache key.
+DISPATCH_ENV = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")
+#: A candidate this close to the fastest wins if it comes first in the order of preference.
+TIE = 0.05
+PURPOSES = ("inference", "training")
+
+
+@dataclass(frozen=True)
+class Precision:
+    """A resolved precision: ``dtype`` (fp32/bf16/fp16), ``engine`` (torch/onnxruntime), how it was chosen
+    (``requested``, ``environment``, ``measured``, ``measured (cached)``) and the probe's seconds per candidate."""
+
+    dtype: str
+    engine: str = "torch"
+    how: str = "requested"
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.dtype not in RESOLVED_DTYPES or self.engine not in ENGINES[1:]:
+            raise ValueError(f"not a resolved precision: dtype {self.dtype!r}, engine {self.engine!r}")
+
+    @property
+    def label(self) -> str:
+        return f"{self.dtype}/{self.engine}"
+
+    def describe(self) -> str:
+        """One line for provenance: ``bf16/torch (measured: bf16/torch 0.21 s, fp32/onnxruntime 0.52 s)``."""
+        if not self.timings:
+            return f"{self.label} ({self.how})"
+        figures = ", ".join(f"{label} {seconds:.3g} s" for label, seconds in self.timings.items())
+        return f"{self.label} ({self.how}: {figures})"
+
+
+def _candidates(device: str, purpose: str) -> list[tuple[str, str]]:
+    """(dtype, engine) candidates in the device's order of preference."""
+    if torch.device(device).type == "cuda":
+        dtypes = (["bf16"] if torch.cuda.is_bf16_supported() else []) + ["fp16", "fp32"]
+        return [(dtype, "torch") for dtype in dtypes]
+    from consert.encode.ort_engine import onnxruntime_available
+
+    found = [("fp32", "onnxruntime")] if purpose == "inference" and onnxruntime_available() else []
+    return [*found, ("fp32", "torch"), ("bf16", "torch")]
+
+
+def _requested(value: str, choices: tuple[str, ...], env: str, what: str) -> tuple[str, str]:
+    """(the value asked for, where it came from): the argument, else the environment, else ``auto``."""
+    if value not in choices:
+        raise ValueError(f"unknown {what} {value!r}; expected one of {choices}")
+    if value != "auto":
+        return value, "requested"
+    from_env = os.environ.get(env, "").strip()
+    if from_env:
+        if from_env not in choices:
+            raise ValueError(f"${env}={from_env!r}: expected one of {choices}")
+        return from_env, "environment"
+    return "auto", ""
+
+
+def _choose(
+    dtype: str,
+    engine: str,
+    device: str,
+    purpose: str,
+    model: torch.nn.Module,
+    probe: Callable | None = None,
+    exclude: tuple[str, ...] = (),
+    variant: str = "",
+) -> Precision:
+    """The requested precision, or under ``auto`` the fastest measured candidate (less ``exclude``);
+    ``variant`` names a probe other than the default one in the cache key."""
+    dtype, dtype_from = _requested(dtype, DTYPE_CHOICES, DTYPE_ENV, "dtype")
+    engine, engine_from = _requested(engine, ENGINES, ENGINE_ENV, "engine")
+    kind = torch.device(device).type
+    if dtype == "fp16" and kind != "cuda":
+        raise ValueError("dtype fp16 is for CUDA devices only; use auto, fp32 or bf16 on a CPU")
+    if engine == "onnxruntime" and (kind != "cpu" or purpose == "training"):
+        raise ValueError("the onnxruntime engine serves inference on a CPU only")
+    candidates = [
+        (d, e)
+        for d, e in _candidates(device, purpose)
+        if (dtype == "auto" and d not in exclude or d == dtype) and (engine == "auto" or e == engine)
+    ]
+    if not candidates:
+        offered = ", ".join(f"{d}/{e}" for d, e in _candidates(device, purpose))
+        raise ValueError(
+            f"dtype {dtype} with engine {engine} cannot run {purpose} on {kind} (the choices here: {offered}; "
+            "onnxruntime serves fp32 only, bf16 needs a GPU or CPU that supports it)"
+        )
+    if len(candidates) == 1:
+        how = dtype_from or engine_from or "only candidate"
+        return Precision(*candidates[0], how=how)
+    return _measured(candidates, device, purpose, model, probe or _probe, variant)
+
+
+# ---- the measurement and its cache -------------------------------------------------------------------
+
+
+def cache_path() -> Path:
+    """``precision.json`` under ``$CONSERT_CACHE_DIR``, else ``$XDG_CACHE_HOME/consert``, else ``~/.cache/consert``."""
+    base = os.environ.get(CACHE_ENV) or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "consert"
+    return Path(base) / "precision.json"
+
+
+def cache_key(
+    device: str, purpose: str, model: torch.nn.Module, candidates: list[tuple[str, str]], variant: str = ""
+) -> str:
+    """What the fastest candidate depends on: hardware, threads, library versions, model shape, dispatch,
+    and how the work runs (``variant``: e.g. ``cuda graphs``)."""
+    config = getattr(model, "config", None)
+    shape = "x".join(
+        str(getattr(config, name, "?"))
+        for name in ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size")
+    )
+    try:
+        from importlib.metadata import version
+
+        ort = version("onnxruntime")
+    except Exception:  # noqa: BLE001 - not installed
+        ort = "absent"
+    dispatch = ",".join(f"{name}={os.environ[name]}" for name in DISPATCH_ENV if os.environ.get(name))
+    if torch.device(device).type == "cuda":  # fp32's speed depends on whether matmuls may use TF32
+        dispatch += f"{',' if dispatch else ''}tf32={torch.backends.cuda.matmul.allow_tf32}"
+    parts = [
+        hardware_summary(device, with_threads=False),
+        f"threads={torch.get_num_threads()}",
+        f"torch={torch.__version__}",
+        f"onnxruntime={ort}",
+        f"model={type(model).__name__}:{shape}",
+        f"{purpose} ({variant})" if variant else purpose,
+        "candidates=" + ",".join(f"{d}/{e}" for d, e in candidates),
+        dispatch,
+    ]
+    return " | ".join(part for part in parts if part)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock beside ``path`` (parallel jobs of one DAG probe once, not at once)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _read_cache(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def _measured(
+    candidates, device: str, purpose: str, model: torch.nn.Module, probe: Callable, variant: str = ""
+) -> Precision:
+    path, key = cache_path(), cache_key(device, purpose, model, candidates, variant)
+    with _locked(path):
+        cached = _read_cache(path).get(key)
+        if cached:
+            return Precision(cached["dtype"], cached["engine"], "measured (cached)", cached["timings"])
+        cuda = torch.device(device).type == "cuda"
+        with torch.random.fork_rng(devices=[torch.device(device).index or 0] if cuda else []):
+            timings = probe(candidates, device, purpose, model)
+        dtype, engine = fastest(timings, candidates)
+        labels = {f"{d}/{e}": timings[(d, e)] for d, e in candidates if (d, e) in timings}
+        entries = _read_cache(path)
+        entries[key] = {"dtype": dtype, "engine": engine, "timings": labels, "measured": time.strftime("%Y-%m-%d")}
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(entries, indent=1, sort_keys=True), encoding="utf-8")
+        temporary.replace(path)
+    return Precision(dtype, engine, "measured", labels)
+
+
+def fastest(timings: dict[tuple[str, str], float], candidates: list[tuple[str, str]]) -> tuple[str, str]:
+    """The fastest candidate, or an earlier one (in order of preference) within :data:`TIE` of it."""
+    best = min(timings.values())
+    return next(c for c in candidates if c in timings and timings[c] <= best * (1 + TIE))
+
+
+#: The probe's workload, (sentences, tokens) by device type and purpose: the shapes the work has. A GPU
+#: probed on a CPU-sized batch picks fp32 (bf16's casts cost more than its arithmetic saves there), so
+#: on CUDA the training probe is a paper-scale step (96 sentences x 2 views, 48 tokens) and the
+#: inference probe an evaluation batch.
+PROBE_SHAPES = {
+    ("cpu", "inference"): (64, 32),
+    ("cpu", "training"): (32, 32),
+    ("cuda", "inference"): (512, 32),
+    ("cuda", "training"): (192, 48),
+}
+
+
+def _probe(
+    candidates, device: str, purpose: str, model: torch.nn.Module, runner: Callable | None = None
+) -> dict[tuple[str, str], float]:
+    """Median seconds of each candidate on a fixed batch, candidates alternated round by round; a
+    candidate more than 4x slower than the best after the first round is not timed again. ``runner``
+    (default :func:`_runner`, the eager pass) builds each candidate's timed call from
+    ``(candidate, device, purpose, model, ids, mask)``, the ids and mask on the host."""
+    runner = runner or _runner
+    batch, length = PROBE_SHAPES[(torch.device(device).type, purpose)]
+    vocab = int(getattr(getattr(model, "config", None), "vocab_size", 30522))
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(min(1000, vocab // 2), vocab, (batch, length), generator=generator)  # past the specials
+    mask = torch.ones_like(ids)
+    was_training = model.training
+    runners = {c: runner(c, device, purpose, model, ids, mask) for c in candidates}
+    cuda = torch.device(device).type == "cuda"
+    rounds = 7 if cuda else 3
+    seconds: dict[tuple[str, str], list[float]] = {c: [] for c in candidates}
+    try:
+        for run in runners.values():  # warm-up (allocations, the ONNX export, cuBLAS handles)
+            run()
+        for round_index in range(rounds):
+            for candidate, run in runners.items():
+                if round_index and seconds[candidate][0] > 4 * min(s[0] for s in seconds.values() if s):
+                    continue
+                if cuda:
+                    torch.cuda.synchronize(device)
+                start = time.perf_counter()
+                run()
+                if cuda:
+                    torch.cuda.synchronize(device)
+                seconds[candidate].append(time.perf_counter() - start)
+    finally:
+        model.train(was_training)
+        if purpose == "training":
+            model.zero_grad(set_to_none=True)
+    return {c: statistics.median(s) for c, s in seconds.items()}
+
+
+def _runner(candidate, device: str, purpose: str, model: torch.nn.Module, ids, mask) -> Callable[[], None]:
+    dtype, engine = candidate
+    ids, mask = ids.to(device), mask.to(device)
+    if engine == "onnxruntime":
+        from consert.encode.ort_engine import OrtEncoderSession
+
+        session = OrtEncoderSession(model)
+        return lambda: session.run(ids, mask, all_hidden_states=False)
+
+    def run() -> None:
+        context = torch.inference_mode() if purpose == "inference" else contextlib.nullcontext()
+        model.train(purpose == "training")
+        with context, autocast(device, dtype):
+            out = model(input_ids=ids, attention_mask=mask).last_hidden_state
+            if purpose == "training":
+                out.float().mean().backward()
+
+    return run
+
+
+# ---- the public choices -------------------------------------------------------------------------------
+
+
+def inference_precision(dtype: str, engine: str, device: str, model: torch.nn.Module) -> Precision:
+    """The precision and engine to encode with on ``device`` for ``dtype``/``engine`` (``auto``: measured)."""
+    return _choose(dtype, engine, device, "inference", model)
+
+
+def training_precision(
+    dtype: str, device: str, model: torch.nn.Module, graphed_runner: Callable | None = None
+) -> Precision:
+    """The precision to train with on ``device`` (``auto``: measured; the engine is always PyTorch).
+
+    ``graphed_runner``: the step will run as CUDA graphs (:mod:`consert.train.graphs`), so ``auto`` measures
+    only what a graph can take (bf16, fp32: fp16's gradient scaler reads the host every step), each
+    timed by this runner (see :func:`_probe`), a replayed step: the eager probe is bound by launching
+    kernels, where a cast costs as much as a matmul, and picked fp32 for a step that graphs run 1.4x
+    faster in bf16 (H100)."""
+    if graphed_runner is None:
+        return _choose(dtype, "torch", device, "training", model)
+    probe = functools.partial(_probe, runner=graphed_runner)
+    return _choose(dtype, "torch", device, "training", model, probe, exclude=("fp16",), variant="cuda graphs")
+
+
+def autocast(device: str, dtype: str, cache: bool = True):
+    """Autocast to a resolved ``dtype`` (bf16, or fp16 on CUDA); fp32: a no-op. ``cache=False`` for a
+    region captured as a CUDA graph (autocast's cast cache must not outlive the capture)."""
+    if dtype not in RESOLVED_DTYPES:
+        raise ValueError(f"autocast needs a resolved dtype ({RESOLVED_DTYPES}), got {dtype!r}")
+    if dtype == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=torch.device(device).type, dtype=TORCH_DTYPES[dtype], cache_enabled=cache)
+
+
+def configure_cuda_matmul() -> None:
+    """Let fp32 matmuls and convolutions use TF32 tensor cores on CUDA (Ampere and newer)."""
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True

@@ -1,0 +1,229 @@
+"""The paper's artifacts: where their inputs live, and how each table and figure is assembled.
+
+The workflow and this module share one set of path conventions (functions below), so the DAG's
+inputs and the builders' reads cannot drift apart. Every builder reads evaluation CSVs written by
+``consert evaluate``/``train --evaluate``/``baseline``/``topk``/``predictions`` and returns a frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from consert.paper import tables
+from consert.paper.plan import AUGMENTATION_LABELS, PlannedRun, RunSpec, flow_nli_base, plan_runs
+
+RESULTS = Path("results")
+EVALS = RESULTS / "evals"
+RUNS = Path("runs")
+
+
+def consert_eval(run_id: str) -> str:
+    """Evaluation CSV of one ConSERT run."""
+    return str(EVALS / "consert" / f"{run_id}.csv")
+
+
+def run_model(run_id: str) -> str:
+    """Exported model folder of one training run."""
+    return str(RUNS / run_id / "model")
+
+
+def baseline_eval(size: str, name: str) -> str:
+    """Evaluation CSV of a baseline of one model size (``poolings``, ``whitening-kall``, ``flow``, ...)."""
+    return str(EVALS / "baselines" / size / f"{name}.csv")
+
+
+def pooling_slug(pooling: str) -> str:
+    """A pooling name fit for a file name: ``mean:1,-1`` -> ``mean_1_-1``."""
+    return pooling.replace(":", "_").replace(",", "_")
+
+
+def whitening_eval(size: str, pooling: str, k: int | None) -> str:
+    """Evaluation CSV of BERT-whitening (fitted per task) on one pooling, keeping k dimensions (all: None)."""
+    return baseline_eval(size, f"whitening-{pooling_slug(pooling)}-k{k or 'all'}")
+
+
+def vector_cache(size: str) -> str:
+    """Corpus vector cache of one model size (``consert encode``)."""
+    return str(RESULTS / "cache" / f"{size}.npz")
+
+
+def run_vectors(run_id: str) -> str:
+    """Vector cache of one training run's evaluation (``consert train --save-vectors``)."""
+    return str(RUNS / run_id / "vectors.npz")
+
+
+def glove_eval() -> str:
+    return str(EVALS / "baselines" / "glove.csv")
+
+
+def sgopt_seeds(config: dict[str, Any]) -> list[int]:
+    """SG-OPT's seeds: ``baselines.sgopt_seeds`` (the paper config: SG-OPT's 8, its Table 8), else the run's."""
+    return list(config["baselines"].get("sgopt_seeds") or config["seeds"])
+
+
+def sgopt_run(size: str, seed: int) -> str:
+    return f"sgopt-{size}-seed{seed}"
+
+
+def sgopt_eval(size: str, seed: int) -> str:
+    return str(EVALS / "sgopt" / f"{sgopt_run(size, seed)}.csv")
+
+
+def flow_nli_eval(size: str, seed: int) -> str:
+    """BERT-flow fitted on top of the SBERT-NLI re-implementation (Table 3's flow + NLI row)."""
+    return baseline_eval(size, f"flow-nli-seed{seed}")
+
+
+def topk_eval(size: str, which: str) -> str:
+    return str(EVALS / "topk" / f"{size}-{which}.csv")
+
+
+def predictions_eval(size: str, which: str) -> str:
+    return str(EVALS / "predictions" / f"{size}-{which}.csv")
+
+
+def figure_size(config: dict[str, Any]) -> str:
+    """The model size that Figures 1 and 4 show (the first size with sweeps; the paper: base)."""
+    return config["sweeps"]["sizes"][0]
+
+
+def table2_consert_run(config: dict[str, Any], size: str) -> str:
+    """The run whose model Figures 1 and 4 show as "ConSERT": the first seed's Table 2 run."""
+    return RunSpec(size, seed=config["seeds"][0]).run_id
+
+
+# ---- sources: (labels, csv path, pooling filter) per artifact ---------------------------------------
+
+Source = tuple[dict[str, Any], str, str | None]
+
+
+def _planned(config: dict[str, Any], artifact: str) -> list[PlannedRun]:
+    return [p for p in plan_runs(config) if p.artifact == artifact]
+
+
+def _consert_sources(config: dict[str, Any], artifact: str) -> list[Source]:
+    return [({**p.labels, "seed": p.spec.seed}, consert_eval(p.spec.run_id), None) for p in _planned(config, artifact)]
+
+
+def table2_sources(config: dict[str, Any]) -> list[Source]:
+    """Unsupervised table: BERT poolings, GloVe, whitening, flow, SG-OPT, ConSERT."""
+    baselines = config["baselines"]
+    sources: list[Source] = [({"method": "Avg. GloVe embeddings", "size": "-"}, glove_eval(), None)]
+    for size in config["models"]:
+        for pooling in baselines["poolings"]:
+            sources.append(
+                ({"method": f"BERT-{size} ({pooling})", "size": size}, baseline_eval(size, "poolings"), pooling)
+            )
+        sources.append(({"method": f"BERT-{size}-flow", "size": size}, baseline_eval(size, "flow"), None))
+        for pooling in baselines["whitening_poolings"]:
+            for k in baselines["whitening_k"]:
+                label = f"BERT-{size}-whitening" + (f"-{k}" if k else "") + f" ({pooling})"
+                sources.append(({"method": label, "size": size}, whitening_eval(size, pooling, k), None))
+        for seed in sgopt_seeds(config):
+            sources.append(
+                ({"method": f"BERT-{size}-SG-OPT", "size": size, "seed": seed}, sgopt_eval(size, seed), None)
+            )
+    return sources + _consert_sources(config, "table2")
+
+
+def table3_sources(config: dict[str, Any]) -> list[Source]:
+    """Supervised table: SBERT-NLI re-impl. (``sup``), joint, sup-unsup, joint-unsup, flow + NLI."""
+    sources = _consert_sources(config, "table3")
+    for size in config["models"]:
+        for seed in config["seeds"]:
+            base = flow_nli_base(config)
+            labels = {"method": f"BERT-{size}-flow (NLI)", "size": size, "variant": f"flow on {base}", "seed": seed}
+            sources.append((labels, flow_nli_eval(size, seed), None))
+    return sources
+
+
+def family_sources(config: dict[str, Any]) -> list[Source]:
+    """The contrastive family: BERT [CLS] and mean (untrained references), ConSERT, SimCSE, AugCSE."""
+    sizes = [p.spec.size for p in _planned(config, "family")]
+    sources: list[Source] = []
+    for size in dict.fromkeys(sizes):
+        for pooling in [p for p in config["baselines"]["poolings"] if p in ("cls", "mean")]:
+            sources.append(
+                ({"method": f"BERT-{size} ({pooling})", "size": size}, baseline_eval(size, "poolings"), pooling)
+            )
+    return sources + _consert_sources(config, "family")
+
+
+SOURCES: dict[str, Callable[[dict[str, Any]], list[Source]]] = {
+    "table2": table2_sources,
+    "table3": table3_sources,
+    "table4": lambda config: _consert_sources(config, "table4"),
+    "family": family_sources,
+    "figure5": lambda config: _consert_sources(config, "figure5"),
+    "figure6": lambda config: _consert_sources(config, "figure6"),
+    "figure7": lambda config: _consert_sources(config, "figure7"),
+    "figure4": lambda config: [
+        ({"model": f"BERT-{figure_size(config)}"}, topk_eval(figure_size(config), "bert"), None),
+        ({"model": f"ConSERT-{figure_size(config)}"}, topk_eval(figure_size(config), "consert"), None),
+    ],
+    "figure1": lambda config: [
+        ({"model": f"BERT-{figure_size(config)}"}, predictions_eval(figure_size(config), "bert"), None),
+        ({"model": f"ConSERT-{figure_size(config)}"}, predictions_eval(figure_size(config), "consert"), None),
+    ],
+}
+
+#: artifact -> (CSV file name, label columns of its rows, extra averaged columns)
+LAYOUT: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "table2": ("table2_unsup.csv", ("method", "size"), ()),
+    "table3": ("table3_sup.csv", ("method", "size", "variant"), ()),
+    "table4": ("table4_batch_size.csv", ("size", "batch_size"), ("best_step",)),
+    "family": ("table_contrastive_family.csv", ("method", "size"), ()),
+    "figure1": ("figure1_scatter.csv", (), ()),
+    "figure4": ("figure4_topk.csv", (), ()),
+    "figure5": ("figure5_heatmap.csv", ("size", "view1", "view2", "trained_as"), ()),
+    "figure6": ("figure6_fewshot.csv", ("size", "variant", "n_texts"), ()),
+    "figure7": ("figure7_temperature.csv", ("size", "temperature"), ()),
+}
+
+
+def inputs(artifact: str, config: dict[str, Any]) -> list[str]:
+    """The evaluation files an artifact is built from (the DAG's inputs)."""
+    return list(dict.fromkeys(path for _, path, _ in SOURCES[artifact](config)))
+
+
+def build(artifact: str, config: dict[str, Any]) -> pd.DataFrame:
+    """Assemble one artifact's table from its evaluation CSVs."""
+    sources = SOURCES[artifact](config)
+    cache: dict[str, pd.DataFrame] = {}
+
+    def read(path: str) -> pd.DataFrame:
+        if path not in cache:
+            cache[path] = pd.read_csv(path)
+        return cache[path]
+
+    if artifact == "figure4":
+        return tables.topk_table((labels["model"], read(path)) for labels, path, _ in sources)
+    if artifact == "figure1":
+        frames = [read(path).assign(model=labels["model"]) for labels, path, _ in sources]
+        return pd.concat(frames, ignore_index=True)[["model", "subset", "gold", "cosine", "setting", "sent1", "sent2"]]
+    entries = []
+    for labels, path, pooling in sources:
+        frame = read(path)
+        entries.append((labels, frame[frame.pooling == pooling] if pooling is not None else frame))
+    _, label_columns, extra = LAYOUT[artifact]
+    table = tables.score_table(entries, label_columns, extra)
+    if artifact == "figure5":
+        table = table.assign(
+            view1_label=table.view1.map(AUGMENTATION_LABELS), view2_label=table.view2.map(AUGMENTATION_LABELS)
+        )
+    return table
+
+
+def write_artifact(artifact: str, config: dict[str, Any], csv_path: str, figure_paths: list[str] | None = None) -> None:
+    """Build ``artifact``, write its CSV atomically, and draw its figure when it is one."""
+    from consert.io import write_csv
+    from consert.paper.figures import DRAW
+
+    table = build(artifact, config)
+    write_csv(table, csv_path)
+    if figure_paths:
+        DRAW[artifact](table, figure_paths)

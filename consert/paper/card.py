@@ -1,0 +1,304 @@
+"""The recipe card: every planned training run of a workflow config, as it will train, next to the authors'.
+
+``consert recipe --configfile config/config.yaml`` (and the DAG rule ``recipe``) writes
+``results/recipe.csv``: one row per baseline fit (:mod:`consert.paper.card_baselines`) and one per run
+with its stage, start model, optimisation, views, loss,
+evaluation and precision settings, the authors' source, and ``differs_from_authors``, which lists
+each value that differs from the authors' recipe (:mod:`consert.train.recipes`) with its reason. A
+difference no rule explains is marked ``UNEXPLAINED``; for the paper's config there must be none.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from consert.paper.card_baselines import UNEXPLAINED, baseline_recipe_rows
+from consert.paper.plan import RunSpec, plan_runs, train_overrides, unique_runs
+from consert.train.config import SUPERVISED_MODES, TrainConfig
+from consert.train.recipes import authors_recipe
+from consert.train.text_augment import LEFT_OUT
+
+#: The authors trained in fp16 with apex O1 on GPUs.
+AUTHORS_PRECISION = "fp16 (apex O1)"
+#: The family's precision: SimCSE's script passes --fp16 (torch AMP), AugCSE's sets no fp16 (fp32).
+FAMILY_PRECISION = {
+    "simcse": ("fp16", "fp16 (torch AMP)"),
+    "augcse": ("fp32", "fp32"),
+    "bertflow-nli": ("fp32", "fp32 (TensorFlow 1, no mixed precision)"),
+}
+#: Keys compared with the authors' recipe, in column order.
+COMPARED = (
+    "batch_size",
+    "lr",
+    "epochs",
+    "max_steps",
+    "n_texts",
+    "views",
+    "token_cutoff",
+    "feature_cutoff",
+    "dropout",
+    "temperature",
+    "contrastive_weight",
+    "loss",
+    "projection",
+    "discriminator_weight",
+    "text_augmentations",
+    "spacy_model",
+    "remove_dropout",
+    "classifier_features",
+    "adam_bias_correction",
+    "adam_eps",
+    "weight_decay",
+    "max_grad_norm",
+    "warmup_ratio",
+    "eval_every",
+    "eval_grid",
+    "patience",
+    "train_pooling",
+    "dev_pooling",
+    "eval_pooling",
+    "eval_max_length",
+    "dev_max_pairs",
+    "max_length",
+    "seed",
+)
+#: Which sweep a key belongs to, and the run-spec field that marks a run as that sweep's point.
+SWEEP_OF = {
+    "views": ("views", "Figure 5 augmentation pair"),
+    "temperature": ("temperature", "Figure 7 temperature"),
+    "batch_size": ("batch_size", "Table 4 batch size"),
+    "n_texts": ("n_texts", "Figure 6 few-shot size"),
+}
+DEV_SET_NOTE = (
+    "SentEval's STSBenchmark/sts-dev.csv (Moses-tokenized, like every set here); the authors read the same "
+    "1,500 pairs from sbert.net's raw stsbenchmark.tsv.gz"
+)
+WARMUP_NOTE = (
+    "int(0.1 x planned steps), the authors ceil(0.1 x texts x epochs / batch): equal for the 10-epoch "
+    "unsupervised runs (930 steps at batch 96), 1 step fewer for the NLI stages (981 against 982: 942,069 "
+    "SNLI+MNLI pairs at batch 96), 2 steps more for the 25-epoch second stages (2325 against 2323)"
+)
+OPTIMIZER_NOTE = (
+    "on CUDA torch's fused AdamW with its step counts started at 1e9, where both bias corrections are exactly 1 "
+    "(the authors' correct_bias=False); it decays the weights before the update, the authors' transformers 3.4 "
+    "after it: lr^2 x 0.01 x |update| a step, 2.5e-15 at lr 5e-7 (a float64 test). On a CPU, the authors' order"
+)
+GRAPHS_NOTE = (
+    "on CUDA runs of 500+ steps the unsupervised step is replayed as CUDA graphs (cuda_graphs: auto): the same "
+    "arithmetic over the real tokens, but the views' random draws come from the CUDA generator's graph-safe "
+    "offsets, so a seed draws other (equally distributed) augmentations than an eager run of the same seed"
+)
+DROPOUT_NOTE = (
+    "BERT's own dropout, one switch per stage (remove_dropout), the scripts' values: --no_dropout in "
+    "unsup-consert-base.sh only. The sources disagree: the paper (consert.txt line 138) says it is removed; the "
+    "first author wrote in yym6472/ConSERT issue #1 (2021-06) that every experiment set it to 0, then in issue "
+    "#28 (2022-08) that the earlier experiments had kept it and the runs without it were later ablations, "
+    "which is what the scripts that produced the numbers do"
+)
+#: The authors' README (line 73): models 2-10 were retrained, BERT-large's max_seq_length changed to 40.
+LARGE_LENGTH_NOTE = (
+    "max_length 64 as the paper: the authors' sup-consert-joint-large.sh and sup-consert-joint-unsup-large.sh "
+    "pass 40, a later retrain (their README: models 2-10 were retrained with max_seq_length 40 for BERT-large, "
+    "so results may differ from the paper's); the published Table 3 rows are the paper's, at 64"
+)
+FLOW_NLI_NOTE = (
+    "BERT-flow's own BERT-NLI, the encoder Table 3's BERT-flow (NLI) rows fit their flow on: their README's "
+    "ALLNLI command (MNLI train + SNLI train, dev and test: 961,735 pairs, 60,108 steps at batch 16, the "
+    "checkpoint model.ckpt-60108), run_siamese.py's classifier on [u, v, |u - v|] without bias over the last "
+    "layer's mean, BERT's AdamWeightDecay (no bias correction), 10% warm-up then linear decay, clip 1.0, dropout "
+    "on, the last step kept (no dev selection); the dev score is logged once, after the last step"
+)
+
+
+def max_length_note(max_length: int) -> str:
+    """How the authors' and our truncation at ``max_length`` differ."""
+    return (
+        f"the authors' tokenizer wrapper turns max_seq_length {max_length} into at most {max_length + 1} "
+        f"WordPieces + [CLS]/[SEP]; ours counts the special tokens ({max_length} tokens, {max_length - 2} "
+        f"WordPieces); only sentences of more than {max_length - 2} WordPieces differ"
+    )
+
+
+def consert_notes(config: TrainConfig, size: str) -> str:
+    """The recipe card's notes of a ConSERT stage's run."""
+    notes = [f"max_length: {max_length_note(config.max_length)}"]
+    if size == "large" and config.mode in ("joint", "joint-unsup"):
+        notes.append(LARGE_LENGTH_NOTE)
+    notes += [f"dev set: {DEV_SET_NOTE}", f"warm-up: {WARMUP_NOTE}", f"dropout: {DROPOUT_NOTE}"]
+    notes.append(f"optimizer: {OPTIMIZER_NOTE}")
+    if config.mode not in SUPERVISED_MODES:
+        notes.append(f"CUDA graphs: {GRAPHS_NOTE}")
+    return "; ".join(notes)
+
+
+#: Where the shared loop's evaluation grid differs from the HF Trainer's (both family methods).
+FAMILY_GRID_NOTE = (
+    "dev evaluation: every eval_every steps as the HF Trainer, plus one after the last step when that is off "
+    "the grid (the Trainer evaluates on the grid only; with wiki1m SimCSE's 15,625 steps end on it, AugCSE's "
+    "4 x 7,813 = 31,252 end 252 steps after its last evaluation)"
+)
+#: What the contrastive family's recipes leave to a choice of ours, or where paper and code disagree.
+FAMILY_NOTES = {
+    "simcse": (
+        "eval_every: 125 from run_unsup_example.sh (the paper's Appendix A says 250); seed: the script sets none, "
+        "so HF's 42 (ours: the config's seeds); loss: one direction, z1 against the N z2's (models.py cl_forward); "
+        "the MLP head (Linear + Tanh, N(0, 0.02) init) is dropped at evaluation ([CLS] before the pooler); "
+        + FAMILY_GRID_NOTE
+        + "; CUDA graphs: "
+        + GRAPHS_NOTE
+    ),
+    "augcse": (
+        "recipe: experiments/run_train_exp.py (the paper's Appendix A.7 was not available to check it); one "
+        "augmentation per text drawn uniformly with the run's seed and fixed for the run, computed at the start "
+        "(the authors precompute every augmentation of wiki1m and cache it); contraction and discourse-marker "
+        "tables are ours (the authors': checklist's and NL-Augmenter's); checkpoint: STS-B dev Spearman (the "
+        "authors also keep a transfer-task checkpoint); the released script's branch for a non-empty "
+        "augmentation list pairs two augmentations and would crash, so the paper's uniform sampling is used; "
+        "test pooling: [CLS] as the paper says (augcse_partial.txt lines 396-400), the one compared; the released "
+        "experiments/run_eval.sh passes --pooler avg (family: {augcse: {eval_pooling: mean}} evaluates so); "
+        "batch: 128 per GPU: train.py wraps the model in DataParallel on several GPUs (effective batch 128 x the "
+        "GPU count), but its loss reads model.config.num_labels, which DataParallel does not expose, so the "
+        "released code ran on one GPU (128); " + FAMILY_GRID_NOTE
+    ),
+}
+
+
+#: The seed SimCSE's and AugCSE's runs used (HF TrainingArguments' default; AugCSE sets it explicitly).
+FAMILY_SEED = 42
+
+
+def family_differences(config: TrainConfig) -> list[str]:
+    """Differences of a SimCSE/AugCSE run from its authors that no compared key shows."""
+    if config.mode not in FAMILY_NOTES:
+        return []
+    out = []
+    if config.train_texts == "sts":
+        out.append(
+            "train_texts: the 89,192 unlabeled STS texts (authors: 1M English Wikipedia sentences, "
+            "wiki1m_for_simcse.txt; the offline stand-in for them)"
+        )
+    if config.discriminator_weight > 0:
+        out.append(
+            "augmentations left out of the authors' 12: "
+            + "; ".join(f"{name} ({why})" for name, why in LEFT_OUT.items())
+        )
+    return out
+
+
+def authors_values(stage: str, size: str) -> dict[str, Any]:
+    """The authors' value of every compared key for ``stage`` at ``size`` (``None``: all texts, no step cap)."""
+    values = {"max_steps": None, "n_texts": None, "dev_max_pairs": None, "dropout": 0.2, **authors_recipe(stage, size)}
+    if stage in FAMILY_NOTES:
+        values["seed"] = FAMILY_SEED  # SimCSE's and AugCSE's scripts run the HF Trainer's default seed
+    return values
+
+
+def _used_keys(config: TrainConfig) -> set[str]:
+    """The keys that matter for this run's stage (a rate only when its augmentation is a view)."""
+    supervised = config.mode in SUPERVISED_MODES
+    contrastive = config.contrastive
+    contrastive_keys = {"views", "temperature", "contrastive_weight", "loss", "projection"}
+    augcse_keys = {"discriminator_weight", "text_augmentations", "spacy_model"}
+    keys = set(COMPARED) - {"token_cutoff", "feature_cutoff", "dropout"} - contrastive_keys - augcse_keys
+    if contrastive:
+        keys |= contrastive_keys
+        keys |= {rate for rate in ("token_cutoff", "feature_cutoff", "dropout") if rate in config.views}
+    if config.discriminator_weight > 0:
+        keys |= augcse_keys
+    if not supervised:
+        keys -= {"classifier_features"}
+    if supervised:
+        keys -= {"n_texts"}
+    return keys
+
+
+def _same(key: str, ours: Any, theirs: Any) -> bool:
+    if key == "views":  # NT-Xent treats its two views alike: the pair is unordered
+        return sorted(ours) == sorted(theirs)
+    if isinstance(ours, list | tuple) and isinstance(theirs, list | tuple):
+        return list(ours) == list(theirs)
+    return ours == theirs
+
+
+def _reason(key: str, spec: RunSpec, setting: str) -> str:
+    """Why ``key`` of this run may differ from the authors' value, or ``UNEXPLAINED``."""
+    if key == "seed":
+        if spec.setting in FAMILY_NOTES:
+            return "the config's seeds list (the authors' scripts leave the HF Trainer's default seed 42)"
+        return "a further seed of the config's seeds list"
+    if key in ("text_augmentations", "spacy_model") and any(word in setting for word in ("offline", "test")):
+        return "the parser-based augmentations need a spaCy model with a parser, which cannot be installed offline"
+    sweep = SWEEP_OF.get("views" if key in ("token_cutoff", "feature_cutoff", "dropout") else key)
+    if sweep and getattr(spec, sweep[0]) is not None:
+        return f"{sweep[1]} (a sweep point)"
+    if any(word in setting for word in ("offline", "test")):
+        return "short CPU runs of the offline/test config"
+    return UNEXPLAINED
+
+
+def _text(value: Any, none: str = "") -> str:
+    if isinstance(value, list | tuple):
+        return "+".join(str(v) for v in value)
+    return none if value is None else str(value)
+
+
+def recipe_card(config: dict[str, Any]) -> pd.DataFrame:
+    """One row per planned training run of a workflow ``config`` (see the module docstring)."""
+    plan = plan_runs(config)
+    runs = unique_runs(plan)
+    artifacts: dict[str, set[str]] = {run_id: set() for run_id in runs}
+    for item in plan:
+        artifacts[item.spec.run_id].add(item.artifact)
+        if item.spec.stage1 is not None:
+            artifacts[item.spec.stage1.run_id].add(f"{item.artifact} (stage 1)")
+    setting = str(config.get("setting", ""))
+    rows = []
+    for run_id, spec in runs.items():
+        train_config = TrainConfig.from_dict(train_overrides(spec, config), source=run_id)
+        theirs = authors_values(train_config.mode, spec.size)
+        used = _used_keys(train_config)
+        differences = []
+        for key in sorted(used, key=COMPARED.index):
+            ours = getattr(train_config, key)
+            if not _same(key, ours, theirs[key]):
+                reason = _reason(key, spec, setting)
+                ours_text, theirs_text = _text(ours, "none"), _text(theirs[key], "none")
+                differences.append(f"{key}: {ours_text} (authors {theirs_text}; {reason})")
+        precision, precision_text = FAMILY_PRECISION.get(train_config.mode, ("fp16", AUTHORS_PRECISION))
+        if train_config.dtype != precision:
+            differences.append(
+                f"precision: {train_config.dtype} (authors {precision_text}; measured on the machine when run: the "
+                "fastest of bf16, fp16 + gradient scaler and fp32 on a GPU (bf16 and fp32 where the step runs as "
+                "CUDA graphs), of bf16 and fp32 on a CPU)"
+            )
+        differences += family_differences(train_config)
+        if train_config.mode in SUPERVISED_MODES and "snli" not in train_config.nli_source:
+            differences.append(f"nli: {train_config.nli_source} (authors snli+mnli; the offline stand-in for them)")
+        row: dict[str, Any] = {
+            "run": run_id,
+            "artifacts": ";".join(sorted(artifacts[run_id])),
+            "stage": train_config.mode,
+            "start_model": train_config.stage1_model or train_config.model,
+            "nli": train_config.nli_source if train_config.mode in SUPERVISED_MODES else "",
+        }
+        row.update({key: _text(getattr(train_config, key)) if key in used else "" for key in COMPARED})
+        row.update(
+            bert_dropout="off" if train_config.remove_dropout else "on",
+            optimizer="AdamW" + ("" if train_config.adam_bias_correction else " (no bias correction)"),
+            precision=train_config.dtype,
+            authors_source=theirs["source"],
+            differs_from_authors="; ".join(differences),
+            notes=FAMILY_NOTES.get(train_config.mode)
+            or (FLOW_NLI_NOTE if train_config.mode == "bertflow-nli" else consert_notes(train_config, spec.size)),
+        )
+        rows.append(row)
+    return pd.DataFrame(rows + baseline_recipe_rows(config))
+
+
+def unexplained(card: pd.DataFrame) -> list[str]:
+    """``run: differences`` of every row with a difference no rule explains."""
+    return [
+        f"{row.run}: {row.differs_from_authors}" for row in card.itertuples() if UNEXPLAINED in row.differs_from_authors
+    ]

@@ -1,0 +1,220 @@
+"""Which ConSERT training runs each paper artifact needs, derived from the workflow config.
+
+A run is identified by what differs from the config's training defaults, so an experiment that
+several artifacts share (the Table 2 run is also the Shuffle + Feature Cutoff cell of Figure 5, the
+tau = 0.1 point of Figure 7 and the "all texts" point of Figure 6) is trained once. Two-stage
+settings (sup-unsup, joint-unsup) start from the checkpoint of the matching one-stage NLI run,
+which is itself the Table 3 ``sup``/``joint`` run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from consert.train.recipes import COMMON, FAMILY, REFERENCE_ENCODERS, stage_defaults
+
+AUGMENTATION_LABELS = {
+    "none": "None",
+    "shuffle": "Shuffle",
+    "token_cutoff": "Token Cutoff",
+    "feature_cutoff": "Feature Cutoff",
+    "dropout": "Dropout",
+}
+SUPERVISED_SETTINGS = ("sup", "joint", "sup-unsup", "joint-unsup")
+#: The contrastive family's methods (settings of the same trainer) and their names in tables.
+FAMILY_LABELS = {"simcse": "SimCSE", "augcse": "AugCSE"}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One ConSERT training run: model size, setting, and what differs from the defaults."""
+
+    size: str
+    setting: str = "unsup"  # unsup | sup | joint | sup-unsup | joint-unsup | simcse | augcse
+    views: tuple[str, str] | None = None
+    temperature: float | None = None
+    batch_size: int | None = None
+    n_texts: int | None = None
+    seed: int = 1
+
+    @property
+    def run_id(self) -> str:
+        """A readable, unique name: ``base-unsup-seed1``, ``base-unsup-none+dropout-seed1``, ..."""
+        parts = [self.size, self.setting]
+        if self.views is not None:
+            parts.append("+".join(self.views))
+        if self.temperature is not None:
+            parts.append(f"tau{self.temperature:g}")
+        if self.batch_size is not None:
+            parts.append(f"bs{self.batch_size}")
+        if self.n_texts is not None:
+            parts.append(f"n{self.n_texts}")
+        parts.append(f"seed{self.seed}")
+        return "-".join(parts)
+
+    @property
+    def stage1(self) -> RunSpec | None:
+        """The NLI run a two-stage setting starts from (None for one-stage settings)."""
+        if self.setting not in ("sup-unsup", "joint-unsup"):
+            return None
+        return RunSpec(self.size, self.setting.split("-")[0], seed=self.seed)
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """A run as one artifact uses it: which artifact, the labels of its row or cell, the run."""
+
+    artifact: str
+    labels: dict[str, Any] = field(hash=False)
+    spec: RunSpec
+
+
+def stage_values(config: dict[str, Any], stage: str, size: str) -> dict[str, Any]:
+    """The training keys a workflow config gives runs of ``stage`` at model ``size``: ``train`` (all
+    runs), then ``stages.<stage>``, then ``size_stages.<size>.<stage>`` (e.g. BERT-large's scripts)."""
+    by_size = (config.get("size_stages") or {}).get(size) or {}
+    return {**config.get("train", {}), **(config.get("stages") or {}).get(stage, {}), **by_size.get(stage, {})}
+
+
+def _normalise(spec: RunSpec, config: dict[str, Any]) -> RunSpec:
+    """Drop overrides equal to the unsupervised stage's values so identical experiments get identical ids."""
+    defaults = {**COMMON, **stage_defaults("unsup"), **stage_values(config, "unsup", spec.size)}
+    changes: dict[str, Any] = {}
+    if spec.views is not None and tuple(spec.views) == tuple(defaults["views"]):
+        changes["views"] = None
+    if spec.temperature is not None and spec.temperature == defaults["temperature"]:
+        changes["temperature"] = None
+    if spec.batch_size is not None and spec.batch_size == defaults["batch_size"]:
+        changes["batch_size"] = None
+    return replace(spec, **changes)
+
+
+#: What Table 3's "BERT-flow (NLI)" rows fit their flow on: ``li``, BERT-flow's own BERT-NLI trained by its
+#: authors' recipe (the reference); ``sbert``, ConSERT's SBERT-NLI re-implementation (the Table 3 ``sup`` run).
+FLOW_NLI_BASES = ("li", "sbert")
+
+
+def flow_nli_base(config: dict[str, Any]) -> str:
+    """The config's base of the BERT-flow (NLI) rows (``baselines.flow_nli.base``, default the reference)."""
+    return ((config.get("baselines") or {}).get("flow_nli") or {}).get("base", "li")
+
+
+def flow_nli_run(config: dict[str, Any], size: str, seed: int) -> RunSpec:
+    """The training run whose model Table 3's BERT-flow (NLI) row of ``size`` fits its flow on."""
+    return RunSpec(size, "bertflow-nli" if flow_nli_base(config) == "li" else "sup", seed=seed)
+
+
+def plan_runs(config: dict[str, Any]) -> list[PlannedRun]:
+    """Every (artifact, labels, run) the config asks for; ``unique_runs`` dedups them."""
+    sweeps = config["sweeps"]
+    planned: list[PlannedRun] = []
+
+    def add(artifact: str, labels: dict[str, Any], spec: RunSpec) -> None:
+        planned.append(PlannedRun(artifact, labels, _normalise(spec, config)))
+
+    for seed in config["seeds"]:
+        for size in config["models"]:
+            add("table2", {"method": f"ConSERT-{size}", "size": size}, RunSpec(size, seed=seed))
+            add("flow_nli", {"size": size}, flow_nli_run(config, size, seed))
+            for setting in SUPERVISED_SETTINGS:
+                add(
+                    "table3",
+                    {"method": f"ConSERT-{size} {setting}", "size": size, "variant": setting},
+                    RunSpec(size, setting, seed=seed),
+                )
+        for size in sweeps["sizes"]:
+            for batch_size in sweeps["batch_sizes"]:
+                add("table4", {"size": size, "batch_size": batch_size}, RunSpec(size, batch_size=batch_size, seed=seed))
+            for first, second, views in heatmap_cells(sweeps["augmentations"], sweeps.get("heatmap", "ordered")):
+                add(
+                    "figure5",
+                    {"size": size, "view1": first, "view2": second, "trained_as": "+".join(views)},
+                    RunSpec(size, views=views, seed=seed),
+                )
+            for n in sweeps["few_shot"]:
+                for setting in ("unsup", "joint-unsup"):
+                    add(
+                        "figure6",
+                        {"size": size, "variant": setting, "n_texts": n or "all"},
+                        RunSpec(size, setting, n_texts=n, seed=seed),
+                    )
+            for tau in sweeps["temperatures"]:
+                add("figure7", {"size": size, "temperature": tau}, RunSpec(size, temperature=tau, seed=seed))
+        family = config.get("family") or {}
+        for size in family.get("sizes", []) if family.get("methods") else []:
+            add("family", {"method": f"ConSERT-{size}", "size": size}, RunSpec(size, seed=seed))
+            for method in family["methods"]:
+                add(
+                    "family",
+                    {"method": f"{FAMILY_LABELS[method]}-{size}", "size": size},
+                    RunSpec(size, method, seed=seed),
+                )
+    return planned
+
+
+def heatmap_cells(augmentations: list[str], mode: str = "ordered") -> list[tuple[str, str, tuple[str, str]]]:
+    """Figure 5's cells as ``(view1, view2, views trained)``.
+
+    ``ordered`` trains every ordered pair (the paper's 5 x 5). ``unordered`` trains each pair once,
+    (A, B) with A first in ``augmentations``, and shows that run in the (B, A) cell as well: NT-Xent
+    treats its two views alike, so the two cells differ only by the random draw. It is the offline
+    config's way to a full matrix with fewer runs; ``trained_as`` tells the cells apart.
+    """
+    if mode not in ("ordered", "unordered"):
+        raise ValueError(f"sweeps.heatmap: expected 'ordered' or 'unordered', got {mode!r}")
+    cells = []
+    for i, first in enumerate(augmentations):
+        for j, second in enumerate(augmentations):
+            mirrored = mode == "unordered" and j < i
+            cells.append((first, second, (second, first) if mirrored else (first, second)))
+    return cells
+
+
+def unique_runs(planned: list[PlannedRun]) -> dict[str, RunSpec]:
+    """``{run_id: spec}`` of every run needed, stage-1 NLI runs included."""
+    runs: dict[str, RunSpec] = {}
+    for item in planned:
+        for spec in (item.spec.stage1, item.spec):
+            if spec is not None:
+                runs.setdefault(spec.run_id, spec)
+    return runs
+
+
+def train_overrides(spec: RunSpec, config: dict[str, Any], runs_dir: str = "runs") -> dict[str, Any]:
+    """The ``TrainConfig`` values of one run: the config's ``train`` keys, its stage's block, the run's own.
+
+    The stage's recipe itself is ``TrainConfig``'s default for the run's mode (the authors' values);
+    a two-stage setting's run is its second stage, started from its NLI run's exported model.
+    """
+    nli = config.get("nli") or {}
+    if spec.setting in FAMILY:  # the family's own recipe: ConSERT's `train` block does not apply
+        family = config.get("family") or {}
+        values: dict[str, Any] = {**family.get("train", {}), **family.get(spec.setting, {})}
+        values = {"dtype": config.get("dtype", "auto"), "train_texts": family.get("train_texts", "sts"), **values}
+    elif spec.setting in REFERENCE_ENCODERS:  # BERT-flow's NLI encoder: its authors' recipe, its own data
+        flow_nli = (config.get("baselines") or {}).get("flow_nli") or {}
+        values = {"dtype": config.get("dtype", "auto"), **flow_nli.get("train", {})}
+        if flow_nli.get("files"):
+            nli = {"source": "snli+mnli", "files": flow_nli["files"]}
+    else:
+        values = {"dtype": config.get("dtype", "auto"), **stage_values(config, spec.setting, spec.size)}
+    values.update(
+        model=config["models"][spec.size],
+        mode=spec.setting,
+        seed=spec.seed,
+        data=config["data_dir"],
+        nli_source=nli.get("source", "sick-e"),
+        nli_files=list(nli.get("files") or []),
+    )
+    if spec.stage1 is not None:
+        values["stage1_model"] = f"{runs_dir}/{spec.stage1.run_id}/model"
+    if spec.views is not None:
+        values["views"] = list(spec.views)
+    if spec.temperature is not None:
+        values["temperature"] = spec.temperature
+    if spec.batch_size is not None:
+        values["batch_size"] = spec.batch_size
+    if spec.n_texts is not None:
+        values["n_texts"] = spec.n_texts
+    return values

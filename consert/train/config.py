@@ -1,0 +1,366 @@
+"""Training configuration: one validated dataclass, filled from YAML files or ``key=value`` overrides.
+
+Defaults are the authors' recipe (:mod:`consert.train.recipes`): the paper plus what only their code says
+(AdamW without bias correction, eps 1e-6, weight decay 0.01, clip 1.0, warm-up over 10% of the
+planned steps, dev evaluation every 200 steps within each epoch and at each epoch's end, best
+checkpoint by the last-layer mean, contrastive loss = 0.15 x the sum of both directions). Keys whose
+value depends on the stage (lr, batch size, epochs, patience, views and rates, BERT's dropout, the
+classifier features) default to the authors' value for the run's ``mode``: ``TrainConfig(mode="sup")``
+is the SBERT-NLI recipe. A two-stage ``mode`` describes its second stage; ``stage1`` holds overrides
+of the first (NLI) stage, and ``stage1_model`` names an already trained first stage to start from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+
+from consert.data.nli import NLI_SOURCES
+from consert.encode.models import STAND_IN_MODEL
+from consert.encode.pooling import Pooling
+from consert.encode.precision import DTYPE_CHOICES
+from consert.train.augment import check_augmentation
+from consert.train.recipes import CONSERT_STAGE_KEYS, FAMILY, FIRST_STAGE, REFERENCE_ENCODERS, stage_defaults
+
+MODES = ("unsup", "joint", "sup", "sup-unsup", "joint-unsup", *FAMILY, *REFERENCE_ENCODERS)
+#: Modes trained on NLI labels alone or with them (the others train on unlabeled texts).
+SUPERVISED_MODES = ("sup", "joint", "bertflow-nli")
+LOSSES = ("nt_xent", "infonce", "infonce_symmetric")
+PROJECTIONS = ("none", "mlp", "bn_mlp")
+EVAL_GRIDS = ("epoch", "global")
+COMPILE_CHOICES = ("auto", "on", "off")
+CLASSIFIER_FEATURES = ("u", "v", "abs_diff", "max_square", "product")
+#: Shortest max_length accepted: [CLS] + [SEP] + a few tokens (2 gives every sentence the same vector).
+MIN_MAX_LENGTH = 8
+
+
+class _ByStage:
+    """Marker default of a stage-dependent key: replaced by the authors' value for the run's mode."""
+
+    def __repr__(self) -> str:
+        return "<the stage's default>"
+
+
+BY_STAGE: Any = _ByStage()
+
+
+class ConfigError(ValueError):
+    """A configuration file or value is invalid; says which file/key and what was expected."""
+
+
+@dataclass
+class TrainConfig:
+    """Everything that decides a ConSERT training run."""
+
+    model: str = STAND_IN_MODEL
+    output_dir: str = "runs/consert"
+    mode: str = "unsup"
+    # stage-dependent (BY_STAGE: the authors' value for the mode, see consert.train.recipes)
+    views: tuple[str, str] = BY_STAGE
+    token_cutoff: float = BY_STAGE
+    feature_cutoff: float = BY_STAGE
+    remove_dropout: bool = BY_STAGE  # BERT's own dropout off (the authors: only the unsupervised run from BERT)
+    lr: float = BY_STAGE
+    batch_size: int = BY_STAGE
+    epochs: int = BY_STAGE
+    patience: int | None = BY_STAGE  # evaluations without a gain before stopping; None: never stop early
+    classifier_features: tuple[str, ...] = BY_STAGE  # NLI classifier input (the authors add max(u, v)^2)
+    classifier_bias: bool = BY_STAGE  # SBERT's classifier has one; BERT-flow's NLI classifier has none
+    final_state: str = BY_STAGE  # "best" dev checkpoint (ConSERT), or "last" (BERT-flow's NLI encoder)
+    # stage-dependent as well, the same for every ConSERT stage (consert.train.recipes.COMMON); the contrastive
+    # family (simcse, augcse) has its own values
+    temperature: float = BY_STAGE
+    contrastive_weight: float = BY_STAGE  # cl_rate: times the sum of both directions' NT-Xent, even when alone
+    loss: str = BY_STAGE  # "nt_xent" (ConSERT), "infonce" (SimCSE), "infonce_symmetric" (AugCSE)
+    projection: str = BY_STAGE  # training-only head: "mlp" (SimCSE's Linear + Tanh), "bn_mlp" (AugCSE's)
+    discriminator_weight: float = BY_STAGE  # AugCSE's lambda; 0 disables the augmentation discriminator
+    text_augmentations: tuple[str, ...] = BY_STAGE  # AugCSE's sentence augmentations (consert.train.text_augment)
+    spacy_model: str | None = BY_STAGE  # AugCSE: spaCy model of the parser-based augmentations (None: blank)
+    weight_decay: float = BY_STAGE
+    adam_eps: float = BY_STAGE
+    adam_bias_correction: bool = BY_STAGE  # ConSERT: transformers.AdamW(correct_bias=False)
+    warmup_ratio: float = BY_STAGE
+    eval_every: int = BY_STAGE
+    eval_grid: str = BY_STAGE  # "epoch": every eval_every steps within each epoch + each epoch's end (ConSERT)
+    max_length: int = BY_STAGE
+    eval_max_length: int | None = BY_STAGE  # dev and test encoding (None: max_length; SimCSE: no truncation)
+    train_pooling: str = BY_STAGE
+    dev_pooling: str = BY_STAGE  # checkpoint selection (ConSERT: the model's own last-layer mean)
+    eval_pooling: str = BY_STAGE  # the reported test numbers (ConSERT: the last two layers' mean)
+    dropout: float = 0.2
+    adversarial_epsilon: float = 1.0
+    max_grad_norm: float = 1.0
+    max_steps: int | None = None
+    eval_at_start: bool = False  # sentence-transformers (the authors' code) first evaluates after eval_every steps
+    dev_max_pairs: int | None = None  # evaluate on the first n STS-B dev pairs only (fast smoke runs)
+    seed: int = 1
+    dtype: str = "auto"  # the precision measured fastest on this machine (consert.encode.precision)
+    compile: str = "auto"  # torch.compile the training forward: "auto" (CUDA runs of 500+ steps), "on", "off"
+    packed: str = "off"  # "on": the unsupervised views' dense layers on real tokens only (consert.train.packed)
+    cuda_graphs: str = (
+        "auto"  # the packed unsupervised step as CUDA graphs: "auto" (CUDA runs of 500+ steps), "on", "off"
+    )
+    device: str | None = None
+    data: str | None = None
+    train_texts: str = "sts"  # "sts" (the 89,192 unlabeled STS texts) or a file with one text a line
+    n_texts: int | None = None  # few-shot: the first n of the training texts shuffled with the run's seed
+    upsample: bool = True  # few-shot: repeat the n texts int(corpus / n) times (main.py --do_upsampling)
+    nli_source: str = "sick-e"
+    nli_files: list[str] = field(default_factory=list)
+    stage1: dict[str, Any] = field(default_factory=dict)  # overrides of a two-stage mode's first stage
+    stage1_model: str | None = None  # a trained first stage: the second stage starts from it
+
+    #: Keys a two-stage run's first stage inherits (the rest come from its own stage and ``stage1``).
+    NOT_INHERITED: ClassVar[frozenset[str]] = frozenset(
+        {*CONSERT_STAGE_KEYS, "mode", "output_dir", "max_steps", "n_texts", "train_texts", "stage1", "stage1_model"}
+    )
+
+    def __post_init__(self) -> None:
+        _choice("mode", self.mode, MODES)
+        for key, value in stage_defaults(self.mode).items():
+            if getattr(self, key) is BY_STAGE:
+                setattr(self, key, value)
+        self.views = tuple(self.views)
+        self.classifier_features = tuple(self.classifier_features)
+        self.text_augmentations = tuple(self.text_augmentations)
+        _choice("loss", self.loss, LOSSES)
+        _choice("projection", self.projection, PROJECTIONS)
+        if self.discriminator_weight < 0:
+            raise ConfigError(f"discriminator_weight: expected a number >= 0, got {self.discriminator_weight}")
+        if self.discriminator_weight > 0 and self.mode != "augcse":
+            raise ConfigError(f"discriminator_weight: AugCSE's discriminator needs mode 'augcse', not {self.mode!r}")
+        if self.eval_max_length is not None and self.eval_max_length < MIN_MAX_LENGTH:
+            raise ConfigError(
+                f"eval_max_length: expected at least {MIN_MAX_LENGTH} tokens or null, got {self.eval_max_length}"
+            )
+        if self.discriminator_weight > 0:
+            from consert.train.text_augment import check_text_augmentations
+
+            try:
+                check_text_augmentations(self.text_augmentations)
+            except ValueError as err:
+                raise ConfigError(f"text_augmentations: {err}") from None
+        if len(self.views) != 2:
+            raise ConfigError(f"views: expected two augmentation names, got {list(self.views)}")
+        for view in self.views:
+            try:
+                check_augmentation(view)
+            except ValueError as err:
+                raise ConfigError(f"views: {err}") from None
+        if "adversarial" in self.views and self.mode != "joint":
+            raise ConfigError("views: 'adversarial' needs the supervised loss; use it with mode 'joint' only")
+        _choice("dtype", self.dtype, DTYPE_CHOICES)
+        _choice("compile", self.compile, COMPILE_CHOICES)
+        _choice("packed", self.packed, ("on", "off"))
+        _choice("cuda_graphs", self.cuda_graphs, COMPILE_CHOICES)
+        _choice("eval_grid", self.eval_grid, EVAL_GRIDS)
+        _choice("final_state", self.final_state, ("best", "last"))
+        for feature in self.classifier_features:
+            _choice("classifier_features", feature, CLASSIFIER_FEATURES)
+        _choice("nli_source", self.nli_source, NLI_SOURCES)
+        for name in ("train_pooling", "dev_pooling", "eval_pooling"):
+            try:
+                Pooling.parse(getattr(self, name))
+            except ValueError as err:
+                raise ConfigError(f"{name}: {err}") from None
+        if Pooling.parse(self.train_pooling).kind == "mean" and Pooling.parse(self.train_pooling).layers != (-1,):
+            raise ConfigError(
+                "train_pooling: the exported model must be loadable by sentence-transformers: cls or mean"
+            )
+        for name in ("batch_size", "epochs", "eval_every"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name}: expected a positive integer, got {getattr(self, name)}")
+        if self.max_length < MIN_MAX_LENGTH:
+            raise ConfigError(
+                f"max_length: expected at least {MIN_MAX_LENGTH} tokens ([CLS] and [SEP] included), "
+                f"got {self.max_length}"
+            )
+        for name in ("max_steps", "dev_max_pairs"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ConfigError(f"{name}: expected a positive integer or null, got {getattr(self, name)}")
+        if self.patience is not None and self.patience < 1:
+            raise ConfigError(f"patience: expected a positive integer or null (no early stopping), got {self.patience}")
+        for name in ("temperature", "lr"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name}: expected a positive number, got {getattr(self, name)}")
+        for name in ("token_cutoff", "feature_cutoff", "dropout", "warmup_ratio"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ConfigError(f"{name}: expected a ratio in [0, 1), got {getattr(self, name)}")
+        if self.n_texts is not None and self.n_texts < 1:
+            raise ConfigError(f"n_texts: expected a positive integer or null, got {self.n_texts}")
+        if self.contrastive and self.batch_size < 2:
+            raise ConfigError(
+                f"batch_size: a contrastive batch needs at least 2 texts (each text's negatives are the others'), "
+                f"got {self.batch_size}"
+            )
+        if self.contrastive and self.n_texts == 1:
+            raise ConfigError(
+                "n_texts: one text gives batches of copies of one sentence, without a negative; use 2 or more"
+            )
+        if (self.stage1 or self.stage1_model) and self.mode not in FIRST_STAGE:
+            raise ConfigError(
+                f"stage1/stage1_model: only for the two-stage modes {tuple(FIRST_STAGE)}, not {self.mode!r}"
+            )
+        if self.stage1:
+            self.first_stage()  # validate the overrides now, not after the first stage has trained
+
+    @property
+    def contrastive(self) -> bool:
+        """Whether the stage's loss contrasts texts of a batch (all but the classifier-only NLI modes)."""
+        return self.mode not in ("sup", "bertflow-nli")
+
+    @property
+    def evaluation_max_length(self) -> int:
+        """Tokens per sentence when the dev and test sets are encoded."""
+        return self.eval_max_length or self.max_length
+
+    def first_stage(self) -> TrainConfig:
+        """A two-stage mode's first (NLI) stage: its own recipe, the shared keys, then ``stage1``."""
+        shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in self.NOT_INHERITED}
+        values = {**shared, "mode": FIRST_STAGE[self.mode], "output_dir": f"{self.output_dir}.stage1", **self.stage1}
+        return TrainConfig.from_dict(values, source="stage1")
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any], source: str = "config") -> TrainConfig:
+        """Build from a mapping; unknown keys are an error naming the source and the known keys."""
+        return dataclass_from_dict(cls, values, source)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form (for JSON/YAML records)."""
+        values = dataclasses.asdict(self)
+        values["views"] = list(self.views)
+        values["classifier_features"] = list(self.classifier_features)
+        values["text_augmentations"] = list(self.text_augmentations)
+        return values
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        """A validated copy with ``changes`` applied."""
+        return dataclasses.replace(self, **changes)
+
+
+def dataclass_from_dict(cls: type, values: dict[str, Any], source: str = "config") -> Any:
+    """Instantiate config dataclass ``cls`` from a mapping: unknown keys and bad numbers are ConfigErrors."""
+    fields = {f.name: str(f.type) for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise ConfigError(f"{source}: unknown key(s) {unknown}; known keys: {sorted(fields)}")
+    values = {key: _coerce(key, value, fields[key], source) for key, value in values.items()}
+    try:
+        return cls(**values)
+    except TypeError as err:
+        raise ConfigError(f"{source}: {err}") from None
+
+
+def _coerce(key: str, value: Any, annotation: str, source: str) -> Any:
+    """Check ``value`` against the field's type before anything runs; read numbers that YAML 1.1
+    leaves as strings (``5e-7``). A quoted ``"false"`` is not a bool and ``1.9`` is not an int."""
+    kinds = [kind.strip() for kind in annotation.split("|")]
+    base = kinds[0]
+
+    def fail(expected: str) -> ConfigError:
+        return ConfigError(f"{source}: {key}: expected {expected}, got {value!r} ({type(value).__name__})")
+
+    if value is None:
+        if "None" in kinds:
+            return None
+        raise fail(f"a value of type {base} (null is not allowed)")
+    if base == "bool":
+        if not isinstance(value, bool):
+            raise fail("true or false (unquoted)")
+        return value
+    if base in ("int", "float"):
+        if isinstance(value, str):
+            try:
+                value = float(value) if base == "float" else int(value)
+            except ValueError:
+                raise fail("a number") from None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise fail("an integer" if base == "int" else "a number")
+        if base == "int" and not isinstance(value, int):
+            raise fail("an integer")
+        return float(value) if base == "float" else value
+    if base == "str" and not isinstance(value, str):
+        raise fail("a string")
+    if base.startswith(("tuple", "list")) and not isinstance(value, list | tuple):
+        raise fail("a list")
+    if base.startswith("dict") and not isinstance(value, dict):
+        raise fail("a mapping")
+    return value
+
+
+def _choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ConfigError(f"{name}: expected one of {choices}, got {value!r}")
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A YAML loader that rejects duplicate keys instead of silently keeping the last one."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise ConfigError(f"{self.name}:{key_node.start_mark.line + 1}: duplicate key {key!r}")
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML mapping, rejecting duplicate keys and malformed YAML with file:line errors."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: file not found")
+    text = path.read_text(encoding="utf-8")
+    try:
+        loader = _UniqueKeyLoader(text)
+        loader.name = str(path)
+        try:
+            values = loader.get_single_data()
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    if values is None:
+        return {}
+    if not isinstance(values, dict):
+        raise ConfigError(f"{path}: expected a mapping of keys to values at the top level")
+    return values
+
+
+#: The workflow config's JSON schema (its defaults fill keys a config file leaves out).
+WORKFLOW_SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def read_workflow_config(path: str | Path) -> dict[str, Any]:
+    """A workflow config file validated against the workflow's schema, its defaults filled in (as the DAG sees it)."""
+    from snakemake.utils import validate
+
+    config = read_yaml(path)
+    try:
+        validate(config, str(WORKFLOW_SCHEMA), set_default=True)
+    except Exception as err:  # noqa: BLE001 - snakemake wraps jsonschema's ValidationError in a WorkflowError
+        raise ConfigError(f"{path}: {str(err).splitlines()[0]}") from None
+    return config
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """Turn ``["key=value", ...]`` into a dict, reading each value as YAML (``lr=1e-5``, ``views=[a, b]``)."""
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set {pair!r}: expected key=value")
+        values[key.strip()] = yaml.safe_load(raw)
+    return values
+
+
+def load_train_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
+    """The training config from a YAML file (optional) with ``key=value`` overrides applied on top."""
+    values = read_yaml(path) if path else {}
+    values.update(parse_overrides(overrides or []))
+    return TrainConfig.from_dict(values, source=str(path) if path else "--set")

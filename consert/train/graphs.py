@@ -1,0 +1,157 @@
+"""The unsupervised training step (forward, loss and backward) replayed as CUDA graphs.
+
+At paper scale an eager step launches about a thousand small kernels from Python, and on an H100
+launching them takes longer than running them (README, Performance). A CUDA graph records the
+step's kernels once and replays them with one launch. A graph needs static shapes, so the step runs
+over the packed real tokens (:mod:`consert.train.packed`) with their count rounded up to a multiple of
+``token_bucket`` (the spare slots go to a trash row, never to a real token), and one graph is
+captured per ``(rows, padded length, slots)`` on first sight: a few dozen over a run. Batches stay
+the authors' random ones; nothing is sorted by length.
+
+Inside a graph: the views' random draws (they advance the CUDA generator on every replay, as eager
+draws do), the packed forward, the loss, zeroing the gradients and the backward pass, which
+accumulates into gradient tensors that live outside every graph, so the optimizer (eager, unchanged)
+reads them in place. Gradient clipping and the optimizer step stay outside. fp16 (a gradient scaler
+that reads the loss on the host) is not supported: the trainer keeps it eager.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from consert.encode.pooling import Pooling
+from consert.encode.precision import autocast
+from consert.train.packed import Packing, packed_pooled_forward
+
+#: Packed slots are rounded up to a multiple of this: about 2% of a paper-scale step's ~2,900 tokens
+#: wasted on average, against a graph per distinct token count.
+TOKEN_BUCKET = 128
+
+
+@dataclass
+class _Captured:
+    """One captured step: its static inputs (written before each replay) and its static loss."""
+
+    graph: torch.cuda.CUDAGraph
+    ids: torch.Tensor
+    mask: torch.Tensor
+    packing: Packing
+    loss: torch.Tensor
+
+
+class GraphedStep:
+    """``step(ids, mask)`` → the step's loss, with the gradients of ``parameters`` written into their
+    ``.grad``: a replay of the graph captured for the batch's shape (captured on first sight).
+
+    ``loss_of(ids, mask, packing)`` is the step's loss from device tensors; it must not read anything
+    back to the host. Only the parameters the step reaches get gradients (as in an eager backward,
+    which leaves the others' ``.grad`` None); they are overwritten on every step, never accumulated
+    across steps, and must not be set to None by the caller.
+    """
+
+    def __init__(
+        self,
+        loss_of: Callable[[torch.Tensor, torch.Tensor, Packing], torch.Tensor],
+        parameters: Sequence[torch.nn.Parameter],
+        device: str,
+        dtype: str,
+        token_bucket: int = TOKEN_BUCKET,
+    ):
+        if torch.device(device).type != "cuda":
+            raise ValueError(f"CUDA graphs need a CUDA device, got {device!r}")
+        if dtype == "fp16":
+            raise ValueError("CUDA graphs: fp16 trains under a gradient scaler that reads the host; use bf16 or fp32")
+        self.loss_of, self.device, self.dtype, self.token_bucket = loss_of, device, dtype, token_bucket
+        self.parameters = [p for p in parameters if p.requires_grad]
+        self.gradients: list[torch.Tensor] | None = None  # allocated by the first capture
+        # One memory pool for all graphs, replayed in any order: safe because nothing a graph leaves in the
+        # pool outlives its replay (the loss is cloned at once; gradients and inputs live outside the pool).
+        self.pool = torch.cuda.graph_pool_handle()
+        self.captured: dict[tuple[int, int, int], _Captured] = {}
+
+    def slots(self, real_tokens: int) -> int:
+        """The packed slots for ``real_tokens``: rounded up to a multiple of the bucket."""
+        return -(-real_tokens // self.token_bucket) * self.token_bucket
+
+    def _body(self, captured: _Captured) -> torch.Tensor:
+        """The step as the graph records it: zero the gradients, the loss, its backward."""
+        if self.gradients:
+            torch._foreach_zero_(self.gradients)
+        with autocast(self.device, self.dtype, cache=False):
+            loss = self.loss_of(captured.ids, captured.mask, captured.packing)
+        loss.backward()
+        return loss.detach()
+
+    def _capture(self, ids: torch.Tensor, mask: torch.Tensor, packing: Packing) -> _Captured:
+        """Static inputs shaped as this batch, one eager warm-up pass on a side stream, then the capture."""
+        static = _Captured(
+            torch.cuda.CUDAGraph(),
+            ids.to(self.device),
+            mask.to(self.device),
+            packing.to(self.device),
+            torch.empty((), device=self.device),
+        )
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            if self.gradients is None:  # which parameters the step reaches: only they get (and keep) gradients
+                for parameter in self.parameters:
+                    parameter.grad = None
+                self._body(static)
+                self.parameters = [p for p in self.parameters if p.grad is not None]
+            self._body(static)  # warm-up: lazy initialisation must not happen during the capture
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        if self.gradients is None:  # one buffer per reached parameter, outside every graph's memory
+            for parameter in self.parameters:
+                parameter.grad = torch.zeros_like(parameter)
+            self.gradients = [p.grad for p in self.parameters]
+        with torch.cuda.graph(static.graph, pool=self.pool):
+            static.loss = self._body(static)
+        for parameter, gradient in zip(self.parameters, self.gradients, strict=True):
+            if parameter.grad is not gradient:
+                raise RuntimeError("the captured backward replaced a gradient buffer; it must accumulate into it")
+        return static
+
+    def __call__(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The loss of one step over a batch (``ids``, ``mask``: host tensors, B x L), gradients written."""
+        doubled = mask.repeat(2, 1)  # the two views' rows
+        packing = Packing.of(doubled, capacity=self.slots(int(doubled.sum())))
+        key = (*ids.shape, len(packing.index))
+        captured = self.captured.get(key)
+        if captured is None:
+            captured = self.captured[key] = self._capture(ids, mask, packing)
+        else:
+            pinned = [t.pin_memory() for t in (ids, mask)]
+            captured.ids.copy_(pinned[0], non_blocking=True)
+            captured.mask.copy_(pinned[1], non_blocking=True)
+            captured.packing.copy_(Packing(*(t.pin_memory() for t in packing.tensors()), packing.rows, packing.length))
+        for parameter, gradient in zip(self.parameters, self.gradients, strict=True):
+            parameter.grad = gradient  # the buffers the graphs write, even if someone set .grad to None
+        captured.graph.replay()
+        return captured.loss.clone()  # the static loss lives in the shared pool: copy it out before any replay
+
+
+def graphed_probe_runner(
+    candidate: tuple[str, str], device: str, purpose: str, model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor
+) -> Callable[[], None]:
+    """A precision probe's timed call (:func:`consert.encode.precision.training_precision`): a packed, mean-pooled
+    forward and backward of ``model`` in the candidate's dtype, captured as a CUDA graph on the first
+    call and replayed after, as the training step will run."""
+    dtype, _ = candidate
+    pooling = Pooling.parse("mean")
+
+    def loss_of(ids: torch.Tensor, mask: torch.Tensor, packing: Packing) -> torch.Tensor:
+        # the packing covers the two views' rows, the batch twice (as the training step's)
+        return packed_pooled_forward(model, ids.repeat(2, 1), packing, pooling).float().pow(2).mean()
+
+    step = GraphedStep(loss_of, list(model.parameters()), device, dtype)
+    ids, mask = ids[: len(ids) // 2], mask[: len(mask) // 2]  # the step doubles the rows (two views)
+
+    def run() -> None:
+        model.train()
+        step(ids, mask)
+
+    return run

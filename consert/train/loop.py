@@ -1,0 +1,250 @@
+"""The optimisation loop shared by ConSERT and SG-OPT training.
+
+AdamW (no weight decay on biases and LayerNorm weights; optionally without bias correction, as the
+ConSERT authors; then torch's fused kernel on CUDA) with linear warm-up and decay over the planned steps,
+gradient clipping, dev evaluations on a grid (:func:`evaluation_grid`), the best state kept in
+memory and restored at the end, early stopping after ``patience`` evaluations without a strict
+gain, and a stop with a clear message on a non-finite loss.
+
+Precision: ``dtype`` arrives resolved (:func:`consert.encode.precision.training_precision`); fp16 trains
+under a gradient scaler, as the authors' apex O1 did. On CUDA the per-step
+losses stay on the device and are read back every ``sync_every`` steps (and at each evaluation), so
+a step does not wait for the host; on a CPU that read is free and happens every step.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from consert.encode.precision import RESOLVED_DTYPES, autocast
+from consert.train.optim import AdamW, fused_adamw
+
+#: Steps between reads of the loss from a CUDA device (logging and the non-finite check).
+CUDA_SYNC_EVERY = 50
+
+
+class TrainingFault(RuntimeError):
+    """Training produced a non-finite loss or a collapsed embedding; nothing is exported."""
+
+
+def planned_step_count(n_items: int, batch_size: int, epochs: int, max_steps: int | None) -> int:
+    """Steps of ``epochs`` passes over ``n_items`` in batches of ``batch_size``, capped by ``max_steps``."""
+    steps = epochs * math.ceil(n_items / batch_size)
+    return steps if max_steps is None else min(max_steps, steps)
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """Optimiser, schedule and evaluation settings of one training stage."""
+
+    lr: float
+    batch_size: int
+    epochs: int
+    max_steps: int | None
+    warmup_ratio: float
+    weight_decay: float
+    adam_eps: float
+    max_grad_norm: float
+    eval_every: int
+    patience: int | None
+    eval_at_start: bool
+    seed: int
+    dtype: str
+    betas: tuple[float, float] = (0.9, 0.999)
+    bias_correction: bool = True
+    eval_grid: str = "global"
+    #: ``since_best``: patience counts evaluations since the best one (the ConSERT authors' fit);
+    #: ``declines``: evaluations scoring below the previous one, never reset (SG-BERT's fit).
+    patience_counts: str = "since_best"
+    #: ``best``: end at the best dev state (ConSERT); ``last``: keep the state training stopped in (SG-BERT).
+    final_state: str = "best"
+
+    def planned_steps(self, n_items: int) -> int:
+        """Steps of ``epochs`` passes over ``n_items``, capped by ``max_steps``."""
+        return planned_step_count(n_items, self.batch_size, self.epochs, self.max_steps)
+
+
+def evaluation_grid(n_items: int, settings: LoopSettings) -> Counter[int]:
+    """How many dev evaluations follow each global step (1-based).
+
+    ``epoch`` (the authors' sentence-transformers ``fit``): steps are counted within each epoch and
+    the dev set is scored every ``eval_every`` of them and again at the end of every epoch, so an
+    epoch whose length is a multiple of ``eval_every`` ends with two evaluations of the same model
+    (both count towards patience). ``global``: every ``eval_every`` steps. Both: after the last
+    planned step when ``max_steps`` cuts the run short.
+    """
+    per_epoch = math.ceil(n_items / settings.batch_size)
+    planned = settings.planned_steps(n_items)
+    grid: Counter[int] = Counter()
+    if settings.eval_grid == "epoch":
+        for epoch in range(settings.epochs):
+            grid.update(
+                epoch * per_epoch + step for step in range(settings.eval_every, per_epoch + 1, settings.eval_every)
+            )
+            grid[(epoch + 1) * per_epoch] += 1
+    elif settings.eval_grid == "global":
+        grid.update(range(settings.eval_every, planned + 1, settings.eval_every))
+    else:
+        raise ValueError(f"eval_grid: expected 'epoch' or 'global', got {settings.eval_grid!r}")
+    grid = Counter({step: count for step, count in grid.items() if step <= planned})
+    if planned not in grid:
+        grid[planned] = 1
+    return grid
+
+
+@dataclass
+class LoopResult:
+    """How the loop went: best step and dev score, steps run and planned, the per-step log, and the
+    step and dev score of the state the model ends in (the best one, or the last with ``final_state="last"``)."""
+
+    best_step: int
+    best_dev: float
+    steps: int
+    planned: int
+    log: list[dict]
+    final_step: int = 0
+    final_dev: float = math.nan
+
+
+def adamw(
+    parameters: Sequence[tuple[str, nn.Parameter]], settings: LoopSettings, fused: bool = False
+) -> torch.optim.Optimizer:
+    """AdamW with weight decay on everything but biases and LayerNorm weights (as BERT/SBERT); ``fused``
+    (CUDA): torch's one-pass kernel (:func:`consert.train.optim.fused_adamw`) where it is the same update,
+    without bias correction (with it, torch adds ``eps`` after the correction, the authors before)."""
+    no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
+    trainable = [(n, p) for n, p in parameters if p.requires_grad]
+    groups = [
+        {
+            "params": [p for n, p in trainable if not any(k in n for k in no_decay)],
+            "weight_decay": settings.weight_decay,
+        },
+        {"params": [p for n, p in trainable if any(k in n for k in no_decay)], "weight_decay": 0.0},
+    ]
+    if fused and not settings.bias_correction:  # with the correction torch's kernel is another update
+        return fused_adamw(groups, settings.lr, settings.betas, settings.adam_eps, correct_bias=False)
+    return AdamW(
+        groups, lr=settings.lr, eps=settings.adam_eps, betas=settings.betas, correct_bias=settings.bias_correction
+    )
+
+
+def run_loop(
+    model: nn.Module,
+    parameters: Sequence[tuple[str, nn.Parameter]],
+    items: Sequence,
+    loss_fn: Callable[[list], torch.Tensor],
+    dev_fn: Callable[[], float],
+    settings: LoopSettings,
+    device: str,
+    desc: str = "train",
+    progress: bool = True,
+    computes_gradients: bool = False,
+) -> LoopResult:
+    """Minimise ``loss_fn(batch)`` over shuffled batches of ``items``; ``model`` ends at its best dev
+    state (or where it stopped, with ``final_state="last"``). With ``computes_gradients``, ``loss_fn``
+    has already written the step's gradients into the parameters' ``.grad`` (a CUDA graph's backward,
+    :mod:`consert.train.graphs`): the loop neither runs a backward pass nor sets the gradients to None."""
+    from transformers import get_linear_schedule_with_warmup
+
+    planned = settings.planned_steps(len(items))
+    grid = evaluation_grid(len(items), settings)
+    dtype = settings.dtype
+    if dtype not in RESOLVED_DTYPES:
+        raise ValueError(f"run_loop needs a resolved dtype ({RESOLVED_DTYPES}), got {dtype!r}")
+    if computes_gradients and dtype == "fp16":
+        raise ValueError("a loss_fn that computes its own gradients cannot train in fp16 (the gradient scaler)")
+    scaler = torch.amp.GradScaler("cuda", enabled=dtype == "fp16")
+    sync_every = CUDA_SYNC_EVERY if torch.device(device).type == "cuda" else 1
+    optimizer = adamw(parameters, settings, fused=torch.device(device).type == "cuda")
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup_ratio * planned), planned)
+    order = torch.Generator().manual_seed(settings.seed)
+    trainable = [p for _, p in parameters if p.requires_grad]
+    log: list[dict] = []
+    best: dict = {"step": 0, "dev": -math.inf, "state": None}
+    misses, previous = 0, -math.inf
+    started = time.perf_counter()
+    status: dict[str, str] = {}
+    bar = tqdm(total=planned, desc=desc, unit="step", disable=not progress)
+
+    pending: list[tuple[int, torch.Tensor, float, float]] = []
+
+    def flush() -> None:
+        """Read the pending losses back from the device, log them, and stop on a non-finite one."""
+        if not pending:
+            return
+        values = torch.stack([loss for _, loss, _, _ in pending]).float().tolist()
+        for (step, _, lr, seconds), value in zip(pending, values, strict=True):
+            if not math.isfinite(value):
+                bar.close()
+                raise TrainingFault(f"step {step}: loss is {value} (non-finite); stopping without export")
+            log.append({"step": step, "loss": value, "lr": lr, "seconds": seconds})
+        pending.clear()
+        status["loss"] = f"{values[-1]:.4f}"
+        bar.set_postfix(status, refresh=False)
+
+    def evaluate(step: int, times: int = 1) -> bool:
+        """Score on dev (``times`` evaluations of the same model), keep the best state; True when patience runs out."""
+        nonlocal misses, previous
+        flush()
+        score = dev_fn()
+        for _ in range(times):
+            log.append({"step": step, "dev_spearman": score, "seconds": time.perf_counter() - started})
+            improved = score > best["dev"]
+            if improved:
+                state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+                best.update(step=step, dev=score, state=state)
+            if settings.patience_counts == "declines":
+                misses += score < previous
+            else:
+                misses = 0 if improved else misses + 1
+            previous = score
+            if settings.patience is not None and misses >= settings.patience:
+                break  # the authors' fit returns as soon as patience runs out
+        status.update(dev=f"{score:.2f}", best=f"{best['dev']:.2f}")
+        bar.set_postfix(status)
+        return settings.patience is not None and misses >= settings.patience
+
+    stop = settings.eval_at_start and evaluate(0)
+    step = 0
+    model.train()
+    while step < planned and not stop:
+        permutation = torch.randperm(len(items), generator=order).tolist()
+        for start in range(0, len(items), settings.batch_size):
+            with autocast(device, dtype):
+                loss = loss_fn([items[i] for i in permutation[start : start + settings.batch_size]])
+            step += 1
+            if not computes_gradients:
+                scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(trainable, settings.max_grad_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            lr = scheduler.get_last_lr()[0]
+            scheduler.step()
+            if not computes_gradients:
+                optimizer.zero_grad(set_to_none=True)
+            pending.append((step, loss.detach(), lr, time.perf_counter() - started))
+            if step % sync_every == 0:
+                flush()
+            bar.update(1)
+            if step in grid:
+                stop = evaluate(step, grid[step])
+            if stop or step >= planned:
+                break
+    flush()
+    bar.close()
+    if best["state"] is None:
+        raise TrainingFault("no dev evaluation was run; set eval_at_start or eval_every <= the planned steps")
+    if settings.final_state == "best":
+        model.load_state_dict(best["state"])
+        return LoopResult(best["step"], best["dev"], step, planned, log, best["step"], best["dev"])
+    last = [entry for entry in log if "dev_spearman" in entry][-1]
+    return LoopResult(best["step"], best["dev"], step, planned, log, last["step"], last["dev_spearman"])

@@ -1,0 +1,253 @@
+"""The ConSERT authors' training recipes, stage by stage, with the source of every value.
+
+A run's stage decides its defaults: ``unsup`` (from BERT), the NLI stages ``sup`` (SBERT-NLI) and
+``joint``, and the second stages ``sup-unsup`` and ``joint-unsup`` (unsupervised, starting from the
+matching NLI stage). The values are the authors' base-model scripts (ConSERT repository,
+``scripts/*-base.sh``) with ``main.py``'s defaults for what a script leaves out; where the paper's
+text disagrees (dropout, the classifier features) the scripts win, and the paper's variant stays
+reachable by config. ``COMMON`` holds what every ConSERT stage shares.
+
+The contrastive family beside ConSERT runs on the same trainer as two more "stages" (``FAMILY``):
+unsupervised SimCSE (Gao et al. 2021) and AugCSE (Tang et al. 2022), each with its authors' values
+of every key where they differ from ConSERT's, and the source of each.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Stages, in the order a two-stage run trains them.
+STAGES = ("unsup", "sup", "joint", "sup-unsup", "joint-unsup")
+#: The first (NLI) stage of each two-stage setting.
+FIRST_STAGE = {"sup-unsup": "sup", "joint-unsup": "joint"}
+
+#: The classifier input of the authors' scripts (``--concatenation_sent_max_square``); the paper
+#: and SBERT use ("u", "v", "abs_diff").
+AUTHORS_CLASSIFIER = ("u", "v", "abs_diff", "max_square")
+
+#: Per stage: the authors' value of every key that differs between stages, and the script it is from.
+AUTHORS: dict[str, dict[str, Any]] = {
+    "unsup": {
+        "source": "scripts/unsup-consert-base.sh",
+        "lr": 5e-7,
+        "batch_size": 96,
+        "epochs": 10,
+        "patience": 10,
+        "views": ("feature_cutoff", "shuffle"),  # --da_final_1 feature_cutoff --da_final_2 shuffle
+        "feature_cutoff": 0.2,
+        "remove_dropout": True,  # --no_dropout: only this run
+    },
+    "sup": {
+        "source": "scripts/sup-sbert-base.sh (lr, epochs: main.py defaults)",
+        "lr": 2e-5,
+        "batch_size": 96,
+        "epochs": 1,
+        "patience": None,  # no --patience: no early stopping (the best dev checkpoint is still kept)
+        "remove_dropout": False,
+        "classifier_features": AUTHORS_CLASSIFIER,
+    },
+    "joint": {
+        "source": "scripts/sup-consert-joint-base.sh (lr, epochs: main.py defaults)",
+        "lr": 2e-5,
+        "batch_size": 96,
+        "epochs": 1,
+        "patience": None,
+        "views": ("none", "token_cutoff"),  # --data_augmentation_strategy cutoff --cutoff_direction row
+        "token_cutoff": 0.1,
+        "remove_dropout": False,
+        "classifier_features": AUTHORS_CLASSIFIER,
+    },
+    "sup-unsup": {
+        "source": "scripts/sup-consert-sup-unsup-base.sh",
+        "lr": 5e-7,
+        "batch_size": 96,
+        "epochs": 25,
+        "patience": 10,
+        "views": ("none", "feature_cutoff"),  # --data_augmentation_strategy cutoff --cutoff_direction column
+        "feature_cutoff": 0.1,
+        "remove_dropout": False,
+    },
+    "joint-unsup": {
+        "source": "scripts/sup-consert-joint-unsup-base.sh",
+        "lr": 5e-7,
+        "batch_size": 96,
+        "epochs": 25,
+        "patience": 10,
+        "views": ("none", "shuffle"),  # --data_augmentation_strategy shuffle
+        "remove_dropout": False,
+    },
+}
+
+#: Where the authors' BERT-large scripts (``scripts/*-large.sh``) differ from the base ones.
+AUTHORS_BY_SIZE: dict[str, dict[str, dict[str, Any]]] = {
+    "large": {
+        "unsup": {
+            "source": "scripts/unsup-consert-large.sh",
+            "views": ("none", "shuffle"),  # --data_augmentation_strategy shuffle
+            "remove_dropout": False,  # no --no_dropout
+            "epochs": 25,
+            "eval_every": 100,
+        },
+        "sup": {"source": "scripts/sup-sbert-large.sh"},
+        # the joint and joint-unsup scripts pass max_seq_length 40: a later retrain (the authors' README, line
+        # 73); the paper's Table 3 used 64, the comparison's reference
+        "joint": {"source": "scripts/sup-consert-joint-large.sh (max length: the paper's 64, not the retrain's 40)"},
+        "sup-unsup": {"source": "scripts/sup-consert-sup-unsup-large.sh", "epochs": 10},
+        "joint-unsup": {
+            "source": "scripts/sup-consert-joint-unsup-large.sh (max length: the paper's 64, not the retrain's 40)",
+            "epochs": 10,
+        },
+        "simcse": {
+            "source": "princeton-nlp/SimCSE README (hyperparameters: unsupervised BERT-large lr 1e-5)",
+            "lr": 1e-5,
+        },
+    }
+}
+
+#: What every stage shares (main.py and the authors' modified sentence-transformers ``fit``).
+COMMON: dict[str, Any] = {
+    "temperature": 0.1,
+    "contrastive_weight": 0.15,  # --cl_rate 0.15, applied even with --cl_loss_only
+    "adam_bias_correction": False,  # transformers.AdamW(..., correct_bias=False)
+    "adam_eps": 1e-6,
+    "weight_decay": 0.01,
+    "max_grad_norm": 1.0,
+    "warmup_ratio": 0.1,
+    "eval_every": 200,
+    "eval_grid": "epoch",  # steps counted within each epoch, plus an evaluation at every epoch's end
+    "train_pooling": "mean",  # the sentence-transformers model's mean pooling
+    "dev_pooling": "mean",  # checkpoint selection: the model's own last-layer mean
+    "eval_pooling": "mean:-2,-1",  # the reported test numbers: last-two-layer average
+    "max_length": 64,
+    "seed": 1,
+}
+
+
+#: Stage-dependent keys no script of a stage sets: the paper's rates and the unsupervised views, and
+#: ConSERT's objective (no projection head, no augmentation discriminator).
+FALLBACK: dict[str, Any] = {
+    "token_cutoff": 0.15,
+    "feature_cutoff": 0.2,
+    "views": AUTHORS["unsup"]["views"],
+    "classifier_features": AUTHORS_CLASSIFIER,
+    "loss": "nt_xent",
+    "projection": "none",
+    "eval_max_length": None,  # ConSERT evaluates at its training max_length
+    "discriminator_weight": 0.0,
+    "text_augmentations": (),
+    "spacy_model": None,
+    "classifier_bias": True,  # SBERT's nn.Linear classifier
+    "final_state": "best",  # the best STS-B dev checkpoint (the authors' fit with an evaluator)
+}
+
+#: SimCSE, unsupervised (princeton-nlp/SimCSE: run_unsup_example.sh, simcse/models.py, train.py and the
+#: Trainer defaults of the transformers 4.2.1 it pins); the paper (arXiv 2104.08821 v4) where it agrees.
+SIMCSE: dict[str, Any] = {
+    "source": "princeton-nlp/SimCSE run_unsup_example.sh + simcse/models.py (HF Trainer defaults, transformers 4.2.1)",
+    "lr": 3e-5,  # script; paper Table A.1 and footnote 2
+    "batch_size": 64,  # script; paper Table A.1
+    "epochs": 1,  # script; paper App. A
+    "patience": None,  # load_best_model_at_end without early stopping
+    "views": ("none", "none"),  # the batch twice through one pass: the views differ by BERT's dropout only
+    "remove_dropout": False,
+    "temperature": 0.05,  # --temp 0.05; paper Table D.1
+    "contrastive_weight": 1.0,
+    "loss": "infonce",  # models.py cl_forward: z1 against the N z2's, one direction
+    "projection": "mlp",  # --pooler_type cls --mlp_only_train: Linear + Tanh on [CLS] in training only
+    "train_pooling": "cls",
+    "dev_pooling": "cls",  # the MLP is dropped at evaluation: [CLS] before the pooler
+    "eval_pooling": "cls",
+    "max_length": 32,  # --max_seq_length 32 (training)
+    "eval_max_length": 512,  # evaluation pads to the longest sentence, no truncation (SentEval batcher)
+    "eval_every": 125,  # --eval_steps 125 (the paper's App. A says every 250 steps)
+    "eval_grid": "global",
+    "adam_bias_correction": True,  # transformers.AdamW default correct_bias=True
+    "adam_eps": 1e-8,
+    "weight_decay": 0.0,
+    "warmup_ratio": 0.0,  # warmup_steps 0: linear decay from the first step
+}
+
+#: AugCSE's STS recipe (PootieT/AugCSE experiments/run_train_exp.py, "should reproduce our STS-B results";
+#: the model, head and loss from model.py, mlp.py, training/discriminator.py; HF Trainer defaults of the
+#: transformers 4.22.2 it pins). Where it is silent, SimCSE's (it builds on SimCSE's code).
+AUGCSE: dict[str, Any] = {
+    **SIMCSE,
+    "source": "PootieT/AugCSE experiments/run_train_exp.py + model.py, mlp.py, training/discriminator.py",
+    "lr": 2e-5,  # learning_rate=2e-5
+    "batch_size": 128,  # per_device_train_batch_size=128
+    "epochs": 4,  # num_train_epochs=4
+    "eval_every": 500,  # eval_steps=500
+    "loss": "infonce_symmetric",  # contrastive_loss_type="ranking": (CE(S) + CE(S^T)) / 2
+    "projection": "bn_mlp",  # projection_layers=100: DiffCSE's batch-norm MLP, skipped at evaluation
+    "discriminator_weight": 0.005,  # lambda; gradient reversal multiplier 1.0
+    "text_augmentations": (
+        "contraction_expansions",
+        "auxiliary_negation_removal",
+        "discourse_marker_substitution",
+        "subject_object_switch",
+        "random_swap",
+        "adjectives_antonyms_switch",
+        "yoda_perturbation",
+        "sentence_reordering",
+    ),  # the implemented 8 of the authors' 12, in their order (consert.train.text_augment.LEFT_OUT: the other 4)
+    "spacy_model": "en_core_web_sm",  # NL-Augmenter's initialize.py
+}
+
+#: The contrastive family: methods trained by the same loop, their recipes by stage name.
+FAMILY: dict[str, dict[str, Any]] = {"simcse": SIMCSE, "augcse": AUGCSE}
+
+#: BERT-flow's own BERT-NLI (Li et al. 2020), the encoder its "NLI" rows (ConSERT's Table 3) fit the flow
+#: on: bohanli/BERT-flow's README ("Fine-tune BERT with NLI supervision": TASK_NAME=ALLNLI, 1 epoch, lr
+#: 2e-5, batch 16), run_siamese.py (the siamese classifier) and optimization.py (BERT's optimiser).
+BERTFLOW_NLI: dict[str, Any] = {
+    "source": "bohanli/BERT-flow README (ALLNLI command) + run_siamese.py + optimization.py",
+    "lr": 2e-5,
+    "batch_size": 16,  # --train_batch_size=16
+    "epochs": 1,
+    "patience": None,
+    "remove_dropout": False,  # is_training: BERT's dropout 0.1
+    "classifier_features": ("u", "v", "abs_diff"),  # [u, v, |u - v|] (run_siamese.py)
+    "classifier_bias": False,  # logits = output W^T, no bias
+    "train_pooling": "mean",  # sentence_embedding_type "avg": last-layer masked mean
+    "final_state": "last",  # the checkpoint after the last step (model.ckpt-60108): no dev selection
+    "eval_every": 1_000_000,  # no evaluation while training: the loop scores dev once, after the last step
+    "eval_grid": "global",
+    "adam_bias_correction": False,  # BERT's AdamWeightDecayOptimizer
+    "adam_eps": 1e-6,
+    "weight_decay": 0.01,  # not on LayerNorm and bias
+    "warmup_ratio": 0.1,  # warmup_proportion 0.1, then linear decay
+}
+#: Encoders of other papers trained here because a baseline's published numbers start from them.
+REFERENCE_ENCODERS: dict[str, dict[str, Any]] = {"bertflow-nli": BERTFLOW_NLI}
+
+#: Stage-dependent keys of ConSERT's own stages (a two-stage run's first stage does not inherit them).
+CONSERT_STAGE_KEYS = tuple(sorted({key for recipe in AUTHORS.values() for key in recipe} - {"source"} | set(FALLBACK)))
+#: Keys whose default depends on the stage (ConSERT's, and every key a family recipe sets).
+STAGE_KEYS = tuple(
+    sorted(
+        set(CONSERT_STAGE_KEYS)
+        | {key for recipe in (*FAMILY.values(), *REFERENCE_ENCODERS.values()) for key in recipe} - {"source"}
+    )
+)
+
+
+def recipe_of(stage: str) -> dict[str, Any]:
+    """The stage's own recipe (a ConSERT script's or a family method's), with its source."""
+    recipe = AUTHORS.get(stage) or FAMILY.get(stage) or REFERENCE_ENCODERS.get(stage)
+    if recipe is None:
+        known = STAGES + tuple(FAMILY) + tuple(REFERENCE_ENCODERS)
+        raise ValueError(f"unknown stage {stage!r}; expected one of {known}")
+    return recipe
+
+
+def stage_defaults(stage: str) -> dict[str, Any]:
+    """The training-config defaults of ``stage``: every stage-dependent key, the stage's own value where
+    its recipe sets one, else :data:`FALLBACK` (the paper's cutoff rates 0.15 and 0.2) and :data:`COMMON`."""
+    shared = {key: value for key, value in COMMON.items() if key in STAGE_KEYS}
+    return {**shared, **FALLBACK, **{key: value for key, value in recipe_of(stage).items() if key != "source"}}
+
+
+def authors_recipe(stage: str, size: str = "base") -> dict[str, Any]:
+    """Every value of the authors' recipe for ``stage`` at model ``size`` (``base``/``large``), and its source."""
+    size_values = AUTHORS_BY_SIZE.get(size, {}).get(stage, {})
+    return {"source": recipe_of(stage)["source"], **COMMON, **stage_defaults(stage), **size_values}
