@@ -279,6 +279,24 @@ def test_lint_is_clean():
     assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
 
 
+def _mermaid_edges(text: str, names: dict[str, str] | None = None) -> set[tuple[str, str]]:
+    edges = re.findall(r"^\s*(\w+) --> (\w+)\s*$", text, re.M)
+    return {(names.get(a, a), names.get(b, b)) if names else (a, b) for a, b in edges}
+
+
+def test_the_readme_rule_graph_is_the_workflows(tmp_path):
+    # the Architecture section's picture, edge for edge, against what snakemake derives from the rules
+    result = _snakemake_in_root("--rulegraph", "mermaid-js", "--directory", str(tmp_path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    names = dict(re.findall(r"^\s*(id\d+)\[(\w+)\]", result.stdout, re.M))
+    workflow = _mermaid_edges(result.stdout, names)
+    readme = (ROOT / "README.md").read_text()
+    picture = readme.split("```mermaid", 1)[1].split("```", 1)[0]
+    assert len(workflow) > 20 and _mermaid_edges(picture) == workflow
+    drawn = set(re.findall(r"^\s{8}(\w+)$", picture, re.M)) | {"all"}
+    assert drawn == set(names.values())
+
+
 def test_paper_dry_run_lists_every_job_offline(tmp_path):
     # the paper's config via the workflow profile; an empty working directory, so that outputs
     # already in the checkout (from a user's own run) do not change the job counts

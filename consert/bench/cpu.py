@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from consert.data.senteval import SentEvalData, load_senteval
+from consert.data.senteval import SentEvalData
 from consert.encode.models import STAND_IN_MODEL, resolve_model
 from consert.encode.precision import autocast
 from consert.hardware import hardware_summary
@@ -206,13 +206,8 @@ def bench_bootstrap(data: SentEvalData, repeats: int) -> dict[str, float]:
     return {"evaluation_s": medians["evaluation"], "bootstrap_s": bootstrap, "resamples": DEFAULT_RESAMPLES}
 
 
-def run(data_dir: str | None, repeats: int = 3, device: str = "cpu") -> dict[str, object]:
-    """Run every benchmark of ``device`` and print a report as it goes; return the raw numbers."""
-    data = load_senteval(data_dir)
-    if device == "cuda":
-        from consert.bench import cuda as bench_cuda
-
-        return bench_cuda.run(data)
+def run(data: SentEvalData, repeats: int = 3) -> dict[str, object]:
+    """Run every CPU benchmark and print a report as it goes; return the raw numbers."""
     from consert.encode.encoder import SentenceEncoder
     from consert.encode.precision import training_precision
 

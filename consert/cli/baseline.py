@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from consert.cli.arguments import add_encoder_arguments, at_least
-from consert.cli.common import load_cache
+from consert.cli.common import load_cache, load_encoder
 from consert.encode.pooling import PAPER_POOLING
 
 NAME = "baseline"
@@ -59,20 +59,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``consert baseline``."""
+    """Run ``consert baseline`` on parsed ``args``; return its exit status."""
     from baselines.run import build_baseline, evaluate_baseline, fit_corpora
     from consert.data.nli import SICK_E_LABEL
     from consert.data.senteval import load_senteval
-    from consert.encode.encoder import SentenceEncoder
     from consert.evaluate.protocol import summary_table
     from consert.io import write_csv
 
     data = load_senteval(args.data)
     encoder = None
     if args.name != "glove":
-        encoder = SentenceEncoder.load(
-            args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine
-        )
+        encoder = load_encoder(args)
     flow = {key: getattr(args, f"flow_{key}") for key in (name.replace("-", "_") for name, _ in FLOW_OPTIONS)}
     embedder = build_baseline(
         args.name,

@@ -25,12 +25,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``consert bench``."""
+    """Run ``consert bench`` on parsed ``args``; return its exit status."""
     import json
 
-    from consert.bench.cpu import run
+    from consert.data.senteval import load_senteval
 
-    report = run(args.data, repeats=args.repeats, device=args.device)
+    data = load_senteval(args.data)
+    if args.device == "cuda":
+        from consert.bench import cuda
+
+        report = cuda.run(data)
+    else:
+        from consert.bench import cpu
+
+        report = cpu.run(data, repeats=args.repeats)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
         print(f"wrote {args.json}")

@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``consert claims``."""
+    """Run ``consert claims`` on parsed ``args``; return its exit status."""
     from consert.io import write_csv
     from consert.paper.claims import CLAIMS_FILE, evaluate_claims, load_claims
     from consert.train.config import read_workflow_config

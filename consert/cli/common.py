@@ -1,9 +1,19 @@
-"""What several commands do alike: read or build a vector cache, and evaluate a model a command has just
-exported."""
+"""What several commands do alike: load the encoder their encoder arguments name, read or build a vector
+cache, and evaluate a model a command has just exported."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
+
+
+def load_encoder(args: argparse.Namespace):
+    """The encoder ``args.model`` with the options of :func:`~consert.cli.arguments.add_encoder_arguments`."""
+    from consert.encode.encoder import SentenceEncoder
+
+    return SentenceEncoder.load(
+        args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine
+    )
 
 
 def load_cache(path, encoder, data, rank_sums: bool = False, poolings=None):

@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``consert compare``."""
+    """Run ``consert compare`` on parsed ``args``; return its exit status."""
     import pandas as pd
 
     from consert.io import write_csv

@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``consert download-data``."""
+    """Run ``consert download-data`` on parsed ``args``; return its exit status."""
     from consert.data.download import download_senteval, download_wiki1m
 
     print(f"SentEval data ready in {download_senteval(Path(args.dest))}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from consert.cli.arguments import add_encoder_arguments, add_topk_max_argument
-from consert.cli.common import encode_cache
+from consert.cli.common import encode_cache, load_encoder
 from consert.encode.pooling import PAPER_POOLING
 
 NAME = "encode"
@@ -22,14 +22,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``consert encode``."""
+    """Run ``consert encode`` on parsed ``args``; return its exit status."""
     from consert.data.senteval import load_senteval
-    from consert.encode.encoder import SentenceEncoder
 
     data = load_senteval(args.data)
-    encoder = SentenceEncoder.load(
-        args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine
-    )
+    encoder = load_encoder(args)
     cache = encode_cache(encoder, data.unlabeled_texts(), args.pooling or [PAPER_POOLING], data, args.topk_max)
     extra = f" + top-{args.topk_max} statistics" if args.topk_max else ""
     print(f"wrote {cache.save(args.output)}: {len(cache.sentences)} distinct texts x {sorted(cache.vectors)}{extra}")

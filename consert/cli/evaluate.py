@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``consert evaluate``."""
+    """Run ``consert evaluate`` on parsed ``args``; return its exit status."""
     from consert.data.senteval import load_senteval
     from consert.evaluate.protocol import evaluate_model, summary_table
     from consert.io import write_csv

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from consert.cli.arguments import add_encoder_arguments
-from consert.cli.common import load_cache
+from consert.cli.common import load_cache, load_encoder
 from consert.encode.pooling import PAPER_POOLING
 
 NAME = "predictions"
@@ -25,16 +25,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``consert predictions``."""
+    """Run ``consert predictions`` on parsed ``args``; return its exit status."""
     from consert.data.senteval import load_senteval
-    from consert.encode.encoder import SentenceEncoder
     from consert.evaluate.protocol import pair_predictions
     from consert.io import write_csv
 
     data = load_senteval(args.data)
-    encoder = SentenceEncoder.load(
-        args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine
-    )
+    encoder = load_encoder(args)
     sentences = list(
         dict.fromkeys(s for ps in data.sets[args.dataset].eval_groups.values() for p in ps for s in (p.sent1, p.sent2))
     )

@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``consert recipe``."""
+    """Run ``consert recipe`` on parsed ``args``; return its exit status."""
     from consert.io import write_csv
     from consert.paper.card import recipe_card, unexplained
     from consert.train.config import read_workflow_config

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``consert sgopt``."""
+    """Run ``consert sgopt`` on parsed ``args``; return its exit status."""
     from baselines.sgopt import SgOptConfig, train_sgopt
     from consert.data.senteval import load_senteval
     from consert.train.config import dataclass_from_dict, parse_overrides, read_yaml

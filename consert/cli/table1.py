@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``consert table1``."""
+    """Run ``consert table1`` on parsed ``args``; return its exit status."""
     from consert.data.senteval import load_senteval
     from consert.io import write_csv
     from consert.paper.table1 import dataset_statistics

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from consert.cli.arguments import add_encoder_arguments, non_negative_int
-from consert.cli.common import load_cache
+from consert.cli.common import load_cache, load_encoder
 from consert.encode.pooling import PAPER_POOLING
 
 NAME = "topk"
@@ -23,16 +23,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``consert topk``."""
+    """Run ``consert topk`` on parsed ``args``; return its exit status."""
     from baselines.topk import topk_curve
     from consert.data.senteval import load_senteval
-    from consert.encode.encoder import SentenceEncoder
     from consert.io import write_csv
 
     data = load_senteval(args.data)
-    encoder = SentenceEncoder.load(
-        args.model, max_length=args.max_length, dtype=args.dtype, device=args.device, engine=args.engine
-    )
+    encoder = load_encoder(args)
     rank_sums = None
     if args.vectors:
         rank_sums = load_cache(args.vectors, encoder, data, rank_sums=True, poolings=[]).rank_sums

@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``consert train``."""
+    """Run ``consert train`` on parsed ``args``; return its exit status."""
     from consert.data.senteval import load_senteval
     from consert.train.config import load_train_config
     from consert.train.trainer import train

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from consert.paper.card_baselines import UNEXPLAINED, baseline_recipe_rows
+from consert.paper.card_baselines import UNEXPLAINED, baseline_card_rows
 from consert.paper.plan import RunSpec, plan_runs, train_overrides, unique_runs
 from consert.train.config import SUPERVISED_MODES, TrainConfig
 from consert.train.recipes import authors_recipe
@@ -294,7 +294,7 @@ def recipe_card(config: dict[str, Any]) -> pd.DataFrame:
             or (FLOW_NLI_NOTE if train_config.mode == "bertflow-nli" else consert_notes(train_config, spec.size)),
         )
         rows.append(row)
-    return pd.DataFrame(rows + baseline_recipe_rows(config))
+    return pd.DataFrame(rows + baseline_card_rows(config))
 
 
 def unexplained(card: pd.DataFrame) -> list[str]:

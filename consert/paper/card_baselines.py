@@ -12,6 +12,11 @@ import dataclasses
 import inspect
 from typing import Any
 
+from baselines.flow import FlowBaseline
+from baselines.sgopt import SgOptConfig
+from consert.paper.artifacts import sgopt_seeds
+from consert.paper.plan import flow_nli_base, flow_nli_run
+
 UNEXPLAINED = "UNEXPLAINED"
 
 TASK_CORPUS = (
@@ -66,156 +71,164 @@ def _differences(overrides: dict[str, Any], authors: dict[str, Any], setting: st
     return "; ".join(out)
 
 
-def baseline_recipe_rows(config: dict[str, Any]) -> list[dict[str, Any]]:
+def baseline_card_rows(config: dict[str, Any]) -> list[dict[str, Any]]:
     """One recipe-card row per baseline fit of a workflow ``config``."""
-    from baselines.flow import FlowBaseline
-    from baselines.sgopt import SgOptConfig
-    from consert.paper.artifacts import sgopt_seeds
-    from consert.paper.plan import flow_nli_base, flow_nli_run
-
-    baselines = config.get("baselines", {})
-    setting = str(config.get("setting", ""))
     rows = []
+    for size in config.get("models", {}):
+        rows.append(_flow_row(config, size))
+        rows.extend(_whitening_rows(config, size))
+    return [*rows, _sgopt_row(config), _glove_row(config), TOPK_ROW]
+
+
+def _flow_row(config: dict[str, Any], size: str) -> dict[str, Any]:
+    """BERT-flow's row for the encoder of ``size``, fitted as Table 2 does and on Table 3's BERT-NLI."""
+    baselines = config.get("baselines", {})
     flow_authors = _defaults(FlowBaseline)
     flow = {**flow_authors, **baselines.get("flow", {})}
     flow_pooling = baselines.get("flow_pooling", "mean:1,-1")
-    base = flow_nli_base(config)
     nli_model = {
         "li": "BERT-flow's own BERT-NLI, trained here by its authors' recipe (run {run}; the reference)",
         "sbert": "ConSERT's SBERT-NLI re-implementation (run {run}; the reference fits on BERT-flow's own BERT-NLI)",
-    }[base]
+    }[flow_nli_base(config)]
     seed = (config.get("seeds") or [1])[0]
-    flow_bases = {
-        size: f"{model} (Table 2's BERT-flow rows); Table 3's BERT-flow (NLI) row: "
+    flow_base = (
+        f"{config['models'][size]} (Table 2's BERT-flow rows); Table 3's BERT-flow (NLI) row: "
         + nli_model.format(run=flow_nli_run(config, size, seed).run_id)
-        for size, model in config.get("models", {}).items()
+    )
+    setting = str(config.get("setting", ""))
+    return {
+        "run": f"baseline-flow-{size}",
+        "stage": "BERT-flow",
+        "fit_corpus": f"{TASK_CORPUS}; STS12-16 fitted on 3 times (the authors' full.txt is train, dev, test)",
+        "pooling": flow_pooling,
+        "optimizer": (
+            f"AdamWeightDecay (no bias correction), lr {flow['lr']} constant, weight decay "
+            f"{flow['weight_decay']} (not biases), eps 1e-6, clip {flow['max_grad_norm']}, "
+            f"{flow['batch_size']} sentences a step, {flow['epochs']} epoch(s)"
+        ),
+        "method_settings": (
+            f"{flow['levels']} levels x depth {flow['depth']}, width {flow['width']}, additive coupling, "
+            "reverse permutation, bits per dimension, "
+            f"encoder dropout {'on' if flow['encoder_dropout'] else 'off'}"
+        ),
+        "aggregate": WMEAN,
+        "authors_source": FLOW_SOURCE,
+        "differs_from_authors": "; ".join(
+            filter(
+                None,
+                [
+                    _differences(
+                        {**baselines.get("flow", {}), "pooling": flow_pooling},
+                        {**flow_authors, "pooling": "mean:1,-1"},
+                        setting,
+                        {"encoder_dropout": "fitted on cached vectors: dropout would re-encode every fitted text"},
+                    ),
+                    *FLOW_DIFFERENCES,
+                ],
+            )
+        ),
+        "notes": "the Glow of bohanli/BERT-flow written from its equations (baselines/flow.py): ActNorm "
+        "without data-dependent init (Glorot-uniform b, s; their GlowInitHook is never attached), the "
+        "transformed half leaves at each split, bits per dimension. With encoder dropout, a sentence "
+        "twice in one batch gets one dropout draw (the batch is encoded once per distinct text). "
+        f"Fitted on {flow_base}",
     }
-    for size in config.get("models", {}):
-        rows.append(
-            {
-                "run": f"baseline-flow-{size}",
-                "stage": "BERT-flow",
-                "fit_corpus": f"{TASK_CORPUS}; STS12-16 fitted on 3 times (the authors' full.txt is train, dev, test)",
-                "pooling": flow_pooling,
-                "optimizer": (
-                    f"AdamWeightDecay (no bias correction), lr {flow['lr']} constant, weight decay "
-                    f"{flow['weight_decay']} (not biases), eps 1e-6, clip {flow['max_grad_norm']}, "
-                    f"{flow['batch_size']} sentences a step, {flow['epochs']} epoch(s)"
-                ),
-                "method_settings": (
-                    f"{flow['levels']} levels x depth {flow['depth']}, width {flow['width']}, additive coupling, "
-                    "reverse permutation, bits per dimension, "
-                    f"encoder dropout {'on' if flow['encoder_dropout'] else 'off'}"
-                ),
-                "aggregate": WMEAN,
-                "authors_source": FLOW_SOURCE,
-                "differs_from_authors": "; ".join(
-                    filter(
-                        None,
-                        [
-                            _differences(
-                                {**baselines.get("flow", {}), "pooling": flow_pooling},
-                                {**flow_authors, "pooling": "mean:1,-1"},
-                                setting,
-                                {
-                                    "encoder_dropout": "fitted on cached vectors: dropout would re-encode every "
-                                    "fitted text"
-                                },
-                            ),
-                            *FLOW_DIFFERENCES,
-                        ],
-                    )
-                ),
-                "notes": "the Glow of bohanli/BERT-flow written from its equations (baselines/flow.py): ActNorm "
-                "without data-dependent init (Glorot-uniform b, s; their GlowInitHook is never attached), the "
-                "transformed half leaves at each split, bits per dimension. With encoder dropout, a sentence "
-                "twice in one batch gets one dropout draw (the batch is encoded once per distinct text). "
-                f"Fitted on {flow_bases[size]}",
-            }
-        )
-        for pooling in baselines.get("whitening_poolings", ["mean:1,-1", "mean:-2,-1"]):
-            for k in baselines.get("whitening_k", [None]):
-                rows.append(
-                    {
-                        "run": f"baseline-whitening-{size}-{pooling}-k{k or 'all'}",
-                        "stage": "BERT-whitening",
-                        "fit_corpus": TASK_CORPUS,
-                        "pooling": pooling,
-                        "optimizer": "closed form: mu and W = U diag(1/sqrt(s)) of the covariance's SVD",
-                        "method_settings": f"k = {k or 'all'}",
-                        "aggregate": WMEAN,
-                        "authors_source": WHITENING_SOURCE,
-                        "differs_from_authors": ""
-                        if pooling == "mean:1,-1"
-                        else f"pooling: {pooling} (authors mean:1,-1; ConSERT's pooling, a second row)",
-                        "notes": WHITENING_SPLIT_NOTE,
-                    }
-                )
+
+
+def _whitening_rows(config: dict[str, Any], size: str) -> list[dict[str, Any]]:
+    """BERT-whitening's rows for the encoder of ``size``: one per pooling and k."""
+    baselines = config.get("baselines", {})
+    rows = []
+    for pooling in baselines.get("whitening_poolings", ["mean:1,-1", "mean:-2,-1"]):
+        for k in baselines.get("whitening_k", [None]):
+            rows.append(
+                {
+                    "run": f"baseline-whitening-{size}-{pooling}-k{k or 'all'}",
+                    "stage": "BERT-whitening",
+                    "fit_corpus": TASK_CORPUS,
+                    "pooling": pooling,
+                    "optimizer": "closed form: mu and W = U diag(1/sqrt(s)) of the covariance's SVD",
+                    "method_settings": f"k = {k or 'all'}",
+                    "aggregate": WMEAN,
+                    "authors_source": WHITENING_SOURCE,
+                    "differs_from_authors": ""
+                    if pooling == "mean:1,-1"
+                    else f"pooling: {pooling} (authors mean:1,-1; ConSERT's pooling, a second row)",
+                    "notes": WHITENING_SPLIT_NOTE,
+                }
+            )
+    return rows
+
+
+def _sgopt_row(config: dict[str, Any]) -> dict[str, Any]:
+    """SG-OPT's row: the authors' training.py defaults against the config's ``baselines.sgopt``."""
+    baselines = config.get("baselines", {})
+    setting = str(config.get("setting", ""))
     sgopt_authors = _defaults(SgOptConfig)
     sgopt = {**sgopt_authors, **baselines.get("sgopt", {})}
-    rows.append(
-        {
-            "run": "baseline-sgopt",
-            "stage": "SG-OPT",
-            "fit_corpus": "STS-B train+dev+test, both sides, no dedup (17,256; paper footnote 7)"
-            if sgopt["train_texts"] == "stsb"
-            else sgopt["train_texts"],
-            "pooling": f"cls (views: {sgopt['view_pooling']} pooling of every hidden state)",
-            "optimizer": (
-                f"AdamW betas {tuple(sgopt['betas'])}, lr {sgopt['lr']}, weight decay {sgopt['weight_decay']}, "
-                f"warm-up {sgopt['warmup_ratio']}, batch {sgopt['batch_size']}, {sgopt['epochs']} epoch(s)"
-            ),
-            "method_settings": (
-                f"tau {sgopt['temperature']}, lambda {sgopt['regularization']}, head normal(0, 0.02) + zero bias, "
-                f"guide dropout {'on' if sgopt['guide_dropout'] else 'off'}, patience {sgopt['patience']} "
-                f"(dev declines, never reset), result: {sgopt['final_state']} state"
-            ),
-            "aggregate": "unknown for STS12-16 (SG-BERT released no STS12-16 evaluation); STS-B/SICK-R test split",
-            "authors_source": SGOPT_SOURCE,
-            "differs_from_authors": _differences(
-                baselines.get("sgopt", {}),
-                sgopt_authors,
-                setting,
-                {"view_pooling": "the paper's text says max; the authors' code ran mean"},
-            ),
-            "notes": "the paper's text says max pooling (the code's default mean ran, and is followed); its Table 8 "
-            "lists 'early stopping endurance 10', which the code counts as dev scores below the previous one, "
-            "never reset, and reports the state training stopped in (it saves the best dev model but does not "
-            "evaluate it). Published numbers: the mean of 8 runs, seeds 1, 2, 3, 4, 1234, 2345, 3456, 7890 (Table "
-            f"8); this config runs seeds {', '.join(map(str, sgopt_seeds(config)))}",
-        }
-    )
-    glove = baselines.get("glove")
-    rows.append(
-        {
-            "run": "baseline-glove",
-            "stage": "Avg. GloVe",
-            "fit_corpus": "",
-            "pooling": "mean of word vectors",
-            "method_settings": (
-                "sentence-transformers' WhitespaceTokenizer with its defaults: stop words (318 English words and "
-                "the punctuation tokens) dropped, case kept, each token as is, punctuation-stripped, then "
-                "lowercased; unknown tokens dropped; from_text_file's parsing (a line of another dimension skipped)"
-            ),
-            "aggregate": "all (SBERT's numbers)",
-            "authors_source": GLOVE_SOURCE,
-            "differs_from_authors": ""
-            if glove
-            else "vectors: glove.6B 50d (authors glove.840B.300d; the offline stand-in)",
-            "notes": "the published model's whitespacetokenizer_config.json could not be read offline: the "
-            "library's defaults, which SBERT's example builds the model with, are used",
-        }
-    )
-    rows.append(
-        {
-            "run": "analysis-topk",
-            "stage": "Figure 4 top-k",
-            "fit_corpus": "token frequencies of the STS-B test split (both sides)",
-            "pooling": "mean:-2,-1 over the tokens kept",
-            "method_settings": "k = tokens removed; authors_k = k - 1 (their script drops ranks 0..k)",
-            "aggregate": "all",
-            "authors_source": TOPK_SOURCE,
-            "differs_from_authors": "",
-        }
-    )
-    return rows
+    return {
+        "run": "baseline-sgopt",
+        "stage": "SG-OPT",
+        "fit_corpus": "STS-B train+dev+test, both sides, no dedup (17,256; paper footnote 7)"
+        if sgopt["train_texts"] == "stsb"
+        else sgopt["train_texts"],
+        "pooling": f"cls (views: {sgopt['view_pooling']} pooling of every hidden state)",
+        "optimizer": (
+            f"AdamW betas {tuple(sgopt['betas'])}, lr {sgopt['lr']}, weight decay {sgopt['weight_decay']}, "
+            f"warm-up {sgopt['warmup_ratio']}, batch {sgopt['batch_size']}, {sgopt['epochs']} epoch(s)"
+        ),
+        "method_settings": (
+            f"tau {sgopt['temperature']}, lambda {sgopt['regularization']}, head normal(0, 0.02) + zero bias, "
+            f"guide dropout {'on' if sgopt['guide_dropout'] else 'off'}, patience {sgopt['patience']} "
+            f"(dev declines, never reset), result: {sgopt['final_state']} state"
+        ),
+        "aggregate": "unknown for STS12-16 (SG-BERT released no STS12-16 evaluation); STS-B/SICK-R test split",
+        "authors_source": SGOPT_SOURCE,
+        "differs_from_authors": _differences(
+            baselines.get("sgopt", {}),
+            sgopt_authors,
+            setting,
+            {"view_pooling": "the paper's text says max; the authors' code ran mean"},
+        ),
+        "notes": "the paper's text says max pooling (the code's default mean ran, and is followed); its Table 8 "
+        "lists 'early stopping endurance 10', which the code counts as dev scores below the previous one, "
+        "never reset, and reports the state training stopped in (it saves the best dev model but does not "
+        "evaluate it). Published numbers: the mean of 8 runs, seeds 1, 2, 3, 4, 1234, 2345, 3456, 7890 (Table "
+        f"8); this config runs seeds {', '.join(map(str, sgopt_seeds(config)))}",
+    }
+
+
+def _glove_row(config: dict[str, Any]) -> dict[str, Any]:
+    """Avg. GloVe's row: SBERT's pipeline, with the stand-in's vectors where the config names none."""
+    glove = config.get("baselines", {}).get("glove")
+    return {
+        "run": "baseline-glove",
+        "stage": "Avg. GloVe",
+        "fit_corpus": "",
+        "pooling": "mean of word vectors",
+        "method_settings": (
+            "sentence-transformers' WhitespaceTokenizer with its defaults: stop words (318 English words and "
+            "the punctuation tokens) dropped, case kept, each token as is, punctuation-stripped, then "
+            "lowercased; unknown tokens dropped; from_text_file's parsing (a line of another dimension skipped)"
+        ),
+        "aggregate": "all (SBERT's numbers)",
+        "authors_source": GLOVE_SOURCE,
+        "differs_from_authors": ""
+        if glove
+        else "vectors: glove.6B 50d (authors glove.840B.300d; the offline stand-in)",
+        "notes": "the published model's whitespacetokenizer_config.json could not be read offline: the "
+        "library's defaults, which SBERT's example builds the model with, are used",
+    }
+
+
+#: The top-k analysis (Figure 4): no fit, the authors' script's masking.
+TOPK_ROW: dict[str, Any] = {
+    "run": "analysis-topk",
+    "stage": "Figure 4 top-k",
+    "fit_corpus": "token frequencies of the STS-B test split (both sides)",
+    "pooling": "mean:-2,-1 over the tokens kept",
+    "method_settings": "k = tokens removed; authors_k = k - 1 (their script drops ranks 0..k)",
+    "aggregate": "all",
+    "authors_source": TOPK_SOURCE,
+    "differs_from_authors": "",
+}

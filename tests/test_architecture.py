@@ -1,0 +1,101 @@
+"""The house rules of the code: stages import only downwards, no package has an import cycle, no function
+is longer than 120 lines (README, "Architecture").
+
+The import rules are import-linter's contracts in ``pyproject.toml``; these tests run them on the tree, and
+on a copy of it with one upward import or one cycle planted, to show the contracts catch each.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+#: The issue's bound on a function's length, in source lines (decorators and docstring included).
+MAX_FUNCTION_LINES = 120
+PYTHON_TREES = ("consert", "baselines", "workflow/scripts", "tests")
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess:
+    """``lint-imports`` with the contracts of ``root/pyproject.toml``, importing the packages under ``root``
+    (run through this interpreter: pip may put the console script off its directory)."""
+    environment = {**os.environ, "PYTHONPATH": str(root)}
+    command = "from importlinter.cli import lint_imports_command; lint_imports_command()"
+    return subprocess.run(
+        [sys.executable, "-c", command, "--no-cache"],
+        cwd=root,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _copy_of_the_tree(tmp_path: Path) -> Path:
+    copy = tmp_path / "tree"
+    copy.mkdir()
+    shutil.copy(ROOT / "pyproject.toml", copy)
+    for package in ("consert", "baselines"):
+        shutil.copytree(ROOT / package, copy / package, ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
+def _plant(path: Path, line: str) -> None:
+    path.write_text(path.read_text() + f"\n{line}  # noqa: E402\n")
+
+
+def test_the_import_contracts_hold():
+    result = _lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 kept, 0 broken" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "broken"),
+    [
+        # data is the lowest stage: it may not read the paper's plan
+        ("consert/data/nli.py", "from consert.paper import plan", "Stages import only downwards"),
+        # a lazy import counts as much as a top-level one
+        ("consert/encode/pooling.py", "def _f():\n    import consert.train.losses", "Stages import only downwards"),
+        # the trainer imports the loop; the loop importing the trainer closes a cycle inside one stage
+        ("consert/train/loop.py", "from consert.train import trainer", "No import cycles"),
+    ],
+)
+def test_the_contracts_catch_a_planted_violation(tmp_path, module, line, broken):
+    copy = _copy_of_the_tree(tmp_path)
+    _plant(copy / module, line)
+    result = _lint_imports(copy)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert broken in result.stdout.split("Broken contracts", 1)[1]
+
+
+def _long_functions(root: Path) -> list[str]:
+    found = []
+    for tree in PYTHON_TREES:
+        for path in sorted((root / tree).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                    length = node.end_lineno - first + 1
+                    if length > MAX_FUNCTION_LINES:
+                        found.append(f"{path.relative_to(root)}:{node.lineno} {node.name} ({length} lines)")
+    return found
+
+
+def test_no_function_is_longer_than_120_lines():
+    assert _long_functions(ROOT) == []
+
+
+def test_the_length_rule_sees_a_long_function(tmp_path):
+    (tmp_path / "consert").mkdir()
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    (tmp_path / "consert" / "long.py").write_text(f"def long():\n{body}\n")
+    for tree in PYTHON_TREES[1:]:
+        (tmp_path / tree).mkdir(parents=True)
+    assert _long_functions(tmp_path) == ["consert/long.py:1 long (121 lines)"]
