@@ -237,7 +237,7 @@ def test_comparison_uses_the_aggregate_each_published_row_used(tmp_path):
     assert sgopt.loc["STSb", "comparable"]  # one test split: every aggregate agrees
 
 
-def test_the_baseline_recipe_rows_match_the_references():
+def test_the_baseline_card_rows_match_the_references():
     import yaml
 
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -270,10 +270,10 @@ def test_the_paper_config_runs_sgopt_with_its_8_published_seeds():
     # of 8 separate runs"
     import yaml
 
-    from consert.paper import artifacts as paper
+    from consert.paper import artifacts
 
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    sgopt = [p for p in paper.inputs("table2", config) if "/sgopt/" in p and "sgopt-base-" in p]
+    sgopt = [p for p in artifacts.inputs("table2", config) if "/sgopt/" in p and "sgopt-base-" in p]
     assert sorted(int(p.split("seed")[-1].removesuffix(".csv")) for p in sgopt) == [1, 2, 3, 4, 1234, 2345, 3456, 7890]
 
 

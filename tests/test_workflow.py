@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from consert.cli import main as cli_main
-from consert.paper import artifacts as paper
+from consert.paper import artifacts
 from consert.train.config import read_yaml
 from tests.fixtures import write_senteval_tree
 
@@ -244,7 +244,7 @@ def _training_running(workdir: Path) -> bool:
 
 def _evaluation_running(workdir: Path) -> bool:
     log = workdir / "logs" / "baselines" / "base" / "whitening-mean_1_-1-k16.log"
-    return log.exists() and not (workdir / paper.whitening_eval("base", "mean:1,-1", 16)).exists()
+    return log.exists() and not (workdir / artifacts.whitening_eval("base", "mean:1,-1", 16)).exists()
 
 
 @pytest.mark.slow

@@ -13,7 +13,6 @@ evaluation process. Machines are noisy: compare ratios from one run only.
 
 from __future__ import annotations
 
-import json
 import resource
 import statistics
 import subprocess
@@ -261,7 +260,3 @@ def run(data: SentEvalData, repeats: int = 3) -> dict[str, object]:
         print(f"  {label}: {med[label]:.2f}s, speed-up {reference_step / med[label]:.2f}x{picked}")
     print(f"this process's peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2:.2f} GB")
     return report
-
-
-if __name__ == "__main__":
-    print(json.dumps(run(sys.argv[1] if len(sys.argv) > 1 else None), indent=1, default=str))

@@ -2,7 +2,7 @@ rule encode_corpus:
     """Every distinct STS text encoded once with every pooling (and, for the figures' size, the top-k
     statistics): poolings, whitening, flow, the top-k curve and the predictions reuse it."""
     output:
-        paper.vector_cache("{size}"),
+        artifacts.vector_cache("{size}"),
     log:
         "logs/baselines/{size}/encode.log",
     benchmark:
@@ -12,7 +12,7 @@ rule encode_corpus:
         encoder=ENCODER_FLAGS,
         model=lambda wc: config["models"][wc.size],
         poolings=pooling_flags(cache=True),
-        topk=lambda wc: topk_flag(paper.vector_cache(wc.size)),
+        topk=lambda wc: topk_flag(artifacts.vector_cache(wc.size)),
     threads: config["threads"]
     resources:
         gpu=GPU_PER_JOB,
@@ -26,9 +26,9 @@ rule encode_corpus:
 rule eval_poolings:
     """BERT without training: every pooling of the config, read from the corpus cache."""
     input:
-        paper.vector_cache("{size}"),
+        artifacts.vector_cache("{size}"),
     output:
-        paper.baseline_eval("{size}", "poolings"),
+        artifacts.baseline_eval("{size}", "poolings"),
     log:
         "logs/baselines/{size}/poolings.log",
     benchmark:
@@ -49,9 +49,9 @@ rule eval_poolings:
 rule eval_whitening:
     """BERT-whitening, one kernel per task fitted on that task's scored pairs (the authors')."""
     input:
-        paper.vector_cache("{size}"),
+        artifacts.vector_cache("{size}"),
     output:
-        paper.baseline_eval("{size}", "whitening-{pooling}-k{k}"),
+        artifacts.baseline_eval("{size}", "whitening-{pooling}-k{k}"),
     wildcard_constraints:
         k="all|[0-9]+",
     log:
@@ -76,9 +76,9 @@ rule eval_flow:
     """BERT-flow, one flow per task fitted on that task's scored pairs (the authors' "target,
     train+dev+test"), on their first-last pooling."""
     input:
-        paper.vector_cache("{size}"),
+        artifacts.vector_cache("{size}"),
     output:
-        paper.baseline_eval("{size}", "flow"),
+        artifacts.baseline_eval("{size}", "flow"),
     log:
         "logs/baselines/{size}/flow.log",
     benchmark:
@@ -105,10 +105,10 @@ rule eval_flow_nli:
     (`baselines.flow_nli.base: li`, the reference) or ConSERT's SBERT-NLI re-implementation (`sbert`); the
     run's evaluation vectors (kept in the flow's pooling too) are reused."""
     input:
-        model=lambda wc: paper.run_model(FLOW_NLI_RUNS[wc.size, int(wc.seed)]),
-        vectors=lambda wc: paper.run_vectors(FLOW_NLI_RUNS[wc.size, int(wc.seed)]),
+        model=lambda wc: artifacts.run_model(FLOW_NLI_RUNS[wc.size, int(wc.seed)]),
+        vectors=lambda wc: artifacts.run_vectors(FLOW_NLI_RUNS[wc.size, int(wc.seed)]),
     output:
-        paper.flow_nli_eval("{size}", "{seed}"),
+        artifacts.flow_nli_eval("{size}", "{seed}"),
     log:
         "logs/baselines/{size}/flow-nli-seed{seed}.log",
     benchmark:
@@ -131,7 +131,7 @@ rule eval_flow_nli:
 
 rule eval_glove:
     output:
-        paper.glove_eval(),
+        artifacts.glove_eval(),
     log:
         "logs/baselines/glove.log",
     params:
@@ -145,8 +145,8 @@ rule eval_glove:
 
 rule train_sgopt:
     output:
-        model=model_output(paper.run_model(paper.sgopt_run("{size}", "{seed}"))),
-        evaluation=paper.sgopt_eval("{size}", "{seed}"),
+        model=model_output(artifacts.run_model(artifacts.sgopt_run("{size}", "{seed}"))),
+        evaluation=artifacts.sgopt_eval("{size}", "{seed}"),
     log:
         "logs/sgopt/{size}-seed{seed}.log",
     benchmark:
@@ -169,7 +169,7 @@ rule topk_curve:
     input:
         unpack(figure_model_inputs),
     output:
-        paper.topk_eval("{size}", "{which}"),
+        artifacts.topk_eval("{size}", "{which}"),
     log:
         "logs/topk/{size}-{which}.log",
     benchmark:
@@ -193,7 +193,7 @@ rule stsb_predictions:
     input:
         unpack(figure_model_inputs),
     output:
-        paper.predictions_eval("{size}", "{which}"),
+        artifacts.predictions_eval("{size}", "{which}"),
     log:
         "logs/predictions/{size}-{which}.log",
     params:

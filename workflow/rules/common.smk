@@ -8,9 +8,9 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from consert.paper import artifacts as paper
-from consert.train.recipes import COMMON
+from consert.paper import artifacts
 from consert.paper.plan import flow_nli_run, plan_runs, train_overrides, unique_runs
+from consert.train.recipes import COMMON
 
 
 if not config:
@@ -33,7 +33,7 @@ KEEP_MODELS = config["keep_models"]
 GPU_PER_JOB = 0 if config["share_gpu"] else 1
 # one max length for every encoding, so that every reader of a vector cache matches its writer
 ENCODER_FLAGS = f"--dtype {DTYPE} --max-length {config.get('train', {}).get('max_length', COMMON['max_length'])}"
-FIGURE_SIZE = paper.figure_size(config)
+FIGURE_SIZE = artifacts.figure_size(config)
 PUBLISHED = str(Path(workflow.basedir) / "results" / "published")
 TABLES = {"table2_unsup": "table2", "table3_sup": "table3", "table4_batch_size": "table4"}
 if config["family"]["methods"]:  # SimCSE and AugCSE beside ConSERT
@@ -70,7 +70,7 @@ def model_output(path):
 def stage1_model(wildcards):
     """Two-stage runs start from their NLI run's exported model."""
     stage1 = RUNS[wildcards.run].stage1
-    return [paper.run_model(stage1.run_id)] if stage1 else []
+    return [artifacts.run_model(stage1.run_id)] if stage1 else []
 
 
 def sgopt_flags(wildcards):
@@ -83,22 +83,22 @@ def topk_model(wildcards):
     """BERT = the size's encoder; ConSERT = the first seed's Table 2 run."""
     if wildcards.which == "bert":
         return config["models"][wildcards.size]
-    return paper.run_model(paper.table2_consert_run(config, wildcards.size))
+    return artifacts.run_model(artifacts.table2_consert_run(config, wildcards.size))
 
 
 def figure_model_inputs(wildcards):
     """The vector cache of a figure's model (and, for ConSERT, the exported model)."""
     if wildcards.which == "bert":
-        return {"vectors": paper.vector_cache(wildcards.size)}
-    run = paper.table2_consert_run(config, wildcards.size)
-    return {"model": paper.run_model(run), "vectors": paper.run_vectors(run)}
+        return {"vectors": artifacts.vector_cache(wildcards.size)}
+    run = artifacts.table2_consert_run(config, wildcards.size)
+    return {"model": artifacts.run_model(run), "vectors": artifacts.run_vectors(run)}
 
 
 # the runs whose evaluation vectors other rules read: the figures' run, and the NLI runs that
 # BERT-flow builds on (Table 3); only these keep them (runs/{run}/vectors.npz)
 # the runs BERT-flow (NLI) fits on (BERT-flow's own BERT-NLI, or the SBERT-NLI re-implementation)
 FLOW_NLI_RUNS = {(size, seed): flow_nli_run(config, size, seed).run_id for size in SIZES for seed in SEEDS}
-VECTOR_RUNS = sorted({paper.table2_consert_run(config, FIGURE_SIZE), *FLOW_NLI_RUNS.values()})
+VECTOR_RUNS = sorted({artifacts.table2_consert_run(config, FIGURE_SIZE), *FLOW_NLI_RUNS.values()})
 
 
 def runs_in(runs):
@@ -109,15 +109,15 @@ def runs_in(runs):
 def topk_flag(cache):
     """`--topk-max K` for the vector caches Figure 4 reads (the figure size's BERT and ConSERT run)."""
     figure_caches = {
-        paper.vector_cache(FIGURE_SIZE),
-        paper.run_vectors(paper.table2_consert_run(config, FIGURE_SIZE)),
+        artifacts.vector_cache(FIGURE_SIZE),
+        artifacts.run_vectors(artifacts.table2_consert_run(config, FIGURE_SIZE)),
     }
     return f"--topk-max {config['baselines']['topk_max']}" if cache in figure_caches else ""
 
 
 FLOW_POOLING = config["baselines"]["flow_pooling"]
 #: whitening pooling by its file-name slug
-WHITENING_POOLINGS = {paper.pooling_slug(p): p for p in config["baselines"]["whitening_poolings"]}
+WHITENING_POOLINGS = {artifacts.pooling_slug(p): p for p in config["baselines"]["whitening_poolings"]}
 
 
 def pooling_flags(cache=False):

@@ -3,8 +3,8 @@ rule consert_train:
     input:
         stage1_model,
     output:
-        model=model_output(paper.run_model("{run}")),
-        evaluation=paper.consert_eval("{run}"),
+        model=model_output(artifacts.run_model("{run}")),
+        evaluation=artifacts.consert_eval("{run}"),
     log:
         "logs/consert/{run}.log",
     benchmark:
@@ -30,9 +30,9 @@ use rule consert_train as consert_train_keeping_vectors with:
     """A run whose evaluation vectors other rules read (BERT-flow on the NLI runs; the run Figures 1
     and 4 show, with the top-k statistics): they are kept as the run's vector cache."""
     output:
-        model=model_output(paper.run_model("{run}")),
-        evaluation=paper.consert_eval("{run}"),
-        vectors=paper.run_vectors("{run}"),
+        model=model_output(artifacts.run_model("{run}")),
+        evaluation=artifacts.consert_eval("{run}"),
+        vectors=artifacts.run_vectors("{run}"),
     wildcard_constraints:
         run=runs_in(VECTOR_RUNS),
     params:

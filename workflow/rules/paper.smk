@@ -1,6 +1,6 @@
 rule paper_table:
     input:
-        lambda wc: paper.inputs(TABLES[wc.name], config),
+        lambda wc: artifacts.inputs(TABLES[wc.name], config),
     output:
         report("results/{name,table(?:[2-4]_[a-z_]+|_contrastive_family)}.csv", caption="../report/tables.rst", category="Tables"),
     log:
@@ -27,7 +27,7 @@ rule recipe:
 
 rule paper_figure:
     input:
-        lambda wc: paper.inputs(FIGURES[wc.name], config),
+        lambda wc: artifacts.inputs(FIGURES[wc.name], config),
     output:
         table="results/{name}.csv",
         png=report("figures/{name}.png", caption="../report/figures.rst", category="Figures"),
