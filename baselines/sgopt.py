@@ -63,7 +63,7 @@ class SgOptConfig:
     max_length: int = 128
     dev_max_pairs: int | None = None
     seed: int = 1
-    dtype: str = "auto"  # bf16 where the hardware computes it natively, else fp32 (consert.encode.precision)
+    dtype: str = "auto"  # the fastest measured on this machine (consert.encode.precision)
     device: str | None = None
 
 

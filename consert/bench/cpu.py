@@ -1,13 +1,13 @@
 """Benchmarks against sentence-transformers, measured back to back in one process.
 
 ``consert bench`` runs, alternating and repeated, (1) the 7-set STS evaluation of the stand-in:
-this harness (every distinct sentence once, length-sorted; fp32 through ONNX Runtime, and bf16
-autocast where the CPU has native bf16) against sentence-transformers' ``EmbeddingSimilarityEvaluator``
+this harness (every distinct sentence once, length-sorted; each path ``auto`` chooses between: fp32 through
+ONNX Runtime, fp32 and bf16 autocast through PyTorch) against sentence-transformers' ``EmbeddingSimilarityEvaluator``
 on the same model, data, max length and threads; and (2) one ConSERT training step (batch 96, two
-views, backward and AdamW step; fp32, and bf16 where native) against a ``SentenceTransformerTrainer``
+views, backward and AdamW step; fp32 and bf16) against a ``SentenceTransformerTrainer``
 step (default settings, fp32) with the equivalent in-batch contrastive loss
 (``MultipleNegativesRankingLoss`` on (text, text) pairs). It prints the CPU (model, torch capability,
-native bf16, threads), the dtype ``auto`` picks, medians, the ratios and the peak RSS of a separate
+bf16 units, threads), the dtype ``auto`` measures fastest, medians, the ratios and the peak RSS of a separate
 evaluation process. Machines are noisy: compare ratios from one run only.
 """
 

@@ -4,9 +4,9 @@ Side by side, on the same GPU and the same random batches of STS texts (batch 96
 unsupervised views, the authors' optimiser settings):
 
 * **the trainer** (:func:`consert.train.trainer.train`: pre-tokenized texts, batches padded to a multiple of
-  16, the foreach AdamW without bias correction, the measured precision), eager, compiled, and packed
-  as CUDA graphs, with its STS-B dev evaluations inside the loop (every 200 steps within the epoch,
-  timed separately);
+  16, the authors' AdamW without bias correction (torch's fused kernel on CUDA), the measured precision),
+  eager, compiled, and packed as CUDA graphs, with its STS-B dev evaluations inside the loop (every 200
+  steps within the epoch, timed separately);
 * **a plain PyTorch loop** as one would write it: the tokenizer on every batch, padding to the longest,
   bf16 autocast, ``torch.optim.AdamW``, eager;
 * **the compiled ceiling**: every batch padded to 64 tokens (static shapes), ``torch.compile`` of the

@@ -17,6 +17,7 @@ def load_encoder(args: argparse.Namespace):
 
 
 def load_cache(path, encoder, data, rank_sums: bool = False, poolings=None):
+    """The vector cache at ``path``, checked to belong to ``encoder`` and ``data``."""
     from consert.encode.cache import VectorCache, cache_key
 
     return VectorCache.load(path, cache_key(encoder, data.fingerprint), rank_sums=rank_sums, poolings=poolings)

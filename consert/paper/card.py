@@ -108,7 +108,9 @@ FLOW_NLI_NOTE = (
     "ALLNLI command (MNLI train + SNLI train, dev and test: 961,735 pairs, 60,108 steps at batch 16, the "
     "checkpoint model.ckpt-60108), run_siamese.py's classifier on [u, v, |u - v|] without bias over the last "
     "layer's mean, BERT's AdamWeightDecay (no bias correction), 10% warm-up then linear decay, clip 1.0, dropout "
-    "on, the last step kept (no dev selection); the dev score is logged once, after the last step"
+    "on, the last step kept (no dev selection); the dev score is logged once, after the last step; on CUDA torch's "
+    "fused AdamW with both bias corrections at exactly 1, whose decay of the pre-update weights is "
+    "AdamWeightDecay's own"
 )
 
 
@@ -127,7 +129,8 @@ def consert_notes(config: TrainConfig, size: str) -> str:
     if size == "large" and config.mode in ("joint", "joint-unsup"):
         notes.append(LARGE_LENGTH_NOTE)
     notes += [f"dev set: {DEV_SET_NOTE}", f"warm-up: {WARMUP_NOTE}", f"dropout: {DROPOUT_NOTE}"]
-    notes.append(f"optimizer: {OPTIMIZER_NOTE}")
+    if not config.adam_bias_correction:  # the fused kernel runs only the uncorrected update
+        notes.append(f"optimizer: {OPTIMIZER_NOTE}")
     if config.mode not in SUPERVISED_MODES:
         notes.append(f"CUDA graphs: {GRAPHS_NOTE}")
     return "; ".join(notes)

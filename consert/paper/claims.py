@@ -392,7 +392,8 @@ def _encoder_size(row: pd.Series, size: str) -> str | None:
 def _verdict(row, alpha: float) -> str:
     """``not run``, ``holds`` or ``does not hold``; a "significant" claim also needs its adjusted p below
     ``alpha`` (``not significant`` when the direction holds but the p-value does not; ``not decided``
-    when it has no replicates to test with)."""
+    when it has no replicates to test with, or its rows are not the paper's setting: such a claim is
+    left out of the Holm family, and only its unadjusted ``p_value`` is reported)."""
     if row.holds is None:
         return "not run"
     if not row.holds:

@@ -139,7 +139,10 @@ def graphed_probe_runner(
 ) -> Callable[[], None]:
     """A precision probe's timed call (:func:`consert.encode.precision.training_precision`): a packed, mean-pooled
     forward and backward of ``model`` in the candidate's dtype, captured as a CUDA graph on the first
-    call and replayed after, as the training step will run."""
+    call and replayed after: the mechanism the training step runs by, though at the probe's shape, whose
+    tokens are all real (192 x 48 halved into two views: about 9,200 tokens a step, against about 2,900 in
+    a paper-scale STS batch; more tokens favour bf16). On the H100 its choice, bf16, was also the faster
+    end to end (56.9 against 37.9 steps/s in fp32)."""
     dtype, _ = candidate
     pooling = Pooling.parse("mean")
 

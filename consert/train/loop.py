@@ -110,8 +110,8 @@ class LoopResult:
     steps: int
     planned: int
     log: list[dict]
-    final_step: int = 0
-    final_dev: float = math.nan
+    final_step: int
+    final_dev: float
 
 
 def adamw(
