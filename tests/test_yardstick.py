@@ -14,13 +14,19 @@ from scipy import stats
 
 from consert.evaluate.bootstrap import bootstrap_sets, bootstrap_spearman, interval, resample_weights
 from consert.paper.yardstick import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    SeedNoise,
     bootstrap_p_value,
+    difference_half_width,
+    equivalence_verdict,
+    equivalence_verdicts,
     holm,
+    pooled_noise,
     prediction_half_width,
     prediction_interval,
-    prediction_p_value,
-    trained_yardstick,
-    untrained_yardstick,
+    shared_shift,
 )
 
 
@@ -41,13 +47,6 @@ def test_the_prediction_interval_by_hand_and_against_scipy():
     )
     with pytest.raises(ValueError, match="at least 2 seeds"):
         prediction_half_width(0.5, 1)
-
-
-def test_the_p_value_of_a_published_value_is_the_t_tests():
-    # on the interval's edge p = 0.05 exactly; inside larger, outside smaller
-    half = prediction_half_width(0.6, 3)
-    assert prediction_p_value(half, 0.6, 3) == pytest.approx(0.05)
-    assert prediction_p_value(-half / 2, 0.6, 3) > 0.05 > prediction_p_value(half * 1.5, 0.6, 3)
 
 
 @pytest.mark.parametrize(("n_seeds", "published_runs"), [(2, 1), (3, 1), (5, 1), (4, 8)])
@@ -112,16 +111,54 @@ def test_a_bootstrap_p_value_is_never_zero():
     assert math.isnan(bootstrap_p_value(np.array([np.nan])))
 
 
-def test_yardsticks_by_kind_of_row():
-    untrained = untrained_yardstick()
-    assert untrained.tolerance == pytest.approx(0.035) and untrained.tolerance <= 0.1
-    assert untrained.decision == "fixed" and math.isnan(untrained.p_value(1.0))
-    one_seed = trained_yardstick(math.nan, 1, declared=1.0, declared_as="comparison.table2")
-    assert (one_seed.tolerance, one_seed.decision) == (1.0, "fixed") and "declared" in one_seed.source
-    seeds = trained_yardstick(0.6, 3, declared=1.0, declared_as="comparison.table2")
-    assert seeds.decision == "holm" and seeds.tolerance == pytest.approx(2.981 + 0.005, abs=1e-3)  # + rounding
-    assert seeds.p_value(seeds.tolerance) == pytest.approx(0.05)  # on the edge, rounding given first
-    assert seeds.p_value(0.004) == 1.0  # within the published value's rounding: no evidence at all
-    # seeds that all agree predict no spread: the declared default judges them, not a zero-width interval
-    agreeing = trained_yardstick(0.0, 3, declared=1.0, declared_as="comparison.table2")
-    assert (agreeing.decision, agreeing.tolerance) == ("fixed", 1.0)
+DECLARED = SeedNoise(0.3, math.inf, "declared")
+
+
+def test_the_pooled_seed_sd_by_hand():
+    # rows with 3, 3 and 4 seeds, SDs 0.5, 0.7, 0.2: (2 x 0.25 + 2 x 0.49 + 3 x 0.04) / 7 = 1.6 / 7
+    noise = pooled_noise([0.5, 0.7, 0.2, math.nan, 0.9], [3, 3, 4, 5, 1], DECLARED)
+    assert noise.sigma == pytest.approx(math.sqrt(1.6 / 7)) and noise.df == 7
+    assert pooled_noise([0.9], [1], DECLARED) is DECLARED  # one seed: no spread to pool
+    assert pooled_noise([0.0, 0.0], [3, 3], DECLARED) is DECLARED  # seeds that agree: nothing to learn from
+
+
+def test_the_decision_interval_by_hand():
+    # 24 df (3 seeds on 12 rows): t(24, 0.95) = 1.7109; one published run, 3 seeds: sqrt(1 + 1/3)
+    pooled = SeedNoise(0.4, 24, "pooled")
+    expected = 1.7109 * 0.4 * math.sqrt(1 + 1 / 3) + 0.005
+    assert difference_half_width(pooled, 3, 1) == pytest.approx(expected, abs=1e-4)
+    # declared: the normal's 1.6449; SG-OPT's published mean of 8 runs against 8 seeds
+    assert difference_half_width(DECLARED, 8, 8) == pytest.approx(1.6449 * 0.3 * math.sqrt(2 / 8) + 0.005, abs=1e-4)
+
+
+def test_three_verdicts():
+    assert equivalence_verdict(-0.4, 0.6, 1.0) == REPRODUCED
+    assert equivalence_verdict(1.2, 2.0, 1.0) == NOT_REPRODUCED and equivalence_verdict(-3.0, -1.1, 1.0) == NOT_REPRODUCED
+    assert equivalence_verdict(0.5, 1.5, 1.0) == INCONCLUSIVE and equivalence_verdict(-2.0, 2.0, 1.0) == INCONCLUSIVE
+    arrays = equivalence_verdicts(np.array([-0.4, 1.2, 0.5]), np.array([0.6, 2.0, 1.5]), 1.0)
+    assert arrays.tolist() == [REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE]
+
+
+@pytest.mark.parametrize("n_seeds", [1, 3])
+def test_a_difference_at_the_margin_is_shown_reproduced_at_most_5_percent_of_the_time(n_seeds):
+    """TOST's error rate: a true difference exactly at the margin (1.0) is called reproduced <= 5 %; a true
+    difference of 0 is not called not reproduced more than a hair of the time."""
+    rng = np.random.default_rng(3)
+    sims, sigma = 20_000, 0.4
+    for truth, verdict, bound in ((1.0, REPRODUCED, 0.05), (0.0, NOT_REPRODUCED, 0.001)):
+        ours = truth + rng.normal(0, sigma, (sims, n_seeds)).mean(axis=1)
+        delta = ours - rng.normal(0, sigma, sims)
+        half = difference_half_width(SeedNoise(sigma, math.inf, "known"), n_seeds, 1)
+        rate = (equivalence_verdicts(delta - half, delta + half, 1.0) == verdict).mean()
+        assert rate <= bound + 3 * math.sqrt(bound * (1 - bound) / sims), (truth, rate)
+
+
+def test_the_shared_shift_by_hand():
+    deltas = [0.6, 0.8, 0.7, 0.9, 0.5]  # mean 0.7, s = 0.1581; t(4, 0.95) = 2.1318
+    shift = shared_shift(deltas, margin=0.5)
+    half = 2.1318 * 0.158114 / math.sqrt(5)
+    assert (shift.mean, shift.low, shift.high) == pytest.approx((0.7, 0.7 - half, 0.7 + half), abs=1e-4)
+    assert shift.verdict == NOT_REPRODUCED  # [0.549, 0.851] lies beyond 0.5
+    assert shift.positive == 5 and shift.sign_p == pytest.approx(2 / 32)  # binomial: 2 x 0.5^5
+    assert shared_shift([0.1, -0.1, 0.05, -0.05], margin=0.5).verdict == REPRODUCED
+    assert shared_shift([0.7, 0.8], margin=0.5).verdict == "not decided"  # fewer than 3 rows

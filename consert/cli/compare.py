@@ -1,12 +1,10 @@
-"""``consert compare``: compare reproduced artifacts with the published numbers."""
+"""``consert compare``: compare reproduced artifacts with the published numbers (and gate on them)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
-
-from consert.cli.arguments import probability
 
 NAME = "compare"
 HELP = "compare reproduced artifacts with the published numbers"
@@ -18,11 +16,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--published", default="results/published")
     parser.add_argument("--output", default="results/comparison.csv", metavar="FILE.csv")
     parser.add_argument(
-        "--tolerance",
+        "--margin",
         action="append",
         default=[],
-        metavar="ARTIFACT=POINTS",
-        help="e.g. table2=1.0 table4_steps=300 (defaults in consert/paper/compare.py)",
+        metavar="ARTIFACT=VALUE",
+        help="override a declared margin of results/published/decision.yaml, e.g. table2=1.0 table4_steps=300",
+    )
+    parser.add_argument(
+        "--seed-noise",
+        action="append",
+        default=[],
+        metavar="KIND=SD",
+        help="override a declared seed SD of one run's Avg (kinds consert, flow, sgopt, simcse; decision.yaml)",
     )
     parser.add_argument(
         "--not-run",
@@ -34,19 +39,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="exit 1 when a comparable cell is off its yardstick, a published row is missing, or nothing was "
-        "compared; exit 3 when no cell is comparable (stand-in results)",
+        help="exit 1 when a comparable primary cell or the shared shift is not reproduced, a published row is "
+        "missing, or nothing was compared; exit 3 when no cell of the paper is comparable (stand-in results)",
+    )
+    parser.add_argument(
+        "--inconclusive",
+        choices=("pass", "fail"),
+        default="pass",
+        help="what --check does with an inconclusive primary cell (its interval straddles the margin); default "
+        "pass: listed as not shown equivalent",
     )
     parser.add_argument(
         "--allow-stand-in",
         action="store_true",
-        help="let --check pass when no cell is comparable (an offline stand-in run); comparison.csv says so",
-    )
-    parser.add_argument(
-        "--alpha",
-        type=probability,
-        default=0.05,
-        help="family-wise error rate of the cells judged by seed prediction intervals (Holm); default 0.05",
+        help="let --check pass when no cell of the paper is comparable (an offline stand-in run); comparison.csv "
+        "says so",
     )
 
 
@@ -58,18 +65,19 @@ def run(args: argparse.Namespace) -> int:
     from consert.paper.compare import STAND_IN_ALLOWED, comparable_cells, compare, gate, stand_in_allowed_row
     from consert.train.config import parse_overrides
 
-    tolerances = {key: float(value) for key, value in parse_overrides(args.tolerance).items()}
+    margins = {key: float(value) for key, value in parse_overrides(args.margin).items()}
+    noise = {key: float(value) for key, value in parse_overrides(args.seed_noise).items()}
     results = Path(args.results)
     if args.check and not results.is_dir():
         print(f"error: --check: results directory {results} does not exist: nothing to check", file=sys.stderr)
         return 1
-    table = compare(results, Path(args.published), tolerances, args.not_run, alpha=args.alpha)
-    code, reason = gate(table, args.allow_stand_in)
+    table = compare(results, Path(args.published), args.not_run, margins, noise)
+    code, reason = gate(table, args.allow_stand_in, args.inconclusive)
     allowed = args.allow_stand_in and code == 0 and comparable_cells(table).empty
     if allowed:
         table = pd.concat([table, pd.DataFrame([stand_in_allowed_row(table)])], ignore_index=True)
     write_csv(table, args.output)
-    _print_comparison(table, args.alpha)
+    _print_comparison(table)
     print(f"wrote {args.output}")
     if not args.check:
         return 0
@@ -82,37 +90,35 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _print_comparison(table, alpha: float) -> None:
-    """What the comparison found, the yardsticks it used and its family-wise error."""
-    from consert.paper.compare import comparable_cells, failures, gaps
+def _print_comparison(table) -> None:
+    """What the comparison found: the primary cells' verdicts, the shared shift, what decided each."""
+    from consert.paper.compare import SHIFT, comparable_cells, gaps, primary_cells, verdict_counts
 
-    compared, comparable = table[table.status == "compared"], comparable_cells(table)
-    failed, missing, not_run = failures(table), gaps(table), table[table.status == "not run"]
-    reproduced = comparable[comparable.verdict == "reproduced"]
+    compared = table[table.status == "compared"]
+    missing, not_run = gaps(table), table[table.status == "not run"]
+    counts = verdict_counts(table)
     print(
-        f"{len(compared)} cells compared; {len(comparable)} comparable: {len(reproduced)} reproduced, {len(failed)} "
-        f"higher or lower than published beyond their yardstick; {len(not_run)} published rows "
+        f"{len(compared)} cells compared; {len(primary_cells(table))} comparable primary cells decide the rows: "
+        + ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+        + f"; {len(comparable_cells(table))} comparable cells of the paper; {len(not_run)} published rows "
         f"declared not run; {len(missing)} missing"
     )
-    tested = comparable[comparable.decision == "holm"]
-    fixed = comparable[comparable.decision == "fixed"]
-    if len(comparable):
+    for _, row in table[table.role == SHIFT].iterrows():
         print(
-            f"  {len(tested)} cells judged by seed prediction intervals, Holm-adjusted: family-wise error <= {alpha:g} "
-            f"(unadjusted, {len(tested)} x {alpha:g} = {len(tested) * alpha:.1f} false alarms would be expected "
-            f"if all were reproduced); {len(fixed)} by a fixed tolerance "
-            f"({(fixed.tolerance_source.str.startswith('untrained')).sum()} untrained rows: rounding + precision; "
-            f"{(fixed.tolerance_source.str.startswith('declared')).sum()} one-seed rows: declared, no error rate)"
+            f"  shared shift: mean delta {row.delta:+.2f} [{row.diff_low:+.2f}, {row.diff_high:+.2f}] over "
+            f"{int(row.n_seeds)} trained primary cells, margin {row.margin:g}: {row.verdict} ({row.reason})"
         )
     for _, row in not_run.iterrows():
         print(f"  not run: {row.artifact} {row.row} ({row.reason})")
     for _, row in missing.iterrows():
         print(f"  MISSING: {row.artifact} {row.row} ({row.reason})")
-    if len(comparable) == 0 and len(compared):
-        print("no cell is comparable (offline stand-in, other encoder or other NLI data): nothing to gate on")
-    for _, row in failed.iterrows():
-        judged = f"p_adjusted {row.p_adjusted:.3g}" if row.decision == "holm" else f"tolerance {row.tolerance:.3g}"
+    if comparable_cells(table).empty and len(compared):
+        print("no cell of the paper is comparable (offline stand-in, other encoder or other NLI data)")
+    for _, row in primary_cells(table).iterrows():
+        if row.verdict == "reproduced":
+            continue
         print(
             f"  {row.verdict.upper()}: {row.artifact} {row.row} {row.column}: published {row.published:.2f}, "
-            f"reproduced {row.reproduced:.2f} (delta {row.delta:+.2f}; {judged}: {row.tolerance_source})"
+            f"reproduced {row.reproduced:.2f}, delta {row.delta:+.2f} in [{row.diff_low:+.2f}, {row.diff_high:+.2f}] "
+            f"against margin {row.margin:g} (sigma {row.sigma:.2f}: {row.sigma_source})"
         )

@@ -1,79 +1,87 @@
-"""Cell-by-cell comparison of reproduced artifacts with the published numbers.
+"""Cell-by-cell comparison of reproduced artifacts with the published numbers, and the gate built on it.
 
-Every reproduced cell that has a published counterpart becomes one row of ``comparison.csv``:
-artifact, row, column, aggregate, published, reproduced, delta, tolerance, within_tolerance,
-comparable and the reason when it is not comparable (a different encoder, the offline stand-in,
-SICK-E instead of SNLI+MNLI, GloVe 6B-50d instead of 840B-300d, an unknown aggregate). Only
-comparable cells can fail a gate.
+Every reproduced cell that has a published counterpart becomes one row of ``comparison.csv``. One
+**primary** cell per published row decides the row (Avg with the aggregate the published row used;
+``decision.yaml`` names the exceptions); the seven sets stay beside it as **diagnostics**, with their
+own interval, outside the gate. Each cell is judged by an equivalence test (:mod:`consert.paper.yardstick`):
+the interval of reproduced - published (``diff_low``, ``diff_high``) against a declared ``margin``, with
+the verdict ``reproduced``, ``not reproduced`` or ``inconclusive``; ``not comparable`` when the row was
+not produced in the paper's setting (the offline stand-in, another encoder, SICK-E instead of
+SNLI+MNLI, an unknown aggregate). A last row tests a **shared shift** of every trained primary cell.
 
-Each published STS12-16 number (and an Avg over them) was aggregated one way: ConSERT merges a
-year's subsets into one Spearman (``all``), BERT-flow and BERT-whitening report SentEval's mean
-weighted by subset size (``wmean``). ``aggregates.csv`` beside the published tables maps every
-published row to its aggregate, with the source; the reproduced value of the same aggregate is
-compared. STS-B and SICK-R have one test split, where every aggregate agrees (``test split``).
-
-Each cell is judged by a stated yardstick (:mod:`consert.paper.yardstick`, ``yardsticks.csv`` beside the
-published tables): untrained rows within rounding plus a precision allowance, trained rows within
-the seed prediction interval when several seeds ran (their p-values Holm-adjusted over the run's
-cells, so the family-wise error is at most ``alpha``), else within a declared default.
+Each published STS12-16 number (and an Avg over them) was aggregated one way: ConSERT merges a year's
+subsets into one Spearman (``all``), BERT-flow and BERT-whitening report SentEval's mean weighted by
+subset size (``wmean``). ``aggregates.csv`` beside the published tables maps every published row to its
+aggregate, with the source; the reproduced value of the same aggregate is compared.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from consert.data.senteval import DATASETS
+from consert.encode.models import STAND_IN_MODEL
 from consert.paper.tables import MULTI_SUBSET, authors_topk_k
 from consert.paper.yardstick import (
-    DEFAULT_ALPHA,
-    Yardstick,
-    holm,
-    trained_yardstick,
-    untrained_yardstick,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    UNTRAINED_MARGIN,
+    UNTRAINED_SOURCE,
+    SeedNoise,
+    difference_half_width,
+    equivalence_verdict,
+    pooled_noise,
+    shared_shift,
 )
 
 SCORE_COLUMNS = (*DATASETS, "Avg")
 #: The paper's encoders by size: only runs that descend from these are comparable.
 PAPER_MODELS = {"base": "bert-base-uncased", "large": "bert-large-uncased"}
-DEFAULT_TOLERANCES = {
-    "table2": 1.0,
-    "table3": 1.0,
-    "table4": 1.0,
-    "table4_steps": 300.0,
-    "sgopt": 1.0,
-    "text": 1.0,
-    "family": 1.0,
-}
 
 COMPARISON_COLUMNS = (
     "artifact",
     "row",
     "column",
     "aggregate",
+    "role",
     "published",
     "reproduced",
     "delta",
-    "tolerance",
-    "tolerance_source",
-    "within_tolerance",
-    "decision",
-    "p_value",
-    "p_adjusted",
-    "ci_low",
-    "ci_high",
-    "interval",
+    "n_seeds",
+    "seed_std",
+    "published_runs",
+    "noise",
+    "sigma",
+    "sigma_df",
+    "sigma_source",
+    "margin",
+    "margin_source",
+    "diff_low",
+    "diff_high",
     "verdict",
+    "test_ci_low",
+    "test_ci_high",
     "comparable",
     "reason",
     "setting",
     "status",
 )
+PRIMARY, DIAGNOSTIC, SHIFT = "primary", "diagnostic", "shared shift"
+#: Noise kinds without a seed model: ``none`` (untrained, deterministic), ``fixed`` (a count judged by a fixed
+#: tolerance, e.g. Table 4's steps), ``near-best`` (Figure 4's best k, decided when its row is built).
+UNTRAINED, FIXED, NEAR_BEST = "none", "fixed", "near-best"
+#: What ``compare --check`` does with an inconclusive primary cell (``gate.inconclusive``).
+INCONCLUSIVE_POLICIES = ("pass", "fail")
 #: The reproduced artifact files the comparison reads, and the comparison artifacts each feeds.
 ARTIFACT_FILES = {
     "table2_unsup.csv": ("table2", "whitening_table1", "sgopt_table1"),
@@ -106,6 +114,8 @@ def not_comparable_reason(row: pd.Series, size: str | None) -> str:
 #: The aggregates a published row may declare (``unknown``: not recorded by its authors).
 AGGREGATES = ("all", "mean", "wmean", "unknown")
 AGGREGATES_FILE = "aggregates.csv"
+DECISION_FILE = "decision.yaml"
+ROW_KINDS_FILE = "yardsticks.csv"
 
 
 def load_aggregates(published: Path) -> dict[tuple[str, str], tuple[str, str]]:
@@ -137,52 +147,92 @@ def cell_value(row: pd.Series, column: str, aggregate: str) -> tuple[Any, str, s
     return row.get(name), aggregate, "", name
 
 
-def bootstrap_bounds(row: pd.Series, name: str) -> tuple[float, float, str]:
+def bootstrap_bounds(row: pd.Series, name: str) -> tuple[float, float]:
     """A cell's test-set bootstrap interval (averaged over seeds), or NaNs: the uncertainty of paired
-    comparisons on the same pairs, shown beside the cell (the verdict uses the yardstick)."""
+    comparisons on the same pairs, shown beside the cell; the verdict uses the decision interval."""
     low = pd.to_numeric(row.get(f"{name}_ci_low"), errors="coerce")
     high = pd.to_numeric(row.get(f"{name}_ci_high"), errors="coerce")
-    if pd.notna(low) and pd.notna(high):
-        return float(low), float(high), "bootstrap"
-    return np.nan, np.nan, ""
+    return (float(low), float(high)) if pd.notna(low) and pd.notna(high) else (np.nan, np.nan)
 
 
-YARDSTICKS_FILE = "yardsticks.csv"
+@dataclass(frozen=True)
+class Decision:
+    """The declarations of ``decision.yaml`` (with a config's overrides): the interval's level, each
+    artifact's primary column, margins with their reasons, the shared shift's margin, declared seed noise."""
+
+    level: float
+    primary: dict[str, str]
+    margins: dict[str, tuple[float, str]]
+    shift_margin: tuple[float, str]
+    noise: dict[str, dict[str, Any]]
+
+    def primary_column(self, artifact: str) -> str:
+        """The column of ``artifact`` whose cell decides a row (``*``: every column is its own row)."""
+        return self.primary.get(artifact, self.primary["default"])
+
+    def margin(self, artifact: str) -> tuple[float, str]:
+        """(margin, reason) of a trained cell of ``artifact``."""
+        if artifact not in self.margins:
+            raise KeyError(f"{DECISION_FILE} declares no margin for {artifact!r}")
+        return self.margins[artifact]
+
+    def declared_noise(self, kind: str, scale: str) -> SeedNoise:
+        """The declared seed SD of one run of ``kind`` at ``scale`` (``avg`` or ``set``), known (infinite df)."""
+        if kind not in self.noise:
+            raise KeyError(f"{DECISION_FILE} declares no seed_noise for kind {kind!r}")
+        entry = self.noise[kind]
+        return SeedNoise(float(entry[scale]), math.inf, f"declared ({kind}, {scale}): {entry['source']}")
 
 
-class Yardsticks:
-    """``yardsticks.csv``: per published row (``artifact``, ``row`` glob; the first match wins), whether it
-    comes from training (``trained``), how many runs its published value averages, and the source."""
+def load_decision(
+    published: Path, margins: dict[str, float] | None = None, seed_noise: dict[str, float] | None = None
+) -> Decision:
+    """``decision.yaml`` under ``published``; ``margins`` (per artifact) and ``seed_noise`` (per kind: the
+    Avg's SD; one set's is scaled alike) override it, and say so in their source."""
+    path = published / DECISION_FILE
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    declared = {name: (float(e["margin"]), str(e["reason"])) for name, e in raw["margins"].items()}
+    for name, value in (margins or {}).items():
+        if name not in declared:
+            raise ValueError(f"margin override for unknown artifact {name!r}; known: {sorted(declared)}")
+        was = f"{path.name}: {declared[name][0]:g}"
+        declared[name] = (float(value), f"config override (comparison.margins.{name}; {was})")
+    noise = {kind: dict(entry) for kind, entry in raw["seed_noise"].items()}
+    for kind, value in (seed_noise or {}).items():
+        if kind not in noise:
+            raise ValueError(f"seed_noise override for unknown kind {kind!r}; known: {sorted(noise)}")
+        ratio = float(noise[kind]["set"]) / float(noise[kind]["avg"])
+        source = f"config override (comparison.seed_noise.{kind}); {path.name}: {noise[kind]['source']}"
+        noise[kind].update(avg=float(value), set=float(value) * ratio, source=source)
+    shift = raw["shared_shift"]
+    shift_margin = (float(shift["margin"]), str(shift["reason"]))
+    return Decision(float(raw["level"]), dict(raw["primary"]), declared, shift_margin, noise)
 
-    def __init__(self, published: Path, declared: dict[str, float], level: float = 0.95):
-        table = pd.read_csv(published / YARDSTICKS_FILE, dtype=str)
-        self.rules = list(zip(table.artifact, table.row, table.trained, table.published_runs, strict=True))
-        self.path, self.declared, self.level = published / YARDSTICKS_FILE, declared, level
 
-    def published_row(self, artifact: str, row: str) -> tuple[bool, int]:
-        """(trained, published runs) of a published row."""
-        for rule_artifact, pattern, trained, runs in self.rules:
+class RowKinds:
+    """``yardsticks.csv``: per published row (``artifact``, ``row`` glob; the first match wins), the kind of
+    its seed noise (``none`` for untrained rows) and how many runs its published value averages."""
+
+    def __init__(self, published: Path):
+        table = pd.read_csv(published / ROW_KINDS_FILE, dtype=str)
+        self.rules = list(zip(table.artifact, table.row, table.noise, table.published_runs, strict=True))
+        self.path = published / ROW_KINDS_FILE
+
+    def of(self, artifact: str, row: str) -> tuple[str, int]:
+        """(noise kind, published runs) of a published row."""
+        for rule_artifact, pattern, noise, runs in self.rules:
             if rule_artifact == artifact and fnmatch(row, pattern):
-                return trained.strip().lower() == "true", int(runs)
+                return noise.strip(), int(runs)
         raise KeyError(f"{self.path} has no rule for {artifact} row {row!r}")
 
-    def of(self, artifact: str, row: str, source: pd.Series, std_column: str, declared_key: str) -> Yardstick:
-        """The yardstick of one cell: ``source`` is the reproduced row, ``std_column`` its seed-std column."""
-        trained, runs = self.published_row(artifact, row)
-        if not trained:
-            return untrained_yardstick()
-        std = pd.to_numeric(source.get(std_column), errors="coerce")
-        seeds = pd.to_numeric(source.get("n_seeds"), errors="coerce")
-        n = int(seeds) if pd.notna(seeds) else 1
-        declared = self.declared[declared_key]
-        return trained_yardstick(
-            float(std) if pd.notna(std) else np.nan,
-            n,
-            declared,
-            f"comparison.{declared_key}",
-            self.level,
-            runs,
-        )
+
+@dataclass
+class Context:
+    """What every cell of one comparison is built with."""
+
+    aggregates: dict[tuple[str, str], tuple[str, str]]
+    kinds: RowKinds
+    decision: Decision
 
 
 def _cells(
@@ -191,14 +241,14 @@ def _cells(
     reproduced: pd.DataFrame,
     key_pairs: list[tuple[str, str, str | None]],
     columns: list[tuple[str, str]],
-    declared_key: str,
-    aggregates: dict[tuple[str, str], tuple[str, str]],
-    yardsticks: Yardsticks,
+    context: Context,
     report_gaps: bool = True,
+    margin_key: str | None = None,
 ) -> list[dict[str, Any]]:
     """Rows for each (published row name, reproduced row name, size) and (published col, reproduced col);
     a published row without its reproduced row gives one gap row (see :func:`gap_row`)."""
     out = []
+    primary = context.decision.primary_column(artifact)
     for published_name, reproduced_name, size in key_pairs:
         pub = published[published.key == published_name]
         rep = reproduced[reproduced.key == reproduced_name]
@@ -214,49 +264,86 @@ def _cells(
             continue
         pub_row, rep_row = pub.iloc[0], rep.iloc[0]
         reason = not_comparable_reason(rep_row, size)
-        row_aggregate = aggregate_of(aggregates, artifact, published_name)
+        row_aggregate = aggregate_of(context.aggregates, artifact, published_name)
         for published_column, reproduced_column in columns:
             value, aggregate, why, name = cell_value(rep_row, reproduced_column, row_aggregate)
-            row = _comparison_row(
-                artifact,
-                published_name,
-                published_column,
-                pub_row.get(published_column),
-                value,
-                yardsticks.of(artifact, published_name, rep_row, f"{name}_std", declared_key),
-                rep_row,
-                "; ".join(r for r in (reason, why) if r),
-                aggregate,
-                bootstrap_bounds(rep_row, name),
-            )
+            role = PRIMARY if published_column == primary or primary == "*" else DIAGNOSTIC
+            row = cell_row(
+                artifact, published_name, published_column, pub_row.get(published_column), value, rep_row,
+                context, role, "; ".join(r for r in (reason, why) if r), aggregate, name, margin_key,
+            )  # fmt: skip
             if row is not None:
                 out.append(row)
     return out
 
 
+def cell_row(
+    artifact: str,
+    row: str,
+    column: str,
+    published: Any,
+    reproduced: Any,
+    source: pd.Series,
+    context: Context,
+    role: str,
+    reason: str,
+    aggregate: str = "",
+    name: str | None = None,
+    margin_key: str | None = None,
+) -> dict[str, Any] | None:
+    """One comparison row (its interval and verdict are set by :func:`decide`), or None when either value
+    is missing. ``name`` is the reproduced column (its ``_std`` and ``_ci_*`` columns are read beside it)."""
+    value, ours = pd.to_numeric(published, errors="coerce"), pd.to_numeric(reproduced, errors="coerce")
+    if pd.isna(value) or pd.isna(ours):
+        return None
+    name = name or column
+    noise, runs = context.kinds.of(artifact, row)
+    if margin_key is not None:  # a count judged by a fixed tolerance (Table 4's steps)
+        noise = FIXED
+    if noise == UNTRAINED:
+        margin, margin_source = UNTRAINED_MARGIN, UNTRAINED_SOURCE
+    else:
+        margin, margin_source = context.decision.margin(margin_key or artifact)
+    seeds = pd.to_numeric(source.get("n_seeds"), errors="coerce")
+    std = pd.to_numeric(source.get(f"{name}_std"), errors="coerce")
+    low, high = bootstrap_bounds(source, name)
+    return {
+        **gap_row(artifact, row, reason),
+        "column": column,
+        "aggregate": aggregate,
+        "role": role,
+        "published": float(value),
+        "reproduced": float(ours),
+        "delta": float(ours) - float(value),
+        "n_seeds": int(seeds) if pd.notna(seeds) else 1,
+        "seed_std": float(std) if pd.notna(std) else np.nan,
+        "published_runs": runs,
+        "noise": noise,
+        "margin": float(margin),
+        "margin_source": margin_source,
+        "verdict": "",
+        "test_ci_low": low,
+        "test_ci_high": high,
+        "comparable": not reason,
+        "setting": source.get("setting", ""),
+        "status": "compared",
+    }
+
+
 def gap_row(artifact: str, row: str, reason: str) -> dict[str, Any]:
     """A published row (``*``: a whole artifact) with nothing reproduced to compare it with."""
+    empty = dict.fromkeys(COMPARISON_COLUMNS, np.nan)
+    text = ("column", "aggregate", "role", "noise", "sigma_source", "margin_source", "setting")
     return {
+        **empty,
+        **dict.fromkeys(text, ""),
         "artifact": artifact,
         "row": row,
         "column": "*",
-        "aggregate": "",
-        "published": np.nan,
-        "reproduced": np.nan,
-        "delta": np.nan,
-        "tolerance": np.nan,
-        "tolerance_source": "",
-        "within_tolerance": False,
-        "decision": "",
-        "p_value": np.nan,
-        "p_adjusted": np.nan,
-        "ci_low": np.nan,
-        "ci_high": np.nan,
-        "interval": "",
+        "role": PRIMARY,
         "verdict": "missing",
         "comparable": False,
         "reason": reason,
-        "setting": "",
         "status": "missing",
     }
 
@@ -274,21 +361,18 @@ def unpublished_row(artifact: str, row: str, reproduced: pd.DataFrame, source: s
 def compare(
     results: Path,
     published: Path,
-    tolerances: dict[str, float] | None = None,
     not_run: Sequence[str] = (),
-    alpha: float = DEFAULT_ALPHA,
+    margins: dict[str, float] | None = None,
+    seed_noise: dict[str, float] | None = None,
 ) -> pd.DataFrame:
     """The comparison table of the reproduced artifacts under ``results``.
 
     Every published row the harness reproduces gives cells (``status`` ``compared``) or a gap row:
     ``not run`` when it matches one of ``not_run`` (``artifact:row`` glob patterns a config declares,
     e.g. ``table2:*large*`` for a base-only run), else ``missing``; a missing artifact file gives one
-    gap row per comparison artifact it feeds. ``tolerances`` are the declared defaults of trained rows
-    that ran one seed; ``alpha`` is the family-wise error rate of the cells judged by p-values.
+    gap row per comparison artifact it feeds. ``margins`` and ``seed_noise`` override ``decision.yaml``.
     """
-    tol = {**DEFAULT_TOLERANCES, **(tolerances or {})}
-    aggregates = load_aggregates(published)
-    yardsticks = Yardsticks(published, tol, level=1 - alpha)
+    context = Context(load_aggregates(published), RowKinds(published), load_decision(published, margins, seed_noise))
     rows: list[dict[str, Any]] = []
     score_columns = [(c, c) for c in SCORE_COLUMNS]
 
@@ -299,33 +383,10 @@ def compare(
         rows.extend(gap_row(artifact, "*", f"{path} not found") for artifact in ARTIFACT_FILES[name])
         return None
 
-    def cells(artifact, pub, rep, pairs, columns, declared_key, report_gaps=True):
-        return _cells(artifact, pub, rep, pairs, columns, declared_key, aggregates, yardsticks, report_gaps)
-
     table2 = load("table2_unsup.csv")
     if table2 is not None:
-        pub = pd.read_csv(published / "consert_table2_unsup.csv").assign(key=lambda f: f.method)
-        rep = table2.assign(key=table2.method)
-        pairs = [("Avg. GloVe embeddings", "Avg. GloVe embeddings", None)]
-        for size in PAPER_MODELS:
-            pairs += [
-                (f"BERT-{size}", f"BERT-{size} (mean:-2,-1)", size),
-                (f"BERT-{size}-flow", f"BERT-{size}-flow", size),
-                (f"ConSERT-{size}", f"ConSERT-{size}", size),
-            ]
-        rows += cells("table2", pub, rep, pairs, score_columns, "table2")
-        whitening = pd.read_csv(published / "bert_whitening_table1.csv")
-        whitening = whitening.assign(key=whitening.method)
-        pairs = [(m, f"{m} ({p})", "base") for m, p in zip(whitening.method, whitening.pooling, strict=True)]
-        rows += cells("whitening_table1", whitening, rep, pairs, score_columns, "table2")
-        sgopt = pd.read_csv(published / "sgopt_table1_bert_base.csv")
-        sgopt = sgopt.assign(key=sgopt.model + " | " + sgopt.pooling.astype(str))
-        pairs = [
-            ("BERT-base + contrastive (SG-OPT) | cls", "BERT-base-SG-OPT", "base"),
-            ("BERT-base no tuning | cls", "BERT-base (cls)", "base"),
-            ("BERT-base no tuning | mean", "BERT-base (mean)", "base"),
-        ]
-        rows += cells("sgopt_table1", sgopt, rep, pairs, score_columns, "sgopt")
+        rows += _table2_cells(table2, published, context, score_columns)
+        rows += _stand_in_cells(table2, published, context)
     table3 = load("table3_sup.csv")
     if table3 is not None:
         pub = pd.read_csv(published / "consert_table3_sup.csv")
@@ -340,7 +401,7 @@ def compare(
                 (f"ConSERT-{size} joint-unsup | nli+sts_unlabeled", f"ConSERT-{size} joint-unsup", size),
                 (f"BERT-{size}-flow | nli+sts_unlabeled", f"BERT-{size}-flow (NLI)", size),
             ]
-        rows += cells("table3", pub, rep, pairs, score_columns, "table3")
+        rows += _cells("table3", pub, rep, pairs, score_columns, context)
     table4 = load("table4_batch_size.csv")
     if table4 is not None:
         pub = pd.read_csv(published / "consert_table4_batch_size.csv")
@@ -348,39 +409,139 @@ def compare(
         rep = table4[table4["size"] == "base"]
         rep = rep.assign(key=rep.batch_size.astype(str))
         pairs = [(k, k, "base") for k in pub.key]
-        rows += cells("table4", pub, rep, pairs, [("avg_spearman", "Avg")], "table4")
-        rows += cells("table4", pub, rep, pairs, [("steps", "best_step")], "table4_steps", report_gaps=False)
+        rows += _cells("table4", pub, rep, pairs, [("avg_spearman", "Avg")], context)
+        rows += _cells("table4", pub, rep, pairs, [("steps", "best_step")], context, False, "table4_steps")
     # optional: only configs whose `family.methods` lists a method produce it
     family = load("table_contrastive_family.csv") if (results / "table_contrastive_family.csv").is_file() else None
     if family is not None:
         pub = pd.read_csv(published / "contrastive_family.csv").assign(key=lambda f: f.method)
         rep = family.assign(key=family.method)
-        rows += cells("family", pub, rep, list(FAMILY_ROWS), score_columns, "family")
-    rows += _text_values(load, published, yardsticks)
+        rows += _cells("family", pub, rep, list(FAMILY_ROWS), score_columns, context)
+    rows += _text_values(load, published, context)
     frame = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
     declared = frame.apply(lambda r: any(fnmatch(f"{r.artifact}:{r.row}", p) for p in not_run), axis=1)
     frame.loc[(frame.status == "missing") & declared.astype(bool), ["status", "verdict"]] = "not run"
-    return decide(frame, alpha)
+    return decide(frame, context.decision)
 
 
-def decide(frame: pd.DataFrame, alpha: float = DEFAULT_ALPHA) -> pd.DataFrame:
-    """Verdicts of the compared cells: Holm over the comparable cells judged by p-values (the family
-    of one run's decisions, family-wise error at most ``alpha``), ``|delta| <= tolerance`` for the others;
-    ``reproduced``, else ``higher``/``lower`` (the reproduction's side); ``not comparable`` for other settings."""
+def _table2_cells(table2: pd.DataFrame, published: Path, context: Context, score_columns) -> list[dict[str, Any]]:
+    """Table 2's rows, BERT-whitening's Table 1 and SG-OPT's Table 1 (all reproduced in table2_unsup.csv)."""
+    pub = pd.read_csv(published / "consert_table2_unsup.csv").assign(key=lambda f: f.method)
+    rep = table2.assign(key=table2.method)
+    pairs: list[tuple[str, str, str | None]] = [("Avg. GloVe embeddings", "Avg. GloVe embeddings", None)]
+    for size in PAPER_MODELS:
+        pairs += [
+            (f"BERT-{size}", f"BERT-{size} (mean:-2,-1)", size),
+            (f"BERT-{size}-flow", f"BERT-{size}-flow", size),
+            (f"ConSERT-{size}", f"ConSERT-{size}", size),
+        ]
+    rows = _cells("table2", pub, rep, pairs, score_columns, context)
+    whitening = pd.read_csv(published / "bert_whitening_table1.csv")
+    whitening = whitening.assign(key=whitening.method)
+    pairs = [(m, f"{m} ({p})", "base") for m, p in zip(whitening.method, whitening.pooling, strict=True)]
+    rows += _cells("whitening_table1", whitening, rep, pairs, score_columns, context)
+    sgopt = pd.read_csv(published / "sgopt_table1_bert_base.csv")
+    sgopt = sgopt.assign(key=sgopt.model + " | " + sgopt.pooling.astype(str))
+    pairs = [
+        ("BERT-base + contrastive (SG-OPT) | cls", "BERT-base-SG-OPT", "base"),
+        ("BERT-base no tuning | cls", "BERT-base (cls)", "base"),
+        ("BERT-base no tuning | mean", "BERT-base (mean)", "base"),
+    ]
+    return rows + _cells("sgopt_table1", sgopt, rep, pairs, score_columns, context)
+
+
+STAND_IN_FILE = "stand_in_mteb.csv"
+
+
+def _stand_in_cells(table2: pd.DataFrame, published: Path, context: Context) -> list[dict[str, Any]]:
+    """The stand-in's own published numbers (MTEB: mean pooling, test sets) against Table 2's mean-pooled row
+    of the stand-in, when one ran (the offline configs): a gate that decides real cells offline."""
+    anchors = pd.read_csv(published / STAND_IN_FILE)
+    rows = []
+    for _, rep_row in table2[table2.method.astype(str).str.fullmatch(r"BERT-\w+ \(mean\)")].iterrows():
+        if str(rep_row.get("base_model", "") or rep_row.get("model", "")) != STAND_IN_MODEL:
+            continue
+        reason = "data files differ from SentEval's (data_verified = False)"
+        reason = reason if str(rep_row.get("data_verified", "")).lower() == "false" else ""
+        for anchor in anchors.itertuples():
+            label = f"{anchor.model.split('/')[-1]} ({anchor.pooling}) {anchor.dataset}"
+            value, aggregate, _, name = cell_value(rep_row, anchor.dataset, "all")
+            row = cell_row("stand_in_mteb", label, anchor.dataset, anchor.value, value, rep_row, context, PRIMARY,
+                           reason, aggregate, name)  # fmt: skip
+            if row is not None:
+                rows.append({**row, "setting": f"{row['setting']} vs its own published MTEB scores"})
+    return rows
+
+
+def decide(frame: pd.DataFrame, decision: Decision) -> pd.DataFrame:
+    """Intervals and verdicts of the compared cells, and the shared-shift row.
+
+    Trained cells pool their seed SD over the compared cells of the same noise kind and scale (primary
+    cells with primary cells, sets with sets), else take the declared one; untrained and fixed cells are
+    judged on their point difference; ``not comparable`` for rows outside the paper's setting."""
     frame = frame.copy()
+    for column in ("sigma_source", "verdict"):
+        frame[column] = frame[column].astype(object)
     compared = frame.status == "compared"
-    tested = compared & frame.comparable.astype(bool) & (frame.decision == "holm")
-    frame["p_adjusted"] = np.nan
-    frame.loc[tested, "p_adjusted"] = holm(frame.loc[tested, "p_value"].to_numpy(dtype=float))
-    passes = frame.within_tolerance.astype(bool).where(~tested, frame.p_adjusted >= alpha)
-    side = np.where(frame.reproduced > frame.published, "higher", "lower")
-    verdicts = np.where(passes, "reproduced", side)
-    verdicts = np.where(frame.comparable.astype(bool), verdicts, "not comparable")
-    frame.loc[compared, "verdict"] = verdicts[compared.to_numpy()]
-    return frame
+    trained = compared & ~frame.noise.isin([UNTRAINED, FIXED, NEAR_BEST])
+    frame.loc[compared, ["diff_low", "diff_high"]] = frame.loc[compared, ["delta", "delta"]].to_numpy()
+    frame.loc[compared & ~trained, ["sigma", "sigma_df"]] = 0.0
+    scale = np.where(frame.role == PRIMARY, "avg", "set")
+    for (kind, level), group in frame[trained].groupby([frame.noise[trained], scale[trained.to_numpy()]]):
+        noise = pooled_noise(group.seed_std.tolist(), group.n_seeds.astype(int).tolist(),
+                             decision.declared_noise(kind, level))  # fmt: skip
+        for index, row in group.iterrows():
+            half = difference_half_width(noise, int(row.n_seeds), int(row.published_runs), decision.level)
+            frame.loc[index, ["sigma", "sigma_df", "sigma_source"]] = [noise.sigma, noise.df, noise.source]
+            frame.loc[index, ["diff_low", "diff_high"]] = [row.delta - half, row.delta + half]
+    decided = compared & (frame.noise != NEAR_BEST)
+    verdicts = [
+        equivalence_verdict(low, high, margin) if comparable else "not comparable"
+        for low, high, margin, comparable in zip(
+            frame.diff_low[decided], frame.diff_high[decided], frame.margin[decided],
+            frame.comparable[decided].astype(bool), strict=True,
+        )
+    ]  # fmt: skip
+    frame.loc[decided, "verdict"] = verdicts
+    frame.loc[compared & (frame.noise == NEAR_BEST) & ~frame.comparable.astype(bool), "verdict"] = "not comparable"
+    shift = shift_row(frame, decision)
+    return frame if shift is None else pd.concat([frame, pd.DataFrame([shift])], ignore_index=True)
 
 
-def _text_values(load, published: Path, yardsticks: Yardsticks) -> list[dict[str, Any]]:
+def shift_row(frame: pd.DataFrame, decision: Decision) -> dict[str, Any] | None:
+    """The shared-shift test over the comparable trained primary cells (None when there is none)."""
+    cells = trained_primary_cells(frame)
+    if cells.empty:
+        return None
+    margin, reason = decision.shift_margin
+    result = shared_shift(cells.delta.tolist(), margin, decision.level)
+    sign = f"{result.positive} of {result.rows} deltas positive, sign test p = {result.sign_p:.3g}"
+    return {
+        **gap_row(SHIFT, f"mean delta of {result.rows} trained primary cells", ""),
+        "column": "mean delta",
+        "role": SHIFT,
+        "delta": result.mean,
+        "n_seeds": result.rows,
+        "noise": "rows",
+        "sigma_source": "Student t over the rows' deltas",
+        "margin": margin,
+        "margin_source": reason,
+        "diff_low": result.low,
+        "diff_high": result.high,
+        "verdict": result.verdict,
+        "comparable": result.verdict != "not decided",
+        "reason": sign if result.rows >= 3 else f"{result.rows} trained primary cells: a shared shift needs 3",
+        "status": "compared",
+    }
+
+
+def trained_primary_cells(comparison: pd.DataFrame) -> pd.DataFrame:
+    """Comparable primary cells of trained rows: the ones the shared-shift test averages."""
+    chosen = (comparison.status == "compared") & (comparison.role == PRIMARY) & comparison.comparable.astype(bool)
+    return comparison[chosen & ~comparison.noise.isin([UNTRAINED, FIXED, NEAR_BEST])]
+
+
+def _text_values(load, published: Path, context: Context) -> list[dict[str, Any]]:
     """The numbers the paper states in its text for Figures 4 and 5."""
     text = pd.read_csv(published / "consert_text_values.csv")
     stated = dict(zip(text.quantity, text.value, strict=True))
@@ -404,8 +565,8 @@ def _text_values(load, published: Path, yardsticks: Yardsticks) -> list[dict[str
                         gap_row("figure4_topk", quantity, f"the BERT-base curve stops at k = {bert.index.max()}")
                     )
                     continue
-                rows.append(_text_row("figure4_topk", quantity, stated[quantity], value, yardsticks, bert.iloc[0]))
-            rows.append(best_k_row(bert.Avg, published_k, bert.iloc[0]))
+                rows.append(_text_row("figure4_topk", quantity, stated[quantity], value, context, bert.iloc[0]))
+            rows.append(best_k_row(bert.Avg, published_k, bert.iloc[0], context))
     heat = load("figure5_heatmap.csv")
     if heat is not None:
         heat = heat[heat["size"] == "base"].set_index(["view1", "view2"])
@@ -418,89 +579,55 @@ def _text_values(load, published: Path, yardsticks: Yardsticks) -> list[dict[str
                 rows.append(gap_row("figure5_heatmap", quantity, f"no base heatmap cell {cell}"))
             else:
                 row = heat.loc[cell]
-                rows.append(_text_row("figure5_heatmap", quantity, stated[quantity], row.Avg, yardsticks, row))
+                rows.append(_text_row("figure5_heatmap", quantity, stated[quantity], row.Avg, context, row))
     return [r for r in rows if r is not None]
 
 
-def best_k_row(curve: pd.Series, published_k: int, source: pd.Series) -> dict[str, Any] | None:
+def best_k_row(curve: pd.Series, published_k: int, source: pd.Series, context: Context) -> dict[str, Any] | None:
     """Figure 4's best k, in the authors' convention: reproduced when the published k is one of the
-    near-best k, those whose Avg lies within the untrained allowance of the curve's maximum (a flat
-    top has several; which one wins the argmax is then a matter of rounding). The tolerance is the
-    farthest near-best k from the argmax."""
-    allowance = untrained_yardstick().tolerance
-    near = [authors_topk_k(int(k)) for k, value in curve.items() if value >= curve.max() - allowance]
+    near-best k, those whose Avg lies within the untrained margin of the curve's maximum (a flat top has
+    several; which one wins the argmax is then a matter of rounding); else not reproduced. The margin
+    shown is the farthest near-best k from the argmax."""
+    near = [authors_topk_k(int(k)) for k, value in curve.items() if value >= curve.max() - UNTRAINED_MARGIN]
     near = [k for k in near if k is not None]
     best = authors_topk_k(int(curve.idxmax()))
     if best is None:  # nothing removed is best: no k
         best = -1
-    reach = max((abs(k - best) for k in near), default=0)
-    yardstick = Yardstick(
-        float(reach),
-        f"k (authors' convention) whose Avg is within {allowance:g} of the maximum: {near or 'none'}",
-        "fixed",
-    )
-    row = _comparison_row("figure4_topk", "best k for BERT-base", "value", published_k, best, yardstick, source,
-                          not_comparable_reason(source, "base"), "all")  # fmt: skip
-    if row is not None:
-        row["within_tolerance"] = published_k in near
-    return row
-
-
-def _text_row(
-    artifact: str, quantity: str, published: Any, reproduced: Any, yardsticks: Yardsticks, source: pd.Series
-) -> dict[str, Any] | None:
-    reason = not_comparable_reason(source, "base")
-    bounds = bootstrap_bounds(source, "Avg") if "avg spearman" in quantity else (np.nan, np.nan, "")
-    yardstick = yardsticks.of(artifact, quantity, source, "Avg_std", "text")
-    return _comparison_row(artifact, quantity, "value", published, reproduced, yardstick, source, reason, "all", bounds)
-
-
-def _comparison_row(
-    artifact: str,
-    row: str,
-    column: str,
-    published: Any,
-    reproduced: Any,
-    yardstick: Yardstick,
-    source: pd.Series,
-    reason: str,
-    aggregate: str = "",
-    bounds: tuple[float, float, str] = (np.nan, np.nan, ""),
-) -> dict[str, Any] | None:
-    """One comparison row (its verdict is set by :func:`decide`), or None when either value is missing."""
-    value, ours = pd.to_numeric(published, errors="coerce"), pd.to_numeric(reproduced, errors="coerce")
-    if pd.isna(value) or pd.isna(ours):
+    row = cell_row("figure4_topk", "best k for BERT-base", "value", published_k, best, source, context, PRIMARY,
+                   not_comparable_reason(source, "base"), "all", "k")  # fmt: skip
+    if row is None:
         return None
-    delta = float(ours) - float(value)
-    low, high, source_name = bounds
+    reach = max((abs(k - best) for k in near), default=0)
     return {
-        "artifact": artifact,
-        "row": row,
-        "column": column,
-        "aggregate": aggregate,
-        "published": float(value),
-        "reproduced": float(ours),
-        "delta": delta,
-        "tolerance": yardstick.tolerance,
-        "tolerance_source": yardstick.source,
-        "within_tolerance": abs(delta) <= yardstick.tolerance,
-        "decision": yardstick.decision,
-        "p_value": yardstick.p_value(delta),
-        "p_adjusted": np.nan,
-        "ci_low": low,
-        "ci_high": high,
-        "interval": source_name,
-        "verdict": "",
-        "comparable": not reason,
-        "reason": reason,
-        "setting": source.get("setting", ""),
-        "status": "compared",
+        **row,
+        "noise": NEAR_BEST,
+        "sigma": 0.0,
+        "sigma_df": 0.0,
+        "margin": float(reach),
+        "margin_source": f"k (authors' convention) within {UNTRAINED_MARGIN:g} of the maximum Avg: {near or 'none'}",
+        "verdict": REPRODUCED if published_k in near else NOT_REPRODUCED,
     }
 
 
-def failures(comparison: pd.DataFrame) -> pd.DataFrame:
-    """Comparable cells whose verdict is ``higher`` or ``lower``: what a CI gate fails on."""
-    return comparison[(comparison.status == "compared") & comparison.verdict.isin(["higher", "lower"])]
+def _text_row(
+    artifact: str, quantity: str, published: Any, reproduced: Any, context: Context, source: pd.Series
+) -> dict[str, Any] | None:
+    reason = not_comparable_reason(source, "base")
+    return cell_row(artifact, quantity, "value", published, reproduced, source, context, PRIMARY, reason, "all", "Avg")
+
+
+def primary_cells(comparison: pd.DataFrame) -> pd.DataFrame:
+    """Compared, comparable primary cells: what the gate decides on."""
+    chosen = (comparison.status == "compared") & (comparison.role == PRIMARY)
+    return comparison[chosen & comparison.comparable.astype(bool)]
+
+
+def failures(comparison: pd.DataFrame, inconclusive: str = "pass") -> pd.DataFrame:
+    """What a gate fails on: comparable primary cells (and the shared shift) that are ``not reproduced``,
+    and, with ``inconclusive="fail"``, those that are ``inconclusive``."""
+    failing = [NOT_REPRODUCED] + ([INCONCLUSIVE] if inconclusive == "fail" else [])
+    decided = (comparison.status == "compared") & comparison.role.isin([PRIMARY, SHIFT])
+    return comparison[decided & comparison.comparable.astype(bool) & comparison.verdict.isin(failing)]
 
 
 def gaps(comparison: pd.DataFrame) -> pd.DataFrame:
@@ -508,53 +635,69 @@ def gaps(comparison: pd.DataFrame) -> pd.DataFrame:
     return comparison[comparison.status == "missing"]
 
 
-#: Exit status of ``compare --check`` when no compared cell is comparable (stand-in or other setting only).
+#: Exit status of ``compare --check`` when no cell of the paper is comparable (stand-in or other setting only).
 NO_COMPARABLE_EXIT = 3
 #: ``status`` of the row that records a gate passed on stand-in results by ``--allow-stand-in``.
 STAND_IN_ALLOWED = "stand-in allowed"
 
 
 def comparable_cells(comparison: pd.DataFrame) -> pd.DataFrame:
-    """Compared cells produced in the paper's setting: the only ones a gate can decide on."""
-    return comparison[(comparison.status == "compared") & comparison.comparable.astype(bool)]
+    """Compared cells of the paper produced in the paper's setting (the stand-in's own anchor excluded)."""
+    chosen = (comparison.status == "compared") & comparison.comparable.astype(bool)
+    return comparison[chosen & ~comparison.artifact.isin(["stand_in_mteb", SHIFT])]
 
 
 def stand_in_allowed_row(comparison: pd.DataFrame) -> dict[str, Any]:
     """The row that says a gate passed with no comparable cell because ``--allow-stand-in`` was given."""
-    compared = comparison[comparison.status == "compared"]
+    compared = comparison[(comparison.status == "compared") & ~comparison.artifact.isin(["stand_in_mteb", SHIFT])]
     reasons = sorted({str(r).split(":")[0] for r in compared.reason if str(r)})
     return {
         **gap_row("gate", "no comparable cell", ""),
         "status": STAND_IN_ALLOWED,
         "verdict": "not comparable",
-        "reason": f"--allow-stand-in: none of the {len(compared)} compared cells is comparable "
+        "reason": f"--allow-stand-in: none of the {len(compared)} compared cells of the paper is comparable "
         f"({'; '.join(reasons)}); the gate passed without comparing anything with the paper",
     }
 
 
-def gate(comparison: pd.DataFrame, allow_stand_in: bool = False) -> tuple[int, str]:
+def verdict_counts(comparison: pd.DataFrame) -> dict[str, int]:
+    """How many comparable primary cells are reproduced, not reproduced and inconclusive."""
+    counts = primary_cells(comparison).verdict.value_counts()
+    return {verdict: int(counts.get(verdict, 0)) for verdict in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)}
+
+
+def gate(comparison: pd.DataFrame, allow_stand_in: bool = False, inconclusive: str = "pass") -> tuple[int, str]:
     """The gate's exit status and its one-line reason.
 
-    1 when nothing was compared, a published row is missing without being declared, or a comparable
-    cell's verdict is ``higher``/``lower``; :data:`NO_COMPARABLE_EXIT` when cells were compared but none
-    is comparable (stand-in results cannot pass for a reproduction), unless ``allow_stand_in``; else 0.
+    1 when nothing was compared, a published row is missing without being declared, a comparable primary
+    cell (the stand-in's own anchor included) or the shared shift is ``not reproduced`` (or, with
+    ``inconclusive="fail"``, inconclusive); :data:`NO_COMPARABLE_EXIT` when no cell of the paper is
+    comparable (stand-in results cannot pass for a reproduction), unless ``allow_stand_in``; else 0.
     """
+    if inconclusive not in INCONCLUSIVE_POLICIES:
+        raise ValueError(f"inconclusive: expected one of {INCONCLUSIVE_POLICIES}, got {inconclusive!r}")
     compared = comparison[comparison.status == "compared"]
     if compared.empty:
         return 1, "no reproduced cell has a published counterpart: nothing was compared"
-    missing, failed = gaps(comparison), failures(comparison)
+    missing, failed = gaps(comparison), failures(comparison, inconclusive)
     if len(missing):
         return 1, (
             f"{len(missing)} published rows have nothing reproduced; produce them or declare them with "
             "--not-run ARTIFACT:ROW (config key not_run)"
         )
+    counts = verdict_counts(comparison)
+    summary = ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
     if len(failed):
-        return 1, f"{len(failed)} comparable cells are higher or lower than published beyond their yardstick"
+        what = "not reproduced" + (" or inconclusive" if inconclusive == "fail" else "")
+        return 1, f"{len(failed)} decided cells are {what} ({summary} of the primary cells; see comparison.csv)"
     if comparable_cells(comparison).empty:
         if allow_stand_in:
-            return 0, f"no cell is comparable; passing because --allow-stand-in was given ({len(compared)} cells)"
+            return 0, f"no cell of the paper is comparable; passing because --allow-stand-in was given ({summary})"
         return NO_COMPARABLE_EXIT, (
-            f"none of the {len(compared)} compared cells is comparable (offline stand-in, another encoder or "
-            "other NLI data): nothing to gate on; --allow-stand-in accepts such a run knowingly"
+            f"none of the {len(compared)} compared cells of the paper is comparable (offline stand-in, another "
+            "encoder or other NLI data): nothing to gate on; --allow-stand-in accepts such a run knowingly"
         )
-    return 0, f"every one of {len(comparable_cells(comparison))} comparable cells is reproduced"
+    shift = comparison[comparison.role == SHIFT]
+    shift_text = f"; shared shift {shift.verdict.iloc[0]}" if len(shift) else ""
+    undecided = " (inconclusive cells are not shown equivalent: more seeds decide them)" if counts[INCONCLUSIVE] else ""
+    return 0, f"primary cells: {summary}{shift_text}{undecided}"

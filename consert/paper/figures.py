@@ -13,6 +13,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
@@ -106,41 +107,46 @@ def figure7(table: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
 DRAW = {"figure1": figure1, "figure4": figure4, "figure5": figure5, "figure6": figure6, "figure7": figure7}
 
 
-#: The forest plot's panels: the seven sets and Avg (Table 4's and the text's averages join Avg).
-FOREST_PANELS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R", "Avg")
-FOREST_COLOURS = {"reproduced": "tab:green", "higher": "tab:blue", "lower": "tab:red", "not comparable": "0.6"}
+#: The forest plot's panels: the primary cells (and the shared shift), then the seven sets as diagnostics.
+FOREST_PANELS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R")
+FOREST_COLOURS = {"reproduced": "tab:green", "not reproduced": "tab:red", "inconclusive": "tab:orange",
+                  "not comparable": "0.6"}  # fmt: skip
 
 
 def comparison_forest(comparison: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
-    """Every compared Spearman cell as reproduced - published with its yardstick (± tolerance): one row
-    per published row, one panel per STS set (and Avg); comparable cells coloured by verdict, the others
-    grey; a vertical line marks 0 (a bar that crosses it is within its tolerance). (Table 4's step
-    counts and Figure 4's best k are counts, not Spearman: they
+    """Every compared Spearman cell as reproduced - published with the interval that decided it.
+
+    The first panel holds the primary cells (one per published row, and the shared shift of the trained
+    rows): the decision interval as a bar, the margin +-delta as a shaded band on the cell's row; the
+    other panels hold each STS set's cell, diagnostics outside the gate. Comparable cells are coloured by
+    verdict, the others grey. (Table 4's step counts and Figure 4's best k are counts, not Spearman: they
     stay in the CSV only.)"""
     counts = (comparison.column == "steps") | comparison.row.astype(str).str.startswith("best k")  # not Spearman
     cells = comparison[(comparison.status == "compared") & ~counts].copy()
-    cells["panel"] = cells.column.replace({"avg_spearman": "Avg", "value": "Avg"})
+    cells["panel"] = np.where(cells.role.isin(["primary", "shared shift"]), "primary", cells.column)
     cells["label"] = cells.artifact + ": " + cells.row.astype(str)
     rows = list(dict.fromkeys(cells.label))
-    panels = [panel for panel in FOREST_PANELS if panel in set(cells.panel)] or ["Avg"]
+    panels = ["primary"] + [panel for panel in FOREST_PANELS if panel in set(cells.panel)]
     figure, axes = plt.subplots(
-        1, len(panels), sharey=True, squeeze=False, figsize=(3.2 + 1.25 * len(panels), max(2.5, 0.3 * len(rows) + 1.6))
+        1, len(panels), sharey=True, squeeze=False, figsize=(3.2 + 1.6 * len(panels), max(2.5, 0.3 * len(rows) + 1.6))
     )
     for axis, panel in zip(axes[0], panels, strict=True):
         for cell in cells[cells.panel == panel].itertuples():
             y = rows.index(cell.label)
             colour = FOREST_COLOURS.get(cell.verdict if cell.comparable else "not comparable", "0.6")
-            low, high = cell.delta - cell.tolerance, cell.delta + cell.tolerance
-            if pd.notna(low) and pd.notna(high):
-                axis.plot([low, high], [y, y], color=colour, linewidth=1.2)
+            if panel == "primary" and pd.notna(cell.margin):
+                axis.fill_betweenx([y - 0.4, y + 0.4], -cell.margin, cell.margin, color="0.85", linewidth=0)
+            if pd.notna(cell.diff_low) and pd.notna(cell.diff_high):
+                axis.plot([cell.diff_low, cell.diff_high], [y, y], color=colour, linewidth=1.2)
             axis.plot([cell.delta], [y], "o", color=colour, markersize=3.5)
         axis.axvline(0, color="black", linewidth=0.8)
-        axis.set_title(panel, fontsize=9)
+        title = "primary cells (band: +- margin)" if panel == "primary" else f"{panel} (diagnostic)"
+        axis.set_title(title, fontsize=9)
         axis.tick_params(axis="x", labelsize=7)
         axis.grid(axis="y", color="0.92", linewidth=0.6)
     axes[0][0].set_yticks(range(len(rows)), rows, fontsize=8)
     axes[0][0].set_ylim(len(rows) - 0.5, -0.5)
-    figure.supxlabel("reproduced - published (Spearman x 100; bar: ± the cell's tolerance)", fontsize=8)
+    figure.supxlabel("reproduced - published (Spearman x 100; bar: the 90 % decision interval)", fontsize=8)
     handles = [
         plt.Line2D([], [], marker="o", linestyle="-", color=colour, label=verdict)
         for verdict, colour in FOREST_COLOURS.items()

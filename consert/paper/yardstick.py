@@ -1,23 +1,28 @@
-"""The yardstick of a comparison: how far a reproduced number may lie from a published one, and why.
+"""How a reproduced number is judged against a published one: an equivalence test with a declared margin.
 
-A published number and a reproduced one come from the same test pairs, so test-set resampling is
-not what separates them: training seeds, precision and recipe are. The yardstick therefore depends
-on what produced the row:
+"Reproduced" is a claim of equivalence, so it must be shown, never inferred from a failure to reject.
+Each compared cell gets the **interval of reproduced - published** and a **declared margin** delta (the
+difference that would change a reader's conclusion, ``decision.yaml`` beside the published tables):
 
-* **Untrained rows** (BERT poolings, GloVe, whitening, the top-k curve of BERT) are deterministic
-  functions of the weights and the data. They may differ only by the published value's rounding
-  (two decimals: 0.005) and the precision of the arithmetic (0.03: every precision path the harness
-  can pick stays within that of PyTorch fp32 on every set-level number, ``tests/test_stand_in_anchor.py``).
-* **Trained rows with several seeds**: the seed **prediction interval**. A published number is one
-  more run (or the mean of ``m`` runs) from the distribution our ``n`` seeds sample, so it lies within
-  ``t(n-1) * s * sqrt(1/m + 1/n)`` of our mean with the stated probability (plus the published value's
-  rounding, 0.005); the two-sided p-value of the same t statistic is what a family-wise correction
-  (Holm) adjusts.
-* **Trained rows with one seed** (or seeds that all agree: no spread to predict from): a declared
-  default (the config's ``comparison`` block), with no error rate attached.
+* ``reproduced``: the interval lies within ``[-delta, +delta]`` (two one-sided tests, each at 5 %, read as
+  the inclusion of the 90 % interval);
+* ``not reproduced``: the interval lies entirely outside ``[-delta, +delta]``;
+* ``inconclusive``: the interval straddles a margin: the run cannot tell.
 
-The bootstrap over test pairs (:mod:`consert.evaluate.bootstrap`) stays the uncertainty of *paired*
-comparisons (two models on the same pairs), which is what the claims use.
+What the interval holds depends on what produced the row:
+
+* **Untrained rows** (BERT poolings, GloVe, whitening, BERT's top-k curve) are deterministic functions of
+  the weights and the data: the interval is the point ``delta`` and the margin is fixed at the published
+  value's rounding (0.005) plus the precision of the arithmetic (0.03: every precision path the harness
+  can pick stays within that of PyTorch fp32 on every set-level number).
+* **Trained rows**: ``delta +- (q * sigma * sqrt(1/n + 1/m) + 0.005)``, ``n`` our seeds, ``m`` the runs the
+  published value averages (8 for SG-OPT, else 1), 0.005 the published rounding. ``sigma``, the seed
+  standard deviation of one run, is **pooled** over the compared rows of the same kind (their degrees of
+  freedom add: 3 seeds on 12 rows give 24), ``q`` is Student's t quantile at those degrees of freedom;
+  with no seed spread to pool, a **declared** sigma per kind (with its source) and the normal quantile.
+
+Across the trained rows, a **shared shift** (a bug that moves every row the same way) is tested on the
+mean delta of the primary cells: its t-interval over rows against its own margin, and a sign test.
 """
 
 from __future__ import annotations
@@ -36,38 +41,101 @@ PUBLISHED_ROUNDING = 0.005
 #: (AVX-512 BF16) and 0.022 on an Intel Xeon with AMX (STS16's mean over its subsets; its merged
 #: Spearman moved 0.006): bf16 rounding moves the small subsets' Spearman most.
 PRECISION_ALLOWANCE = 0.03
-#: Family-wise error rate of one run's decisions, unless a config says otherwise.
+#: The margin of an untrained (deterministic) row: rounding plus precision.
+UNTRAINED_MARGIN = round(PUBLISHED_ROUNDING + PRECISION_ALLOWANCE, 6)
+UNTRAINED_SOURCE = (
+    f"untrained (deterministic): fixed {UNTRAINED_MARGIN:g} = published rounding {PUBLISHED_ROUNDING} + "
+    f"precision allowance {PRECISION_ALLOWANCE}"
+)
+#: Coverage of the decision interval: two one-sided tests at 5 % each.
+DEFAULT_LEVEL = 0.90
+#: Significance level of the claims' tests (Holm over a run's "significant" claims).
 DEFAULT_ALPHA = 0.05
+REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
 
 
 @dataclass(frozen=True)
-class Yardstick:
-    """How one cell is judged: ``tolerance`` (in the cell's unit) with its ``source``, and ``decision``:
-    ``fixed`` (``|delta| <= tolerance``) or ``holm`` (a seed prediction interval: the published value's
-    p-value under the seeds' spread, adjusted with the run's other such cells)."""
+class SeedNoise:
+    """The seed standard deviation of one run's value: ``sigma`` with ``df`` degrees of freedom
+    (``inf`` for a declared value, taken as known) and where it comes from."""
 
-    tolerance: float
+    sigma: float
+    df: float
     source: str
-    decision: str
-    std: float = math.nan
-    n: int = 1
-    published_runs: int = 1
 
-    def p_value(self, delta: float) -> float:
-        """Two-sided p-value of a reproduced - published difference ``delta`` (NaN for fixed tolerances);
-        the published value's rounding is given first: ``|delta|`` shrinks by up to 0.005."""
-        if self.decision != "holm":
-            return math.nan
-        return prediction_p_value(max(0.0, abs(delta) - PUBLISHED_ROUNDING), self.std, self.n, self.published_runs)
+    def quantile(self, level: float = DEFAULT_LEVEL) -> float:
+        """The two-sided ``level`` quantile of the difference's pivot: Student t at ``df``, normal when declared."""
+        upper = 0.5 + level / 2
+        return float(stats.norm.ppf(upper) if math.isinf(self.df) else stats.t.ppf(upper, self.df))
 
 
-def untrained_yardstick() -> Yardstick:
-    """Rounding of the published value plus the precision allowance (0.035 points)."""
-    return Yardstick(
-        round(PUBLISHED_ROUNDING + PRECISION_ALLOWANCE, 6),
-        f"untrained: published rounding {PUBLISHED_ROUNDING} + precision allowance {PRECISION_ALLOWANCE}",
-        "fixed",
-    )
+def pooled_noise(stds: Sequence[float], seeds: Sequence[int], declared: SeedNoise) -> SeedNoise:
+    """The pooled seed standard deviation of rows of one kind, ``sqrt(sum (n_i - 1) s_i^2 / sum (n_i - 1))``
+    over the rows with ``n_i >= 2`` seeds and a finite spread; ``declared`` when no row has one."""
+    pairs = [(float(s), int(n)) for s, n in zip(stds, seeds, strict=True) if n >= 2 and math.isfinite(float(s))]
+    df = sum(n - 1 for _, n in pairs)
+    if not df:
+        return declared
+    variance = sum((n - 1) * s**2 for s, n in pairs) / df
+    if variance == 0:  # seeds that all agree (a deterministic trainer): nothing to learn the spread from
+        return declared
+    return SeedNoise(math.sqrt(variance), float(df), f"pooled over {len(pairs)} rows' seeds ({df} df)")
+
+
+def difference_half_width(noise: SeedNoise, n: int, published_runs: int = 1, level: float = DEFAULT_LEVEL) -> float:
+    """Half-width of the interval of reproduced (mean of ``n`` seeds) - published (mean of ``published_runs``
+    runs): ``q * sigma * sqrt(1/n + 1/m)`` plus the published value's rounding."""
+    scale = noise.sigma * math.sqrt(1 / max(n, 1) + 1 / published_runs)
+    return noise.quantile(level) * scale + PUBLISHED_ROUNDING
+
+
+def equivalence_verdict(low: float, high: float, margin: float) -> str:
+    """``reproduced`` when ``[low, high]`` lies within ``[-margin, margin]``, ``not reproduced`` when it lies
+    entirely outside, else ``inconclusive``."""
+    if -margin <= low and high <= margin:
+        return REPRODUCED
+    if high < -margin or low > margin:
+        return NOT_REPRODUCED
+    return INCONCLUSIVE
+
+
+def equivalence_verdicts(low: np.ndarray, high: np.ndarray, margin: np.ndarray | float) -> np.ndarray:
+    """:func:`equivalence_verdict` over arrays (the simulation's form)."""
+    inside = (low >= -margin) & (high <= margin)
+    outside = (high < -margin) | (low > margin)
+    return np.where(inside, REPRODUCED, np.where(outside, NOT_REPRODUCED, INCONCLUSIVE))
+
+
+@dataclass(frozen=True)
+class SharedShift:
+    """The mean delta of the trained primary cells, its t-interval over rows, the sign test's two-sided
+    p-value, and the verdict against the shift's own margin (``not decided`` with fewer than 3 rows)."""
+
+    rows: int
+    mean: float
+    low: float
+    high: float
+    positive: int
+    sign_p: float
+    verdict: str
+
+
+def shared_shift(deltas: Sequence[float], margin: float, level: float = DEFAULT_LEVEL) -> SharedShift:
+    """Is there a shift shared by every trained row? The interval is Student's t over the rows' deltas
+    (their spread holds the seed noise of both sides and each row's own deviation), judged like a cell."""
+    values = np.asarray([d for d in deltas if math.isfinite(d)], dtype=float)
+    k = len(values)
+    positive = int(np.count_nonzero(values > 0))
+    if k < 3:
+        return SharedShift(k, float(values.mean()) if k else math.nan, math.nan, math.nan, positive, math.nan,
+                           "not decided")  # fmt: skip
+    mean = float(values.mean())
+    half = float(stats.t.ppf(0.5 + level / 2, k - 1) * values.std(ddof=1) / math.sqrt(k))
+    nonzero = int(np.count_nonzero(values != 0))
+    sign_p = float(stats.binomtest(positive, nonzero, 0.5).pvalue) if nonzero else 1.0
+    verdict = equivalence_verdict(mean - half, mean + half, margin)
+    return SharedShift(k, mean, mean - half, mean + half, positive, sign_p, verdict)
 
 
 def prediction_half_width(std: float, n: int, level: float = 0.95, published_runs: int = 1) -> float:
@@ -83,27 +151,6 @@ def prediction_interval(values: Sequence[float], level: float = 0.95, published_
     array = np.asarray(values, dtype=float)
     half = prediction_half_width(float(array.std(ddof=1)), len(array), level, published_runs)
     return float(array.mean() - half), float(array.mean() + half)
-
-
-def prediction_p_value(delta: float, std: float, n: int, published_runs: int = 1) -> float:
-    """Two-sided p-value of a published value ``delta`` away from the mean of ``n`` seeds (Student t, n-1 df)."""
-    scale = std * math.sqrt(1 / published_runs + 1 / n)
-    if scale == 0:
-        return 1.0 if delta == 0 else 0.0
-    return float(2 * stats.t.sf(abs(delta) / scale, n - 1))
-
-
-def trained_yardstick(
-    std: float, n: int, declared: float, declared_as: str, level: float = 0.95, published_runs: int = 1
-) -> Yardstick:
-    """The seed prediction interval when ``n >= 2`` seeds ran (and their spread is known), else ``declared``."""
-    if n >= 2 and math.isfinite(std) and std > 0:
-        half = prediction_half_width(std, n, level, published_runs) + PUBLISHED_ROUNDING
-        runs = f"the mean of {published_runs} published runs" if published_runs > 1 else "one published run"
-        source = f"seed prediction interval ({n} seeds, s = {std:.3f}, {level:.0%}, {runs}) + rounding 0.005"
-        return Yardstick(half, source, "holm", std, n, published_runs)
-    why = "one seed" if n < 2 else "no seed spread"
-    return Yardstick(declared, f"declared default ({declared_as} = {declared:g}): {why}", "fixed")
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:

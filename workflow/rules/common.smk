@@ -140,14 +140,20 @@ def flow_flags():
     return " ".join(flags)
 
 
-def tolerance_flags():
-    """The comparison's declared tolerances and alpha, and the published rows the config declares it does not reproduce."""
-    flags = [f"--tolerance {k}={v}" for k, v in config.get("comparison", {}).items()]
+def comparison_flags():
+    """The config's overrides of decision.yaml and the published rows it declares it does not reproduce."""
+    comparison = config.get("comparison", {})
+    flags = [f"--margin {k}={v}" for k, v in comparison.get("margins", {}).items()]
+    flags += [f"--seed-noise {k}={v}" for k, v in comparison.get("seed_noise", {}).items()]
     flags += [f"--not-run {shlex.quote(pattern)}" for pattern in config["not_run"]]
-    flags.append(f"--alpha {config.get('gate', {}).get('alpha', 0.05)}")
     return " ".join(flags)
 
 
 def gate_flags():
-    """``--allow-stand-in`` where the config says a stand-in-only run may pass the gate (offline, test)."""
-    return "--allow-stand-in" if config.get("gate", {}).get("allow_stand_in", False) else ""
+    """The gate's policy on inconclusive cells, and ``--allow-stand-in`` where the config lets a run with no
+    comparable cell of the paper pass (offline, test)."""
+    gate = config.get("gate", {})
+    flags = [f"--inconclusive {gate.get('inconclusive', 'pass')}"]
+    if gate.get("allow_stand_in", False):
+        flags.append("--allow-stand-in")
+    return " ".join(flags)

@@ -8,18 +8,19 @@ rule comparison:
         "logs/comparison.log",
     params:
         published=PUBLISHED,
-        tolerances=tolerance_flags(),
+        comparison=comparison_flags(),
         gate=gate_flags(),
     conda:
         "../envs/consert.yaml"
     shell:
-        "consert compare --results results --published {params.published} {params.tolerances} {params.gate} "
+        "consert compare --results results --published {params.published} {params.comparison} {params.gate} "
         "--output {output} > {log} 2>&1"
 
 
 rule check_published:
-    """Gate for CI (`snakemake check_published`): fails when a comparable cell is off its yardstick or a
-    published row is missing; exits 3 when no cell is comparable, unless the config's gate allows a stand-in run."""
+    """Gate for CI (`snakemake check_published`): fails when a comparable primary cell or the shared shift is
+    not reproduced, or a published row is missing; exits 3 when no cell of the paper is comparable, unless the
+    config's gate allows a stand-in run."""
     input:
         "results/comparison.csv",
     log:
@@ -27,12 +28,12 @@ rule check_published:
         table="logs/check_published.csv",
     params:
         published=PUBLISHED,
-        tolerances=tolerance_flags(),
+        comparison=comparison_flags(),
         gate=gate_flags(),
     conda:
         "../envs/consert.yaml"
     shell:
-        "consert compare --results results --published {params.published} {params.tolerances} "
+        "consert compare --results results --published {params.published} {params.comparison} "
         "{params.gate} --output {log.table} --check 2>&1 | tee {log.text}"
 
 
