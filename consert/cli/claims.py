@@ -24,7 +24,8 @@ def run(args: argparse.Namespace) -> int:
     from consert.train.config import read_workflow_config
 
     claims = load_claims(Path(args.published) / CLAIMS_FILE)
-    table = evaluate_claims(claims, Path(args.results), read_workflow_config(args.configfile))
+    config = read_workflow_config(args.configfile)
+    table = evaluate_claims(claims, Path(args.results), config, Path(args.published))
     print(table[["id", "size", "test", "verdict", "p_adjusted", "comparable", "detail"]].to_string(index=False))
     print(f"wrote {write_csv(table, args.output)} ({len(table)} claims)")
     return 0

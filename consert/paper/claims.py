@@ -1,26 +1,35 @@
 """The paper's claims, checked on whatever ran: ``results/claims.csv``.
 
-The claims are data (``results/published/consert_claims.yaml``): each quotes the paper's sentence,
-says where it stands, and how it is tested (``test``):
+The claims are data (``results/published/consert_claims.yaml``): each quotes the paper's sentence, says
+where it stands, what it measures (``kind``) and how the sentence states it (``test``). Each statistic
+gets an interval from the uncertainty of **seeds** (the claims are about methods, not checkpoints): a
+row's seed SD over its ``n`` seeds (``Avg_std``, ``n_seeds``), or, with one seed, the declared seed SD
+of its kind (``decision.yaml``); untrained rows (BERT, GloVe) and fixed counts carry none. The interval
+is two-sided at ``decision.yaml``'s level (90 %: one-sided 5 % on each side). The tests:
 
-* ``direction``: the point estimates lie on the stated side ("outperforms", "better", "the best");
-* ``significant``: the sentence says "significantly", so the paired-bootstrap p-value, Holm-adjusted
-  over the run's comparable "significant" claims (the ones a p-value decides), must be below ``alpha``;
-* ``within``: the sentence says a difference is small; the point estimate lies within its ``margin``.
+* ``direction`` ("outperforms", "better"): holds when the interval of ``a - b`` lies above ``margin``
+  (default 0), does not hold when it lies below, else *not decided*;
+* ``significant`` ("significantly"): Welch's t over the seed means (one-sided), its p-value Holm-adjusted
+  over the run's decided "significant" claims, must lie below ``alpha``; with one seed on a trained side
+  the claim is *not decided*;
+* ``within`` ("comparable", "less than 0.3", "not so significant"): the interval lies within ``+-margin``;
+* ``noninferior`` ("basically achieve comparable results"): the interval lies above ``-margin``;
+* ``about`` ("roughly 4 points", "an 8% relative gain", "a gain of 2.88"): the interval of
+  ``statistic - target`` lies within ``+-margin``;
+* ``near_best`` ("the best", "the optimal ... within a range"): the claimed cell lies within the
+  interval's half-width of the best one (the near-best logic of Figure 4's best k).
 
-A claim comparing two rows gets a one-sided paired-bootstrap p-value, ``(k + 1) / (B + 1)`` with k the
-resamples in which the claimed winner does not win (the resamples are shared by every model scored on
-the same pairs, see :mod:`consert.evaluate.bootstrap`); one that needs every one of several comparisons takes
-the largest of their p-values (an intersection-union test). The p-values of one run's comparable
-"significant" claims are Holm-adjusted together (``p_adjusted``); the others show their raw p-value.
-``comparable`` says whether the rows used were produced in the paper's setting: a stand-in run's
-verdicts are shown, never passed off as the paper's.
+A claim needing several comparisons (every set, every pair, both ends) holds when each holds and does not
+hold when one does not (intersection-union); its p-value is the largest. ``comparable`` says whether the
+rows used were produced in the paper's setting: a stand-in run's verdicts are shown, never passed off as
+the paper's.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,25 +39,28 @@ import yaml
 from scipy import stats
 
 from consert.data.senteval import DATASETS
-from consert.io import load_replicates
-from consert.paper.compare import not_comparable_reason
+from consert.paper.compare import Decision, load_decision, not_comparable_reason
 from consert.paper.tables import authors_topk_k
-from consert.paper.yardstick import DEFAULT_ALPHA, bootstrap_p_value, holm
+from consert.paper.yardstick import DEFAULT_ALPHA, holm
 
 CLAIMS_FILE = "consert_claims.yaml"
-TESTS = ("direction", "significant", "within")
+TESTS = ("direction", "significant", "within", "noninferior", "about", "near_best")
+HOLDS, FAILS, UNDECIDED, NOT_RUN = "holds", "does not hold", "not decided", "not run"
 CLAIM_COLUMNS = (
     "id",
     "section",
     "where",
     "quote",
-    "in_paper",
     "size",
     "test",
     "cells",
+    "statistic",
+    "low",
+    "high",
     "verdict",
     "p_value",
     "p_adjusted",
+    "noise",
     "detail",
     "comparable",
     "reason",
@@ -56,16 +68,54 @@ CLAIM_COLUMNS = (
 )
 
 
+@dataclass(frozen=True)
+class Estimate:
+    """A value with the variance of its seed noise (0: exact), its degrees of freedom (``inf``: declared or
+    exact), whether a declared SD was used, and whether it is a trained row with fewer than 2 seeds."""
+
+    value: float
+    variance: float = 0.0
+    df: float = math.inf
+    declared: bool = False
+    one_seed: bool = False
+
+    def __sub__(self, other: Estimate) -> Estimate:
+        variance = self.variance + other.variance
+        terms = [v**2 / d for v, d in ((self.variance, self.df), (other.variance, other.df)) if v and math.isfinite(d)]
+        df = variance**2 / sum(terms) if terms and not (self.declared or other.declared) else math.inf
+        return Estimate(self.value - other.value, variance, df, self.declared or other.declared,
+                        self.one_seed or other.one_seed)  # fmt: skip
+
+    def scaled(self, factor: float, shift: float = 0.0) -> Estimate:
+        """``factor * self + shift``."""
+        return Estimate(self.value * factor + shift, self.variance * factor**2, self.df, self.declared, self.one_seed)
+
+    def interval(self, level: float) -> tuple[float, float]:
+        """The two-sided ``level`` interval (Welch's t, the normal for declared or exact values)."""
+        if not self.variance:
+            return self.value, self.value
+        upper = 0.5 + level / 2
+        quantile = stats.norm.ppf(upper) if math.isinf(self.df) else stats.t.ppf(upper, self.df)
+        half = float(quantile * math.sqrt(self.variance))
+        return self.value - half, self.value + half
+
+    def p_greater(self, margin: float = 0.0) -> float:
+        """One-sided p-value that the value is not above ``margin`` (0 or 1 for an exact value)."""
+        if not self.variance:
+            return 0.0 if self.value > margin else 1.0
+        scale = (self.value - margin) / math.sqrt(self.variance)
+        return float(stats.norm.sf(scale) if math.isinf(self.df) else stats.t.sf(scale, self.df))
+
+
 @dataclass
 class Outcome:
-    """What one check found: whether the point estimates say the claim holds (None: cannot be decided),
-    the p-value of the claimed direction (NaN without replicates), the cells, a detail line, the rows used."""
+    """What one check found: the comparisons' estimates (None when a row did not run), the cells, a detail
+    line, and the rows used."""
 
-    holds: bool | None
-    p_value: float
+    estimates: list[Estimate] | None
     cells: str
     detail: str
-    used: list[pd.Series]
+    used: list[pd.Series] = field(default_factory=list)
 
 
 def load_claims(path: str | Path) -> list[dict[str, Any]]:
@@ -82,23 +132,41 @@ def load_claims(path: str | Path) -> list[dict[str, Any]]:
     return claims
 
 
-def _format(cell: dict[str, Any], size: str) -> dict[str, str]:
-    return {key: str(value).format(size=size) for key, value in cell.items()}
+def _format(cell: dict[str, Any], size: str) -> dict[str, Any]:
+    return {key: str(value).format(size=size) if isinstance(value, str) else value for key, value in cell.items()}
 
 
-def _describe(cell: dict[str, str]) -> str:
-    labels = ", ".join(f"{value}" for key, value in cell.items() if key != "artifact")
+def _describe(cell: dict[str, Any]) -> str:
+    if "value" in cell:
+        return f"{cell.get('label', 'published')} {cell['value']:g}"
+    labels = ", ".join(f"{value}" for key, value in cell.items() if key not in ("artifact", "noise"))
     return f"{cell['artifact']}: {labels}"
 
 
+#: The kind of seed noise of a claim's cell when it names none: by artifact, or by the method's name.
+SWEEP_ARTIFACTS = ("table4", "figure5", "figure6", "figure7")
+METHOD_NOISE = (
+    ("SG-OPT", "sgopt"), ("SimCSE", "simcse"), ("AugCSE", "simcse"), ("flow", "flow"), ("ConSERT", "consert")
+)  # fmt: skip
+
+
+def noise_kind(cell: dict[str, Any]) -> str:
+    """``none`` (untrained or exact) or the kind of seed noise of ``decision.yaml`` a cell's row carries."""
+    if "noise" in cell:
+        return str(cell["noise"])
+    if cell["artifact"] in SWEEP_ARTIFACTS:
+        return "consert"
+    method = str(cell.get("method", ""))
+    return next((kind for word, kind in METHOD_NOISE if word in method), "none")
+
+
 class Tables:
-    """The artifact CSVs under a results folder, read once, and the bootstrap replicates of their rows."""
+    """The artifact CSVs under a results folder, read once, and the estimates of their cells."""
 
-    def __init__(self, results: Path, config: dict[str, Any], root: Path):
-        from consert.paper.artifacts import LAYOUT, SOURCES
+    def __init__(self, results: Path, decision: Decision):
+        from consert.paper.artifacts import LAYOUT
 
-        self.results, self.config, self.root = results, config, root
-        self.layout, self.sources = LAYOUT, SOURCES
+        self.results, self.decision, self.layout = results, decision, LAYOUT
         self._cache: dict[str, pd.DataFrame | None] = {}
 
     def __call__(self, artifact: str) -> pd.DataFrame | None:
@@ -108,94 +176,93 @@ class Tables:
             self._cache[artifact] = pd.read_csv(path) if path.is_file() else None
         return self._cache[artifact]
 
-    def row(self, cell: dict[str, str], size: str) -> pd.Series | None:
+    def row(self, cell: dict[str, Any], size: str) -> pd.Series | None:
         """The row of ``cell`` (``artifact`` and label values, compared as text; rows of other sizes skipped)."""
         table = self(cell["artifact"])
-        labels = {key: value for key, value in cell.items() if key != "artifact"}
+        labels = {key: value for key, value in cell.items() if key not in ("artifact", "noise")}
         if table is None or not set(labels) <= set(table.columns):
             return None
         chosen = table
         if "size" in table.columns and "size" not in labels and "method" not in labels:
             chosen = chosen[chosen["size"].astype(str) == size]
         for key, value in labels.items():
-            chosen = chosen[chosen[key].astype(str) == value]
+            chosen = chosen[chosen[key].astype(str) == str(value)]
         return chosen.iloc[0] if len(chosen) else None
 
-    def replicates(self, cell: dict[str, str], size: str, column: str) -> np.ndarray | None:
-        """Bootstrap replicates of one cell, averaged over its seeds (None when none were kept)."""
-        labels = {key: value for key, value in cell.items() if key != "artifact"}
-        found = []
-        for source_labels, path, pooling in self.sources[cell["artifact"]](self.config):
-            text = {key: str(value) for key, value in source_labels.items()}
-            if "size" in text and "size" not in labels and "method" not in labels and text["size"] != size:
-                continue
-            if all(text.get(key) == value for key, value in labels.items()):
-                stored = load_replicates(self.root / path, pooling)
-                if (column, "all") in stored:
-                    found.append(stored[(column, "all")])
-        return np.mean(found, axis=0) if found else None
+    def estimate(self, row: pd.Series, column: str, kind: str) -> Estimate:
+        """A cell's value with its seed noise: the row's SD over its seeds, else the declared SD of ``kind``."""
+        value = float(row[column])
+        if kind == "none":
+            return Estimate(value)
+        seeds = pd.to_numeric(row.get("n_seeds"), errors="coerce")
+        n = int(seeds) if pd.notna(seeds) else 1
+        std = pd.to_numeric(row.get(f"{column}_std"), errors="coerce")
+        if n >= 2 and pd.notna(std) and std > 0:
+            return Estimate(value, float(std) ** 2 / n, n - 1)
+        scale = "avg" if column in ("Avg", "value") else "set"
+        sigma = self.decision.declared_noise(kind, scale).sigma
+        return Estimate(value, sigma**2 / n, math.inf, declared=True, one_seed=n < 2)
+
+    def cell(self, cell: dict[str, Any], size: str, column: str) -> tuple[Estimate, pd.Series | None] | None:
+        """The estimate of a claim's cell (a table row, or a published constant ``{value: ...}``)."""
+        if "value" in cell:
+            return Estimate(float(cell["value"])), None
+        row = self.row(cell, size)
+        if row is None or column not in row.index:
+            return None
+        return self.estimate(row, column, noise_kind(cell)), row
 
 
-def _paired_p(tables: Tables, a: dict[str, str], b: dict[str, str], size: str, column: str) -> float:
-    """One-sided paired-bootstrap p-value that ``a`` does not beat ``b`` on ``column`` (NaN without replicates)."""
-    ra, rb = tables.replicates(a, size, column), tables.replicates(b, size, column)
-    if ra is None or rb is None or len(ra) != len(rb):
-        return np.nan
-    return bootstrap_p_value(ra - rb)
-
-
-def _largest(p_values: list[float]) -> float:
-    """The intersection-union p-value of several comparisons: their largest; NaN if any is missing."""
-    return float("nan") if not p_values or any(np.isnan(p) for p in p_values) else max(p_values)
-
-
-def _two_rows(claim: dict, tables: Tables, size: str) -> tuple[dict, dict, pd.Series | None, pd.Series | None]:
-    a, b = _format(claim["a"], size), _format(claim["b"], size)
-    return a, b, tables.row(a, size), tables.row(b, size)
-
-
-def _two_cells(claim: dict, tables: Tables, size: str, within: bool) -> Outcome:
-    """``a`` beats ``b`` on ``column`` (a paired p-value where replicates were kept), or, ``within``, the two
-    differ by less than the claim's ``margin``."""
+def _difference(claim: dict, tables: Tables, size: str) -> Outcome:
+    """``a - b`` on ``column`` (default Avg); ``relative: true`` makes it ``100 (a - b) / b``."""
     column = claim.get("column", "Avg")
-    margin = float(claim["margin"]) if within else None
-    a, b, row_a, row_b = _two_rows(claim, tables, size)
-    relation = f"|{_describe(a)} - {_describe(b)}| < {margin:g}" if within else f"{_describe(a)} vs {_describe(b)}"
-    cells = f"{relation}, {column}"
-    if row_a is None or row_b is None:
-        return Outcome(None, np.nan, cells, "row not run", [])
-    difference = row_a[column] - row_b[column]
-    margin_text = f", margin {margin:g}" if within else ""
-    detail = f"{row_a[column]:.2f} vs {row_b[column]:.2f} (difference {difference:+.2f}{margin_text})"
-    if within:
-        return Outcome(bool(abs(difference) < margin), np.nan, cells, detail, [row_a, row_b])
-    return Outcome(bool(difference > 0), _paired_p(tables, a, b, size, column), cells, detail, [row_a, row_b])
+    a, b = _format(claim["a"], size), _format(claim["b"], size)
+    cells = f"{_describe(a)} vs {_describe(b)}, {column}"
+    found_a, found_b = tables.cell(a, size, column), tables.cell(b, size, column)
+    if found_a is None or found_b is None:
+        return Outcome(None, cells, "row not run")
+    (ea, row_a), (eb, row_b) = found_a, found_b
+    estimate = ea - eb
+    detail = f"{ea.value:.2f} vs {eb.value:.2f} (difference {estimate.value:+.2f})"
+    if claim.get("relative"):
+        estimate = estimate.scaled(100 / eb.value)
+        detail = f"{ea.value:.2f} vs {eb.value:.2f} (relative gain {estimate.value:+.2f} %)"
+    return Outcome([estimate], cells, detail, [r for r in (row_a, row_b) if r is not None])
 
 
-def _greater_on_every_set(claim: dict, tables: Tables, size: str) -> Outcome:
-    a, b, row_a, row_b = _two_rows(claim, tables, size)
+def _every_set(claim: dict, tables: Tables, size: str) -> Outcome:
+    """``a - b`` on each of the 7 sets."""
+    a, b = _format(claim["a"], size), _format(claim["b"], size)
     cells = f"{_describe(a)} vs {_describe(b)}, each of the 7 sets"
-    if row_a is None or row_b is None:
-        return Outcome(None, np.nan, cells, "row not run", [])
-    losing = [name for name in DATASETS if not row_a[name] > row_b[name]]
-    detail = "wins on every set" if not losing else f"does not win on {', '.join(losing)}"
-    p_value = _largest([_paired_p(tables, a, b, size, name) for name in DATASETS])
-    return Outcome(not losing, p_value, cells, detail, [row_a, row_b])
+    found = [(tables.cell(a, size, name), tables.cell(b, size, name)) for name in DATASETS]
+    if any(x is None or y is None for x, y in found):
+        return Outcome(None, cells, "row not run")
+    estimates = [x[0] - y[0] for x, y in found]
+    losing = [name for name, e in zip(DATASETS, estimates, strict=True) if e.value <= 0]
+    detail = "ahead on every set" if not losing else f"not ahead on {', '.join(losing)}"
+    return Outcome(estimates, cells, detail, [r for r in (found[0][0][1], found[0][1][1]) if r is not None])
 
 
-def _greater_every_pair(claim: dict, tables: Tables, size: str) -> Outcome:
+def _every_pair(claim: dict, tables: Tables, size: str) -> Outcome:
+    """Each winner minus each loser on ``column``."""
     winners = [_format(cell, size) for cell in claim["winners"]]
     losers = [_format(cell, size) for cell in claim["losers"]]
     column = claim.get("column", "Avg")
     cells = f"each of {[_describe(c) for c in winners]} vs each of {[_describe(c) for c in losers]}, {column}"
-    rows = {id(cell): tables.row(cell, size) for cell in (*winners, *losers)}
-    if any(row is None for row in rows.values()):
-        return Outcome(None, np.nan, cells, "cells not run", [])
-    pairs = [(w, lo) for w in winners for lo in losers]
-    margins = [rows[id(w)][column] - rows[id(lo)][column] for w, lo in pairs]
-    p_values = [_paired_p(tables, w, lo, size, column) for w, lo in pairs]
-    detail = f"smallest winning margin {min(margins):+.2f}"
-    return Outcome(min(margins) > 0, _largest(p_values), cells, detail, list(rows.values()))
+    found = {id(cell): tables.cell(cell, size, column) for cell in (*winners, *losers)}
+    if any(value is None for value in found.values()):
+        return Outcome(None, cells, "cells not run")
+    estimates = [found[id(w)][0] - found[id(lo)][0] for w in winners for lo in losers]
+    detail = f"smallest winning margin {min(e.value for e in estimates):+.2f}"
+    return Outcome(estimates, cells, detail, [row for _, row in found.values() if row is not None])
+
+
+def _near_best(values: pd.Series, chosen: Any, tables: Tables, row: pd.Series, column: str = "Avg") -> Estimate:
+    """The chosen entry minus the best other entry, with the seed noise of a difference of two such runs."""
+    unit = tables.estimate(row, column, "consert")
+    others = values.drop(index=chosen)
+    return Estimate(float(values.loc[chosen] - others.max()), 2 * unit.variance, unit.df, unit.declared,
+                    unit.one_seed)  # fmt: skip
 
 
 def _best_cell(claim: dict, tables: Tables, size: str) -> Outcome:
@@ -203,42 +270,62 @@ def _best_cell(claim: dict, tables: Tables, size: str) -> Outcome:
     view1, view2 = claim["cell"]
     cells = f"figure5: {view1} + {view2} among the pairs trained"
     if table is None:
-        return Outcome(None, np.nan, cells, "artifact not run", [])
+        return Outcome(None, cells, "artifact not run")
     table = table[table["size"] == size]
     chosen = table[(table.view1 == view1) & (table.view2 == view2)]
     if chosen.empty:
-        return Outcome(None, np.nan, cells, f"the {view1} + {view2} cell was not run", [])
-    value = float(chosen.Avg.iloc[0])
-    # the runner-up among the other runs (a mirrored cell of an unordered heatmap is the same run)
-    others = table[table.trained_as != chosen.trained_as.iloc[0]] if "trained_as" in table else table.drop(chosen.index)
-    if others.empty:
-        return Outcome(None, np.nan, cells, "only one pair was run", [])
-    second = others.loc[others.Avg.idxmax()]
-    cell = {"artifact": "figure5", "view1": view1, "view2": view2}
-    runner = {"artifact": "figure5", "view1": str(second.view1), "view2": str(second.view2)}
-    augmentations = ", ".join(sorted(set(table.view1)))
-    detail = f"{value:.2f}; best other run {second.view1} + {second.view2} at {second.Avg:.2f} (run: {augmentations})"
-    p_value = _paired_p(tables, cell, runner, size, "Avg")
-    return Outcome(bool(value > second.Avg), p_value, cells, detail, [chosen.iloc[0]])
+        return Outcome(None, cells, f"the {view1} + {view2} cell was not run")
+    # a mirrored cell of an unordered heatmap is the same run: one entry per run trained
+    runs = table.drop_duplicates("trained_as") if "trained_as" in table else table
+    key = runs.trained_as if "trained_as" in runs else runs.view1 + "+" + runs.view2
+    values = pd.Series(runs.Avg.to_numpy(), index=key.to_numpy())
+    mine = chosen.trained_as.iloc[0] if "trained_as" in chosen else f"{view1}+{view2}"
+    if len(values) < 2:
+        return Outcome(None, cells, "only one pair was run")
+    estimate = _near_best(values, mine, tables, chosen.iloc[0])
+    second = values.drop(index=mine).idxmax()
+    detail = f"{values[mine]:.2f}; best other run {second} at {values[second]:.2f} (runs: {len(values)})"
+    return Outcome([estimate], cells, detail, [chosen.iloc[0]])
 
 
 def _peak_in_range(claim: dict, tables: Tables, size: str) -> Outcome:
     table = tables("figure7")
     low, high = claim["low"], claim["high"]
-    cells = f"figure7: argmax temperature in [{low}, {high}]"
+    cells = f"figure7: the best temperature in [{low}, {high}] against the best outside it"
     if table is None:
-        return Outcome(None, np.nan, cells, "artifact not run", [])
+        return Outcome(None, cells, "artifact not run")
     curve = table[table["size"] == size].sort_values("temperature")
     inside = curve.temperature.between(low, high)
     if not (inside.any() and (curve.temperature < low).any() and (curve.temperature > high).any()):
         reason = f"temperatures run: {curve.temperature.tolist()} (needs one inside the range and one on each side)"
-        return Outcome(None, np.nan, cells, reason, [])
+        return Outcome(None, cells, reason)
+    best_inside = curve[inside].Avg.max()
+    values = pd.Series([best_inside, *curve[~inside].Avg], index=["inside", *curve[~inside].temperature])
+    estimate = _near_best(values, "inside", tables, curve.iloc[0])
     peak = float(curve.loc[curve.Avg.idxmax(), "temperature"])
-    detail = f"peak at {peak:g} ({curve.Avg.max():.2f}); temperatures run: {curve.temperature.tolist()}"
-    return Outcome(bool(low <= peak <= high), np.nan, cells, detail, [curve.iloc[0]])
+    run = curve.temperature.tolist()
+    detail = f"peak at {peak:g} ({curve.Avg.max():.2f}); best inside {best_inside:.2f}; temperatures run: {run}"
+    return Outcome([estimate], cells, detail, [curve.iloc[0]])
 
 
-def _topk_curve(claim: dict, tables: Tables, size: str) -> pd.Series | None:
+def _both_ends(claim: dict, tables: Tables, size: str) -> Outcome:
+    """The chosen temperature's Avg minus the Avg at the smallest and at the largest temperature run."""
+    table = tables("figure7")
+    chosen = float(claim["chosen"])
+    cells = f"figure7: Avg at {chosen:g} minus Avg at the smallest and at the largest temperature"
+    if table is None:
+        return Outcome(None, cells, "artifact not run")
+    curve = table[table["size"] == size].sort_values("temperature").set_index("temperature")
+    if chosen not in curve.index or len(curve) < 3:
+        return Outcome(None, cells, f"temperatures run: {curve.index.tolist()} (needs {chosen:g} and both sides)")
+    top = tables.estimate(curve.loc[chosen], "Avg", "consert")
+    ends = [curve.index.min(), curve.index.max()]
+    estimates = [top - tables.estimate(curve.loc[t], "Avg", "consert") for t in ends]
+    detail = ", ".join(f"drop to {t:g}: {e.value:+.2f}" for t, e in zip(ends, estimates, strict=True))
+    return Outcome(estimates, cells, detail, [curve.iloc[0]])
+
+
+def _topk_curve(claim: dict, tables: Tables, size: str) -> pd.DataFrame | None:
     table = tables("figure4")
     model = claim["model"].format(size=size)
     if table is None or table[table.model == model].empty:
@@ -247,76 +334,98 @@ def _topk_curve(claim: dict, tables: Tables, size: str) -> pd.Series | None:
 
 
 def _topk_gain(claim: dict, tables: Tables, size: str) -> Outcome:
-    """Avg at the paper's k (fixed in advance; our k counts removed tokens: the authors' k + 1) vs no removal."""
+    """Avg at the paper's k (fixed in advance; our k counts removed tokens: the authors' k + 1) vs no removal:
+    one model's curve, so exact."""
     k = int(claim["authors_k"]) + 1
     curve = _topk_curve(claim, tables, size)
-    cells = (
-        f"figure4: {claim['model'].format(size=size)} Avg with the authors' k = {claim['authors_k']} vs none removed"
-    )
+    model = claim["model"].format(size=size)
+    cells = f"figure4: {model} Avg with the authors' k = {claim['authors_k']} vs none removed"
     if curve is None or k not in curve.index or 0 not in curve.index:
-        return Outcome(None, np.nan, cells, f"curve not run up to {k} removed tokens", [])
+        return Outcome(None, cells, f"curve not run up to {k} removed tokens")
     assert authors_topk_k(k) == int(claim["authors_k"])
     gain = curve.Avg.loc[k] - curve.Avg.loc[0]
     detail = f"{curve.Avg.loc[k]:.2f} vs {curve.Avg.loc[0]:.2f} (gain {gain:+.2f})"
-    return Outcome(bool(gain > 0), np.nan, cells, detail, [curve.iloc[0]])
+    return Outcome([Estimate(float(gain))], cells, detail, [curve.iloc[0]])
 
 
-def _topk_gain_below(claim: dict, tables: Tables, size: str) -> Outcome:
-    """Every point of the curve gains less than ``margin`` over no removal (the largest gain is the statistic)."""
-    margin = float(claim["margin"])
+def _topk_largest_gain(claim: dict, tables: Tables, size: str) -> Outcome:
+    """The largest gain over no removal among the first ``max_k`` k of one model's curve (exact)."""
+    max_k = int(claim["max_k"])
     curve = _topk_curve(claim, tables, size)
-    cells = f"figure4: {claim['model'].format(size=size)} largest gain over no removal < {margin:g}"
+    cells = f"figure4: {claim['model'].format(size=size)} largest gain over no removal, authors' k <= {max_k}"
     if curve is None or 0 not in curve.index or len(curve) < 2:
-        return Outcome(None, np.nan, cells, "curve not run", [])
-    gains = curve.Avg.drop(index=0) - curve.Avg.loc[0]
+        return Outcome(None, cells, "curve not run")
+    few = [k for k in curve.index if k > 0 and (authors_topk_k(int(k)) or 0) <= max_k]
+    gains = curve.Avg.loc[few] - curve.Avg.loc[0]
     k = int(gains.idxmax())
     detail = f"largest gain {gains.max():+.2f} at {k} tokens removed (authors' k = {authors_topk_k(k)})"
-    return Outcome(bool(gains.max() < margin), np.nan, cells, detail, [curve.iloc[0]])
+    return Outcome([Estimate(float(gains.max()))], cells, detail, [curve.iloc[0]])
 
 
-def _increasing(claim: dict, tables: Tables, size: str) -> Outcome:
-    table = tables("table4")
-    cells = "table4: Spearman's rho of batch size and Avg > 0"
-    if table is None:
-        return Outcome(None, np.nan, cells, "artifact not run", [])
-    curve = table[table["size"] == size].sort_values("batch_size")
-    if len(curve) < 3:
-        return Outcome(None, np.nan, cells, "needs three batch sizes", [])
-    rho = stats.spearmanr(curve.batch_size, curve.Avg).statistic
-    listing = ", ".join(f"{b}: {v:.2f}" for b, v in zip(curve.batch_size, curve.Avg, strict=True))
-    return Outcome(bool(rho > 0), np.nan, cells, f"rho = {rho:+.2f} ({listing})", [curve.iloc[0]])
-
-
-def _range_below(claim: dict, tables: Tables, size: str) -> Outcome:
-    table = tables("table4")
-    margin = float(claim["margin"])
-    cells = f"table4: best - worst Avg over batch sizes < {margin:g}"
-    if table is None:
-        return Outcome(None, np.nan, cells, "artifact not run", [])
-    curve = table[table["size"] == size]
-    if len(curve) < 2:
-        return Outcome(None, np.nan, cells, "needs two batch sizes", [])
-    spread = curve.Avg.max() - curve.Avg.min()
-    return Outcome(bool(spread < margin), np.nan, cells, f"best - worst = {spread:.2f}", [curve.iloc[0]])
+def _best_on_sets(claim: dict, tables: Tables, size: str) -> Outcome:
+    """On how many sets the row is near-best among the table's other rows of its size (each set: the row
+    minus the best other row; ``at_least`` of them must hold)."""
+    a = _format(claim["a"], size)
+    table = tables(a["artifact"])
+    cells = f"{_describe(a)} against every other row of its size run, each set"
+    row = tables.row(a, size)
+    if table is None or row is None:
+        return Outcome(None, cells, "row not run")
+    others = table[(table["size"].astype(str) == size) & (table.method != row.method)]
+    if others.empty:
+        return Outcome(None, cells, "no other row of this size")
+    estimates = []
+    for name in DATASETS:
+        best = others.loc[others[name].idxmax()]
+        kind = noise_kind({"artifact": a["artifact"], "method": best.method})
+        estimates.append(tables.estimate(row, name, noise_kind(a)) - tables.estimate(best, name, kind))
+    ahead = [name for name, e in zip(DATASETS, estimates, strict=True) if e.value > 0]
+    return Outcome(estimates, cells, f"ahead on {len(ahead)} of 7 sets ({', '.join(ahead)})", [row])
 
 
 CHECKS: dict[str, Callable[[dict, Tables, str], Outcome]] = {
-    "greater": lambda claim, tables, size: _two_cells(claim, tables, size, within=False),
-    "within": lambda claim, tables, size: _two_cells(claim, tables, size, within=True),
-    "greater_on_every_set": _greater_on_every_set,
-    "greater_every_pair": _greater_every_pair,
+    "difference": _difference,
+    "every_set": _every_set,
+    "every_pair": _every_pair,
     "best_cell": _best_cell,
     "peak_in_range": _peak_in_range,
+    "both_ends": _both_ends,
     "topk_gain": _topk_gain,
-    "topk_gain_below": _topk_gain_below,
-    "increasing": _increasing,
-    "range_below": _range_below,
+    "topk_largest_gain": _topk_largest_gain,
+    "best_on_sets": _best_on_sets,
 }
 
 
-#: The artifact each kind of claim reads when its cells do not name one.
-KIND_ARTIFACTS = {"best_cell": "figure5", "peak_in_range": "figure7", "topk_gain": "figure4",
-                  "topk_gain_below": "figure4", "increasing": "table4", "range_below": "table4"}  # fmt: skip
+def judge(estimate: Estimate, claim: dict, level: float) -> tuple[str, float, float]:
+    """(verdict, low, high) of one comparison under the claim's test, ``[low, high]`` the statistic's interval
+    (``significant`` is judged by its p-value later; here its interval can only say ``does not hold``)."""
+    low, high = estimate.interval(level)
+    margin = float(claim.get("margin", 0.0))
+    test = claim["test"]
+    if test in ("direction", "significant"):
+        above, below = low > margin, high < margin
+    elif test == "noninferior":
+        above, below = low > -margin, high < -margin
+    elif test == "near_best":
+        half = (high - low) / 2
+        return (HOLDS if estimate.value >= -half else FAILS), low, high
+    else:  # within, about: the interval of (statistic - target) against +-margin
+        target = float(claim.get("target", 0.0))
+        shifted_low, shifted_high = low - target, high - target
+        above = -margin <= shifted_low and shifted_high <= margin
+        below = shifted_low > margin or shifted_high < -margin
+    return (HOLDS if above else FAILS if below else UNDECIDED), low, high
+
+
+def _combine(verdicts: list[str]) -> str:
+    """Intersection-union: holds when every comparison holds, does not hold when one does not."""
+    if FAILS in verdicts:
+        return FAILS
+    return HOLDS if all(v == HOLDS for v in verdicts) else UNDECIDED
+
+
+KIND_ARTIFACTS = {"best_cell": "figure5", "peak_in_range": "figure7", "both_ends": "figure7", "topk_gain": "figure4",
+                  "topk_largest_gain": "figure4"}  # fmt: skip
 #: Artifacts with a row per model size the config runs; the others are sweeps over ``sweeps.sizes``.
 PER_MODEL_ARTIFACTS = ("table2", "table3")
 
@@ -327,7 +436,8 @@ def _sizes(claim: dict[str, Any], config: dict[str, Any]) -> list[str]:
     A claim that reads only Tables 2 and 3 is checked for every model size; one that reads a sweep
     (Table 4, the figures) for the sweeps' sizes."""
     cells = [claim.get(key) for key in ("a", "b")] + list(claim.get("winners", [])) + list(claim.get("losers", []))
-    artifacts = {cell["artifact"] for cell in cells if cell} | {KIND_ARTIFACTS.get(claim["kind"], "table2")}
+    artifacts = {cell["artifact"] for cell in cells if cell and "artifact" in cell}
+    artifacts |= {KIND_ARTIFACTS.get(claim["kind"], "table2")}
     per_model = artifacts <= set(PER_MODEL_ARTIFACTS)
     sizes = list(config["models"]) if per_model else list(config["sweeps"]["sizes"])
     wanted = claim.get("sizes")
@@ -338,47 +448,57 @@ def evaluate_claims(
     claims: list[dict[str, Any]],
     results: Path,
     config: dict[str, Any],
-    root: Path = Path("."),
+    published: Path = Path("results/published"),
     alpha: float | None = None,
 ) -> pd.DataFrame:
-    """One row per claim and model size; p-values Holm-adjusted over the run's claims (``alpha``: the
-    config's ``gate.alpha``, else 0.05) and a "significant" claim holding only below ``alpha``."""
+    """One row per claim and model size (``alpha``: the config's ``gate.alpha``, else 0.05)."""
     alpha = alpha if alpha is not None else float((config.get("gate") or {}).get("alpha", DEFAULT_ALPHA))
-    tables = Tables(results, config, root)
+    decision = load_decision(published)
+    tables = Tables(results, decision)
     rows = []
     for claim in claims:
         for size in _sizes(claim, config):
-            outcome = CHECKS[claim["kind"]](claim, tables, size)
-            reasons = {not_comparable_reason(row, _encoder_size(row, size)) for row in outcome.used}
-            reasons = sorted(r for r in reasons if r)
-            settings = sorted({str(row.get("setting", "")) for row in outcome.used if str(row.get("setting", ""))})
-            rows.append(
-                {
-                    "id": claim["id"],
-                    "section": claim["section"],
-                    "where": claim["where"],
-                    "quote": claim["quote"],
-                    "in_paper": claim.get("in_paper", True),
-                    "size": size,
-                    "test": claim["test"],
-                    "cells": outcome.cells,
-                    "holds": outcome.holds,
-                    "p_value": outcome.p_value,
-                    "detail": outcome.detail,
-                    "comparable": outcome.holds is not None and not reasons,
-                    "reason": "; ".join(reasons),
-                    "setting": "; ".join(settings),
-                }
-            )
+            rows.append(_claim_row(claim, size, CHECKS[claim["kind"]](claim, tables, size), decision.level))
     frame = pd.DataFrame(rows)
     if frame.empty:
         return pd.DataFrame(columns=list(CLAIM_COLUMNS))
     # the family: the claims a p-value decides (the paper says "significantly"), in the paper's setting
-    family = (frame.test == "significant") & frame.comparable.astype(bool)
+    family = (frame.test == "significant") & frame.comparable.astype(bool) & frame.p_value.notna()
     frame["p_adjusted"] = np.nan
     frame.loc[family, "p_adjusted"] = holm(frame.loc[family, "p_value"].to_numpy(dtype=float))
-    frame["verdict"] = [_verdict(row, alpha) for row in frame.itertuples()]
+    significant = (frame.test == "significant") & (frame.verdict == HOLDS)
+    frame.loc[significant & family & (frame.p_adjusted >= alpha), "verdict"] = "not significant"
+    frame.loc[significant & ~family, "verdict"] = UNDECIDED  # rows outside the paper's setting: no test
     return frame[list(CLAIM_COLUMNS)]
+
+
+def _claim_row(claim: dict[str, Any], size: str, outcome: Outcome, level: float) -> dict[str, Any]:
+    """One claim's row: its verdict (``significant`` claims are adjusted together afterwards)."""
+    reasons = sorted({r for r in (not_comparable_reason(row, _encoder_size(row, size)) for row in outcome.used) if r})
+    settings = sorted({str(row.get("setting", "")) for row in outcome.used if str(row.get("setting", ""))})
+    row = {key: claim[key] for key in ("id", "section", "where", "quote", "test")}
+    row.update(size=size, cells=outcome.cells, detail=outcome.detail, reason="; ".join(reasons),
+               setting="; ".join(settings), p_value=np.nan, statistic=np.nan, low=np.nan, high=np.nan,
+               noise="")  # fmt: skip
+    if outcome.estimates is None:
+        return {**row, "verdict": NOT_RUN, "comparable": False}
+    judged = [judge(estimate, claim, level) for estimate in outcome.estimates]
+    worst = min(range(len(judged)), key=lambda i: judged[i][1])  # the comparison that decides a combined claim
+    verdict = _combine([v for v, _, _ in judged])
+    if "at_least" in claim:  # "the best among 6 of 7 sets": enough of the comparisons must hold
+        verdict = HOLDS if sum(v == HOLDS for v, _, _ in judged) >= int(claim["at_least"]) else FAILS
+    declared = any(e.declared for e in outcome.estimates)
+    exact = all(not e.variance for e in outcome.estimates)
+    row.update(statistic=outcome.estimates[worst].value, low=judged[worst][1], high=judged[worst][2],
+               noise="exact" if exact else "declared seed SD" if declared else "seeds")  # fmt: skip
+    if claim["test"] == "significant":
+        if any(e.one_seed for e in outcome.estimates):
+            verdict = UNDECIDED if verdict != FAILS else FAILS
+            row["detail"] += "; one seed on a trained side: significance needs seeds"
+        else:
+            row["p_value"] = max(e.p_greater() for e in outcome.estimates)
+            verdict = FAILS if verdict == FAILS else HOLDS  # held to its Holm-adjusted p-value afterwards
+    return {**row, "verdict": verdict, "comparable": not reasons}
 
 
 def _encoder_size(row: pd.Series, size: str) -> str | None:
@@ -387,19 +507,3 @@ def _encoder_size(row: pd.Series, size: str) -> str | None:
     if "base_model" not in row.index or str(row.get("size", size)) == "-":
         return None
     return size
-
-
-def _verdict(row, alpha: float) -> str:
-    """``not run``, ``holds`` or ``does not hold``; a "significant" claim also needs its adjusted p below
-    ``alpha`` (``not significant`` when the direction holds but the p-value does not; ``not decided``
-    when it has no replicates to test with, or its rows are not the paper's setting: such a claim is
-    left out of the Holm family, and only its unadjusted ``p_value`` is reported)."""
-    if row.holds is None:
-        return "not run"
-    if not row.holds:
-        return "does not hold"
-    if row.test != "significant":
-        return "holds"
-    if np.isnan(row.p_adjusted):
-        return "not decided"
-    return "holds" if row.p_adjusted < alpha else "not significant"

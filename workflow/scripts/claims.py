@@ -8,7 +8,8 @@ from consert.paper.claims import CLAIMS_FILE, evaluate_claims, load_claims
 
 with open(snakemake.log[0], "w") as log:  # noqa: F821 - injected by Snakemake
     sys.stderr = log
-    claims = load_claims(Path(snakemake.params.published) / CLAIMS_FILE)  # noqa: F821
-    table = evaluate_claims(claims, Path("results"), snakemake.config)  # noqa: F821
+    published = Path(snakemake.params.published)  # noqa: F821
+    claims = load_claims(published / CLAIMS_FILE)
+    table = evaluate_claims(claims, Path("results"), snakemake.config, published)  # noqa: F821
     write_csv(table, snakemake.output[0])  # noqa: F821
     print(table[["id", "size", "verdict", "p_value", "comparable"]].to_string(index=False), file=log)
