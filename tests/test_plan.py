@@ -16,10 +16,12 @@ def _config(name: str) -> dict:
 def test_paper_config_plans_every_run_once():
     config = _config("config.yaml")
     runs = unique_runs(plan_runs(config))
-    # per size: table2 (1) + table3 sup, joint, sup-unsup, joint-unsup (4); base sweeps:
-    # heatmap 25 - 1 default, temperature 10 - 1, batch 5 - 1, few-shot 6 x 2 - 2 (all = tables);
-    # the contrastive family: SimCSE and AugCSE on base (its ConSERT row is the Table 2 run)
-    assert len(runs) == 2 * 5 + 24 + 9 + 4 + 10 + 2
+    # seeds 1, 2, 3 for the primary rows, per seed and size: table2 (1) + table3 sup, joint, sup-unsup,
+    # joint-unsup (4) + BERT-flow's BERT-NLI (1); the contrastive family: SimCSE and AugCSE on base (its
+    # ConSERT row is the Table 2 run); seed 1 only for the base sweeps: heatmap 25 - 1 default,
+    # temperature 10 - 1, batch 5 - 1, few-shot 5 x 2 - 2 (all = tables)
+    assert config["seeds"] == [1, 2, 3] and config["sweeps"]["seeds"] == [1]
+    assert len(runs) == 3 * (2 * 6 + 2) + 24 + 9 + 4 + 8
     assert "base-unsup-seed1" in runs and "large-joint-unsup-seed1" in runs
     assert runs["base-unsup-none+dropout-seed1"].views == ("none", "dropout")
 
@@ -46,10 +48,20 @@ def test_two_stage_runs_start_from_the_nli_run():
 
 
 def test_seeds_multiply_runs():
-    config = _config("test.yaml")
+    config = _config("test.yaml")  # seeds [1, 2], no sweeps.seeds: the sweeps run both too
     runs = unique_runs(plan_runs(config))
-    assert {spec.seed for spec in runs.values()} == {1, 2}
-    assert len(runs) % 2 == 0
+    by_seed = {seed: {spec.run_id.removesuffix(f"-seed{seed}") for spec in runs.values() if spec.seed == seed}
+               for seed in (1, 2)}  # fmt: skip
+    assert set(by_seed) == {spec.seed for spec in runs.values()} and by_seed[1] == by_seed[2] and by_seed[1]
+
+
+def test_the_sweeps_run_their_own_seeds():
+    config = _config("config.yaml")
+    runs = unique_runs(plan_runs(config)).values()
+    sweeps = {spec.seed for spec in runs if spec.temperature is not None or spec.batch_size is not None}
+    sweeps |= {spec.seed for spec in runs if spec.views is not None or spec.n_texts is not None}
+    primary = {spec.seed for spec in runs if spec.setting in ("sup", "joint", "simcse")}
+    assert sweeps == {1} and primary == {1, 2, 3}
 
 
 def test_unordered_heatmap_trains_each_pair_once_and_fills_both_cells():

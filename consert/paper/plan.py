@@ -113,6 +113,7 @@ def plan_runs(config: dict[str, Any]) -> list[PlannedRun]:
     def add(artifact: str, labels: dict[str, Any], spec: RunSpec) -> None:
         planned.append(PlannedRun(artifact, labels, _normalise(spec, config)))
 
+    family = config.get("family") or {}
     for seed in config["seeds"]:
         for size in config["models"]:
             add("table2", {"method": f"ConSERT-{size}", "size": size}, RunSpec(size, seed=seed))
@@ -123,6 +124,15 @@ def plan_runs(config: dict[str, Any]) -> list[PlannedRun]:
                     {"method": f"ConSERT-{size} {setting}", "size": size, "variant": setting},
                     RunSpec(size, setting, seed=seed),
                 )
+        for size in family.get("sizes", []) if family.get("methods") else []:
+            add("family", {"method": f"ConSERT-{size}", "size": size}, RunSpec(size, seed=seed))
+            for method in family["methods"]:
+                add(
+                    "family",
+                    {"method": f"{FAMILY_LABELS[method]}-{size}", "size": size},
+                    RunSpec(size, method, seed=seed),
+                )
+    for seed in sweep_seeds(config):
         for size in sweeps["sizes"]:
             for batch_size in sweeps["batch_sizes"]:
                 add("table4", {"size": size, "batch_size": batch_size}, RunSpec(size, batch_size=batch_size, seed=seed))
@@ -141,16 +151,13 @@ def plan_runs(config: dict[str, Any]) -> list[PlannedRun]:
                     )
             for tau in sweeps["temperatures"]:
                 add("figure7", {"size": size, "temperature": tau}, RunSpec(size, temperature=tau, seed=seed))
-        family = config.get("family") or {}
-        for size in family.get("sizes", []) if family.get("methods") else []:
-            add("family", {"method": f"ConSERT-{size}", "size": size}, RunSpec(size, seed=seed))
-            for method in family["methods"]:
-                add(
-                    "family",
-                    {"method": f"{FAMILY_LABELS[method]}-{size}", "size": size},
-                    RunSpec(size, method, seed=seed),
-                )
     return planned
+
+
+def sweep_seeds(config: dict[str, Any]) -> list[int]:
+    """The seeds of the sweeps (Table 4, Figures 5-7): ``sweeps.seeds``, else the config's ``seeds``. The
+    primary rows (Tables 2 and 3, the family) run every seed of ``seeds``: the comparison pools their spread."""
+    return list(config["sweeps"].get("seeds") or config["seeds"])
 
 
 def heatmap_cells(augmentations: list[str], mode: str = "ordered") -> list[tuple[str, str, tuple[str, str]]]:
