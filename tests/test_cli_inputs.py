@@ -45,6 +45,19 @@ def test_an_output_under_a_file_fails_before_any_work(tiny_tree, tmp_path, capsy
     assert "is a directory; expected a file path" in capsys.readouterr().err
 
 
+def test_an_output_on_a_filesystem_that_takes_no_files_fails_before_any_work(tmp_path, capsys):
+    """/proc takes no new files: the output is refused before the data is even looked for (the data folder
+    named here does not exist, and its error would come first were the output checked after)."""
+    missing_data = tmp_path / "no-data"
+    assert main(["evaluate", STAND_IN_MODEL, "--data", str(missing_data), "--output", "/proc/x/out.csv"]) == 2
+    err = capsys.readouterr().err
+    assert "--output /proc/x/out.csv: cannot be written there" in err and len(err.strip().splitlines()) == 1
+    # a writable output leaves no probe file behind
+    out = tmp_path / "deep" / "er" / "r.csv"
+    assert main(["evaluate", STAND_IN_MODEL, "--data", str(missing_data), "--output", str(out)]) == 2
+    assert str(missing_data) in capsys.readouterr().err and list(out.parent.iterdir()) == []
+
+
 def test_local_model_paths_get_a_local_message(tmp_path, tiny_tree, capsys):
     missing = tmp_path / "no" / "such" / "model"
     assert main(["evaluate", str(missing), "--data", str(tiny_tree)]) == 2

@@ -133,7 +133,8 @@ def test_the_decision_interval_by_hand():
 
 def test_three_verdicts():
     assert equivalence_verdict(-0.4, 0.6, 1.0) == REPRODUCED
-    assert equivalence_verdict(1.2, 2.0, 1.0) == NOT_REPRODUCED and equivalence_verdict(-3.0, -1.1, 1.0) == NOT_REPRODUCED
+    assert equivalence_verdict(1.2, 2.0, 1.0) == NOT_REPRODUCED
+    assert equivalence_verdict(-3.0, -1.1, 1.0) == NOT_REPRODUCED
     assert equivalence_verdict(0.5, 1.5, 1.0) == INCONCLUSIVE and equivalence_verdict(-2.0, 2.0, 1.0) == INCONCLUSIVE
     arrays = equivalence_verdicts(np.array([-0.4, 1.2, 0.5]), np.array([0.6, 2.0, 1.5]), 1.0)
     assert arrays.tolist() == [REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE]

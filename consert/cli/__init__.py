@@ -9,8 +9,8 @@ several commands share are in :mod:`.arguments`, shared steps (vector caches, ev
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -82,21 +82,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_outputs_writable(args: argparse.Namespace) -> None:
-    """Refuse, before any work, an output that could not be written: under a file, or a directory itself."""
+    """Refuse, before any work, an output that could not be written: its folder is created and a temporary
+    file written there and removed (an output under a file, a directory itself, or on a filesystem that
+    takes no files, such as /proc, fails here in one line, not after the work)."""
     for name in OUTPUT_ARGUMENTS:
         value = getattr(args, name, None)
         if not isinstance(value, str) or not value:
             continue
         path = Path(value)
+        flag = f"--{name.replace('_', '-')} {path}"
         if path.is_dir():
-            raise OSError(f"--{name.replace('_', '-')} {path}: is a directory; expected a file path")
-        for parent in path.parents:
-            if parent.exists():
-                if not parent.is_dir():
-                    raise OSError(f"--{name.replace('_', '-')} {path}: {parent} is a file, not a directory")
-                if not os.access(parent, os.W_OK):
-                    raise OSError(f"--{name.replace('_', '-')} {path}: {parent} is not writable")
-                break
+            raise OSError(f"{flag}: is a directory; expected a file path")
+        blocker = next((parent for parent in path.parents if parent.exists()), None)
+        if blocker is not None and not blocker.is_dir():
+            raise OSError(f"{flag}: {blocker} is a file, not a directory")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".probe"):
+                pass
+        except OSError as err:
+            raise OSError(f"{flag}: cannot be written there ({err.strerror or err})") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,80 @@
+"""Every `snakemake` and `consert` command of the README's code blocks, run as written: snakemake ones as a
+dry run (`-n`) in an empty folder, consert ones with `--help` appended (placeholders filled, optional
+`[...]` parts left out). A command that cannot be parsed, such as `snakemake --cores 8 --resources gpu=1
+all` (`--resources` takes every word after it, `all` included), fails here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT
+
+README = ROOT / "README.md"
+
+
+def readme_commands(text: str) -> list[str]:
+    """The snakemake and consert commands of the fenced shell blocks, continuation lines joined, comments
+    and the commands they are chained to (``&&``, ``;``, ``|``) split off."""
+    commands = []
+    for block in re.findall(r"```(?:bash|sh|console)?\n(.*?)```", text, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = re.split(r"\s#\s|^#", line)[0]
+            for part in re.split(r"&&|;|\|", line):
+                part = part.strip()
+                if part.startswith(("snakemake ", "consert ")) or part == "snakemake":
+                    commands.append(part)
+    return commands
+
+
+def _runnable(command: str, workdir: Path) -> list[str]:
+    """The command's words with placeholders filled and optional parts left out."""
+    command = re.sub(r"\[[^\]]*\]?", "", command)  # optional parts of a synopsis
+    command = command.replace("<repo>", str(ROOT)).replace("<workdir>", str(workdir))
+    return shlex.split(command)
+
+
+def _run(words: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(words, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+COMMANDS = readme_commands(README.read_text(encoding="utf-8"))
+
+
+def test_the_readme_shows_commands_and_the_extraction_finds_a_broken_one():
+    snakemake, consert = (sum(c.startswith(tool) for c in COMMANDS) for tool in ("snakemake", "consert"))
+    assert snakemake >= 5 and consert >= 5
+    broken = "```bash\nsnakemake --cores 8 --resources gpu=1 all   # the paper\n```\n"
+    assert readme_commands(broken) == ["snakemake --cores 8 --resources gpu=1 all"]
+
+
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c.startswith("snakemake")])
+def test_each_snakemake_command_of_the_readme_parses_and_dry_runs(command, tmp_path):
+    words = _runnable(command, tmp_path)
+    if "--report" in words:  # a report needs a finished run: the slow browser test makes one; here the rest parses
+        at = words.index("--report")
+        words = words[:at] + words[at + 2 :]
+    if "--directory" not in words:
+        words += ["--directory", str(tmp_path)]  # outputs of a user's run in the checkout change nothing
+    result = _run([*words, "-n", "--quiet", "rules"], ROOT)
+    assert result.returncode == 0, (command, (result.stdout + result.stderr)[-2000:])
+
+
+def test_the_dry_run_catches_a_target_swallowed_by_resources(tmp_path):
+    words = ["snakemake", "--cores", "8", "--resources", "gpu=1", "all", "-n", "--directory", str(tmp_path)]
+    result = _run(words, ROOT)
+    assert result.returncode != 0 and "dictionary update sequence" in result.stderr
+
+
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c.startswith("consert")])
+def test_each_consert_command_of_the_readme_parses(command, tmp_path):
+    result = _run([*_runnable(command, tmp_path), "--help"], ROOT)
+    assert result.returncode == 0 and "usage: consert" in result.stdout, (command, result.stderr[-2000:])
