@@ -39,9 +39,34 @@ def test_a_contrastive_batch_without_negatives_is_refused(capsys):
     with pytest.raises(ConfigError, match="at least 2 texts"):
         TrainConfig(batch_size=1)
     with pytest.raises(ConfigError, match="without a negative"):
-        TrainConfig(n_texts=1)
+        TrainConfig(n_texts=1, upsample=False)
     with pytest.raises(ConfigError, match="at least 2 texts"):
         TrainConfig(mode="joint", batch_size=1)  # its contrastive term too
     assert TrainConfig(mode="sup", batch_size=1).batch_size == 1  # cross entropy alone needs no negatives
     assert main(["train", "--set", "batch_size=1"]) == 2
     assert "batch_size: a contrastive batch needs at least 2 texts" in capsys.readouterr().err
+
+
+def test_one_text_upsampled_trains_as_main_py_did(real_data, tmp_path):
+    """N = 1 with --do_upsampling: every batch holds copies of one sentence whose views are drawn per row, so
+    a row's partner is on average no closer than the other copies and NT-Xent starts at or above chance,
+    cl_rate x 2 x ln(2B - 1) (0.15 x 2 x ln 15 = 0.81 at B = 8); distinct texts start well below it."""
+    from consert.train.trainer import train
+
+    assert len(set(few_shot_texts(CORPUS, 1, seed=1))) == 1 and len(few_shot_texts(CORPUS, 1, seed=1)) == 89192
+    settings = dict(batch_size=8, max_steps=3, eval_every=3, dev_max_pairs=50, lr=5e-5, eval_at_start=False)
+
+    def first_losses(n_texts, name):
+        config = TrainConfig(output_dir=str(tmp_path / name), n_texts=n_texts, **settings)
+        result = train(config, real_data, progress=False)
+        return config, [entry["loss"] for entry in result.log if "loss" in entry]
+
+    config, losses = first_losses(1, "one")
+    chance = config.contrastive_weight * 2 * math.log(2 * 8 - 1)
+    assert config.contrastive_weight == 0.15 and config.upsample  # --cl_rate 0.15, --do_upsampling
+    assert len(losses) == 3 and all(math.isfinite(loss) and loss > 0 for loss in losses)
+    assert losses[0] >= 0.9 * chance
+    _, distinct = first_losses(None, "all")
+    assert distinct[0] < 0.5 * chance  # the stand-in tells distinct sentences apart at once
+    with pytest.raises(ConfigError, match="without upsampling"):
+        TrainConfig(n_texts=1, upsample=False)

@@ -19,9 +19,10 @@ def test_paper_config_plans_every_run_once():
     # seeds 1, 2, 3 for the primary rows, per seed and size: table2 (1) + table3 sup, joint, sup-unsup,
     # joint-unsup (4) + BERT-flow's BERT-NLI (1); the contrastive family: SimCSE and AugCSE on base (its
     # ConSERT row is the Table 2 run); seed 1 only for the base sweeps: heatmap 25 - 1 default,
-    # temperature 10 - 1, batch 5 - 1, few-shot 5 x 2 - 2 (all = tables)
+    # temperature 10 - 1, batch 5 - 1, few-shot 6 x 2 - 2 (all = tables; N = 1 upsampled as main.py)
     assert config["seeds"] == [1, 2, 3] and config["sweeps"]["seeds"] == [1]
-    assert len(runs) == 3 * (2 * 6 + 2) + 24 + 9 + 4 + 8
+    assert len(runs) == 3 * (2 * 6 + 2) + 24 + 9 + 4 + 10
+    assert runs["base-unsup-n1-seed1"].n_texts == runs["base-joint-unsup-n1-seed1"].n_texts == 1
     assert "base-unsup-seed1" in runs and "large-joint-unsup-seed1" in runs
     assert runs["base-unsup-none+dropout-seed1"].views == ("none", "dropout")
 

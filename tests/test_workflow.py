@@ -313,10 +313,10 @@ def test_paper_dry_run_lists_every_job_offline(tmp_path):
         for line in text.splitlines()
         if len(line.split()) == 2 and line.split()[1].isdigit()
     }
-    # seed 1: 55 ConSERT runs (the paper's few-shot size 1 is refused: no negatives), SimCSE, AugCSE, and
+    # seed 1: 57 ConSERT runs (Figure 6's N = 1 upsampled, as the authors' main.py), SimCSE, AugCSE, and
     # BERT-flow's own BERT-NLI for each size (Table 3's flow rows fit on it); seeds 2 and 3 of the primary
     # rows: per size Table 2's run, Table 3's four and BERT-flow's BERT-NLI, and SimCSE and AugCSE on base
-    assert counts["consert_train"] + counts["consert_train_keeping_vectors"] == 55 + 2 + 2 + 2 * (2 * 6 + 2)
+    assert counts["consert_train"] + counts["consert_train_keeping_vectors"] == 57 + 2 + 2 + 2 * (2 * 6 + 2)
     assert counts["consert_train_keeping_vectors"] == 1 + 2 * 3  # the figures' run, the NLI encoders flow reuses
     assert counts["train_sgopt"] == 2 * 8 and counts["encode_corpus"] == 2  # SG-OPT's 8 seeds per size
     assert counts["paper_figure"] == 5 and counts["paper_table"] == 4  # Tables 2-4 and the contrastive family

@@ -35,6 +35,7 @@ COMPARED = (
     "epochs",
     "max_steps",
     "n_texts",
+    "upsample",
     "views",
     "token_cutoff",
     "feature_cutoff",
@@ -193,6 +194,7 @@ def family_differences(config: TrainConfig) -> list[str]:
 def authors_values(stage: str, size: str) -> dict[str, Any]:
     """The authors' value of every compared key for ``stage`` at ``size`` (``None``: all texts, no step cap)."""
     values = {"max_steps": None, "n_texts": None, "dev_max_pairs": None, "dropout": 0.2, **authors_recipe(stage, size)}
+    values["upsample"] = True  # few-shot runs: main.py --data_proportion with --do_upsampling (Figure 6)
     if stage in FAMILY_NOTES:
         values["seed"] = FAMILY_SEED  # SimCSE's and AugCSE's scripts run the HF Trainer's default seed
     return values
@@ -214,6 +216,8 @@ def _used_keys(config: TrainConfig) -> set[str]:
         keys -= {"classifier_features"}
     if supervised:
         keys -= {"n_texts"}
+    if supervised or config.n_texts is None:  # upsampling applies to a few-shot sample only
+        keys -= {"upsample"}
     return keys
 
 

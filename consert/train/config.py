@@ -197,9 +197,10 @@ class TrainConfig:
                 f"batch_size: a contrastive batch needs at least 2 texts (each text's negatives are the others'), "
                 f"got {self.batch_size}"
             )
-        if self.contrastive and self.n_texts == 1:
+        if self.contrastive and self.n_texts == 1 and not self.upsample:
             raise ConfigError(
-                "n_texts: one text gives batches of copies of one sentence, without a negative; use 2 or more"
+                "n_texts: one text without upsampling gives batches of one row, without a negative; "
+                "upsample (main.py's --do_upsampling: copies whose views are drawn per row) or use 2 or more"
             )
         if (self.stage1 or self.stage1_model) and self.mode not in FIRST_STAGE:
             raise ConfigError(
