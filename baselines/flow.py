@@ -213,7 +213,12 @@ class FlowBaseline:
         dim = self.vectors(texts[:1]).shape[1]
         self.flow = Glow(dim, s["levels"], s["depth"], s["width"])
         optimizer = AdamW(
-            self.flow.parameters(), lr=s["lr"], eps=1e-6, weight_decay=s["weight_decay"], correct_bias=False
+            self.flow.parameters(),
+            lr=s["lr"],
+            eps=1e-6,
+            weight_decay=s["weight_decay"],
+            correct_bias=False,
+            decay_first=True,  # BERT-flow's AdamWeightDecayOptimizer decays the pre-update weights
         )
         generator = torch.Generator().manual_seed(self.seed)
         per_epoch = len(texts) // s["batch_size"]  # the last partial batch is dropped, as the reference's

@@ -287,3 +287,21 @@ def test_the_bertflow_nli_encoder_is_trained_by_its_authors_recipe():
     assert config.classifier_features == ("u", "v", "abs_diff") and config.classifier_bias is False
     assert (config.train_pooling, config.final_state, config.remove_dropout) == ("mean", "last", False)
     assert (config.adam_bias_correction, config.adam_eps, config.warmup_ratio) == (False, 1e-6, 0.1)
+    assert config.classifier_init_std == 0.02 and TrainConfig(mode="sup").classifier_init_std is None
+
+
+def test_the_bertflow_nli_classifier_starts_from_tensorflows_truncated_normal():
+    """run_siamese.py: W ~ truncated_normal_initializer(stddev=0.02), redrawn beyond 2 SD, no bias; the SD
+    of a normal truncated at +-2 SD is 0.8796 x 0.02 = 0.01759 (the truncated normal's variance formula)."""
+    import torch
+
+    from consert.train.losses import NliHead
+
+    torch.manual_seed(0)
+    head = NliHead(768, features=("u", "v", "abs_diff"), bias=False, init_std=0.02)
+    weight = head.linear.weight.detach()
+    assert head.linear.bias is None and weight.shape == (3, 3 * 768)
+    assert weight.abs().max() <= 0.04 and weight.std().item() == pytest.approx(0.01759, rel=0.03)
+    default = NliHead(768, bias=False).linear.weight.detach()  # nn.Linear's uniform(+-1/sqrt(fan_in))
+    bound = 1 / (3 * 768) ** 0.5
+    assert default.abs().max() > 0.9 * bound and default.std().item() == pytest.approx(bound / 3**0.5, rel=0.05)

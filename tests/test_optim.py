@@ -159,3 +159,28 @@ def test_the_loop_fuses_only_the_uncorrected_update():
     assert isinstance(adamw(named, settings, fused=False), AdamW)
     corrected = LoopSettings(**{**settings.__dict__, "bias_correction": True})
     assert isinstance(adamw(named, corrected, fused=True), AdamW)
+
+
+def test_decay_first_is_bert_flows_adam_weight_decay():
+    """BERT's AdamWeightDecayOptimizer (BERT-flow's): update = m / (sqrt(v) + eps) + weight_decay * param, then
+    param -= lr * update, with no bias correction: two steps by hand in float64."""
+    torch.manual_seed(0)
+    start = torch.randn(5, dtype=torch.float64)
+    grads = [torch.randn(5, dtype=torch.float64) for _ in range(2)]
+    param = torch.nn.Parameter(start.clone())
+    optimizer = AdamW([param], lr=1e-3, eps=1e-6, weight_decay=0.01, correct_bias=False, decay_first=True)
+    expected, m, v = start.clone(), torch.zeros(5, dtype=torch.float64), torch.zeros(5, dtype=torch.float64)
+    for grad in grads:
+        param.grad = grad.clone()
+        optimizer.step()
+        m = 0.9 * m + 0.1 * grad
+        v = 0.999 * v + 0.001 * grad**2
+        expected = expected - 1e-3 * (m / (v.sqrt() + 1e-6) + 0.01 * expected)
+    torch.testing.assert_close(param.detach(), expected, rtol=0, atol=1e-15)
+    # the default order (transformers 3.4's) decays the updated weights: a different number
+    other = torch.nn.Parameter(start.clone())
+    default = AdamW([other], lr=1e-3, eps=1e-6, weight_decay=0.01, correct_bias=False)
+    for grad in grads:
+        other.grad = grad.clone()
+        default.step()
+    assert not torch.equal(other.detach(), param.detach())

@@ -196,7 +196,15 @@ def test_the_paper_config_recipe_card_matches_the_authors_with_every_difference_
     large_joint = card.set_index("run").loc["large-joint-seed1"]
     assert large_joint.max_length == "64" and "a later retrain" in large_joint.notes
     assert "issue #28" in large_joint.notes and "line 138" in large_joint.notes  # the dropout sources
-    assert "981 against 982" in large_joint.notes  # the NLI stages' warm-up
+    # each run's warm-up against the authors' ceil(0.1 x items x epochs / batch), from its own numbers:
+    # NLI ceil(942,069 / 96) = 9,814 steps -> 981 against ceil(981.3) = 982; BERT-large unsup 930 x 25 = 23,250
+    # -> 2,325 against ceil(2,322.7) = 2,323; joint-unsup on 10,000 texts (80,000 upsampled) 834 x 25 -> 2,085
+    # against ceil(2,083.3) = 2,084; Table 2's base run 930 x 10 -> 930 against ceil(929.1) = 930
+    notes = card.set_index("run").notes
+    assert "942,069 items at batch 96 over 1 epochs: 981 against 982" in large_joint.notes
+    assert "89,192 items at batch 96 over 25 epochs: 2325 against 2323" in notes["large-unsup-seed1"]
+    assert "80,000 items at batch 96 over 25 epochs: 2085 against 2084" in notes["base-joint-unsup-n10000-seed1"]
+    assert "89,192 items at batch 96 over 10 epochs: equal" in notes["base-unsup-seed1"]
     assert set(card.optimizer) == {"AdamW (no bias correction)"} and set(card.eval_grid) == {"epoch"}
     assert set(card.dev_pooling) == {"mean"} and set(card.eval_pooling) == {"mean:-2,-1"}
     assert len(main) and set(card.stage) == {"unsup", "sup", "joint", "sup-unsup", "joint-unsup"}

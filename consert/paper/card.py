@@ -10,6 +10,7 @@ difference no rule explains is marked ``UNEXPLAINED``; for the paper's config th
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -76,11 +77,32 @@ DEV_SET_NOTE = (
     "SentEval's STSBenchmark/sts-dev.csv (Moses-tokenized, like every set here); the authors read the same "
     "1,500 pairs from sbert.net's raw stsbenchmark.tsv.gz"
 )
-WARMUP_NOTE = (
-    "int(0.1 x planned steps), the authors ceil(0.1 x texts x epochs / batch): equal for the 10-epoch "
-    "unsupervised runs (930 steps at batch 96), 1 step fewer for the NLI stages (981 against 982: 942,069 "
-    "SNLI+MNLI pairs at batch 96), 2 steps more for the 25-epoch second stages (2325 against 2323)"
-)
+#: What one epoch of a ConSERT stage holds in the paper: the unlabeled STS texts (Table 1) and the SNLI +
+#: MultiNLI training pairs.
+STS_TEXTS, NLI_PAIRS = 89_192, 942_069
+
+
+def warmup_note(config: TrainConfig) -> str:
+    """The run's own warm-up against the authors': ours ``int(0.1 x planned steps)``, theirs
+    ``ceil(0.1 x items x epochs / batch)`` (main.py), for the items one epoch of the paper's run holds."""
+    if config.mode in ("sup", "joint"):
+        items = NLI_PAIRS
+    elif config.n_texts:  # few-shot: the sample repeated int(1 / p) times (--do_upsampling)
+        items = config.n_texts * int(STS_TEXTS / config.n_texts) if config.upsample else config.n_texts
+    else:
+        items = STS_TEXTS
+    batch, epochs = config.batch_size, config.epochs
+    ours, theirs = int(0.1 * math.ceil(items / batch) * epochs), math.ceil(0.1 * items * epochs / batch)
+    relation = "equal" if ours == theirs else f"{ours} against {theirs}"
+    note = (
+        f"int(0.1 x planned steps), the authors ceil(0.1 x items x epochs / batch); for the paper's {items:,} "
+        f"items at batch {batch} over {epochs} epochs: {relation}"
+    )
+    if config.max_steps:
+        note += f"; this run stops at max_steps {config.max_steps}: {int(0.1 * config.max_steps)} warm-up steps"
+    return note
+
+
 OPTIMIZER_NOTE = (
     "on CUDA torch's fused AdamW with its step counts started at 1e9, where both bias corrections are exactly 1 "
     "(the authors' correct_bias=False); it decays the weights before the update, the authors' transformers 3.4 "
@@ -129,7 +151,7 @@ def consert_notes(config: TrainConfig, size: str) -> str:
     notes = [f"max_length: {max_length_note(config.max_length)}"]
     if size == "large" and config.mode in ("joint", "joint-unsup"):
         notes.append(LARGE_LENGTH_NOTE)
-    notes += [f"dev set: {DEV_SET_NOTE}", f"warm-up: {WARMUP_NOTE}", f"dropout: {DROPOUT_NOTE}"]
+    notes += [f"dev set: {DEV_SET_NOTE}", f"warm-up: {warmup_note(config)}", f"dropout: {DROPOUT_NOTE}"]
     if not config.adam_bias_correction:  # the fused kernel runs only the uncorrected update
         notes.append(f"optimizer: {OPTIMIZER_NOTE}")
     if config.mode not in SUPERVISED_MODES:

@@ -103,7 +103,8 @@ def _flow_row(config: dict[str, Any], size: str) -> dict[str, Any]:
         "pooling": flow_pooling,
         "optimizer": (
             f"AdamWeightDecay (no bias correction), lr {flow['lr']} constant, weight decay "
-            f"{flow['weight_decay']} (not biases), eps 1e-6, clip {flow['max_grad_norm']}, "
+            f"{flow['weight_decay']} on every flow variable, inside the update (the reference excludes names "
+            f"matching LayerNorm|layer_norm|bias; the flow's are b, W, logs), eps 1e-6, clip {flow['max_grad_norm']}, "
             f"{flow['batch_size']} sentences a step, {flow['epochs']} epoch(s)"
         ),
         "method_settings": (

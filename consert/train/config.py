@@ -70,6 +70,7 @@ class TrainConfig:
     patience: int | None = BY_STAGE  # evaluations without a gain before stopping; None: never stop early
     classifier_features: tuple[str, ...] = BY_STAGE  # NLI classifier input (the authors add max(u, v)^2)
     classifier_bias: bool = BY_STAGE  # SBERT's classifier has one; BERT-flow's NLI classifier has none
+    classifier_init_std: float | None = BY_STAGE  # None: nn.Linear's init; else a normal truncated at 2 SD
     final_state: str = BY_STAGE  # "best" dev checkpoint (ConSERT), or "last" (BERT-flow's NLI encoder)
     # stage-dependent as well, the same for every ConSERT stage (consert.train.recipes.COMMON); the contrastive
     # family (simcse, augcse) has its own values

@@ -87,7 +87,12 @@ class NliHead(nn.Module):
     """
 
     def __init__(
-        self, dim: int, num_labels: int = 3, features: tuple[str, ...] = ("u", "v", "abs_diff"), bias: bool = True
+        self,
+        dim: int,
+        num_labels: int = 3,
+        features: tuple[str, ...] = ("u", "v", "abs_diff"),
+        bias: bool = True,
+        init_std: float | None = None,
     ):
         super().__init__()
         unknown = set(features) - set(FEATURES)
@@ -95,6 +100,8 @@ class NliHead(nn.Module):
             raise ValueError(f"unknown classifier features {sorted(unknown)}; choose from {sorted(FEATURES)}")
         self.features = tuple(features)
         self.linear = nn.Linear(len(self.features) * dim, num_labels, bias=bias)
+        if init_std is not None:  # TensorFlow's truncated_normal_initializer: redrawn beyond 2 SD
+            nn.init.trunc_normal_(self.linear.weight, std=init_std, a=-2 * init_std, b=2 * init_std)
 
     def forward(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """Logits (B x num_labels) for sentence vectors ``u`` and ``v`` (B x d each)."""

@@ -11,6 +11,9 @@ computes the same update as that class:
                                       lr_t = lr sqrt(1 - b2^t) / (1 - b1^t)       (correct_bias=True)
     p -= lr * weight_decay * p                                                   (decoupled decay)
 
+``decay_first=True`` decays the weights as they were before the update, as BERT's (and BERT-flow's)
+``AdamWeightDecayOptimizer``: ``p -= lr * (m / (sqrt(v) + eps) + weight_decay * p)``.
+
 With ``correct_bias=True`` it matches ``torch.optim.AdamW`` up to where ``eps`` is added (a test).
 The update runs as multi-tensor operations (``torch._foreach_*``, as ``torch.optim``'s own foreach
 implementations): on a GPU a step is a handful of kernel launches instead of several per parameter.
@@ -46,10 +49,12 @@ class AdamW(torch.optim.Optimizer):
         eps: float = 1e-6,
         weight_decay: float = 0.0,
         correct_bias: bool = True,
+        decay_first: bool = False,
     ):
         if lr <= 0 or eps < 0 or weight_decay < 0 or not all(0 <= beta < 1 for beta in betas):
             raise ValueError(f"invalid AdamW settings: lr={lr}, betas={betas}, eps={eps}, weight_decay={weight_decay}")
-        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "correct_bias": correct_bias}
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "correct_bias": correct_bias,
+                    "decay_first": decay_first}  # fmt: skip
         super().__init__(params, defaults)
 
     @torch.no_grad()
@@ -81,13 +86,17 @@ class AdamW(torch.optim.Optimizer):
             torch._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1 - beta2)
             denominators = torch._foreach_sqrt(exp_avg_sqs)
             torch._foreach_add_(denominators, group["eps"])
+            decay = group["weight_decay"] > 0
+            if decay and group.get("decay_first", False):  # on the weights before the update (BERT's order)
+                torch._foreach_add_(params, params, alpha=-group["lr"] * group["weight_decay"])
+                decay = False
             if group["correct_bias"]:  # each parameter's own step count (one may have had no gradient before)
                 steps = [self.state[p]["step"] for p in params]
                 sizes = [-group["lr"] * math.sqrt(1 - beta2**t) / (1 - beta1**t) for t in steps]
                 torch._foreach_addcdiv_(params, exp_avgs, denominators, sizes)
             else:
                 torch._foreach_addcdiv_(params, exp_avgs, denominators, value=-group["lr"])
-            if group["weight_decay"] > 0:
+            if decay:
                 torch._foreach_add_(params, params, alpha=-group["lr"] * group["weight_decay"])
         return loss
 

@@ -137,6 +137,7 @@ FALLBACK: dict[str, Any] = {
     "text_augmentations": (),
     "spacy_model": None,
     "classifier_bias": True,  # SBERT's nn.Linear classifier
+    "classifier_init_std": None,  # nn.Linear's own initialisation (SBERT's classifier)
     "final_state": "best",  # the best STS-B dev checkpoint (the authors' fit with an evaluator)
 }
 
@@ -208,6 +209,7 @@ BERTFLOW_NLI: dict[str, Any] = {
     "remove_dropout": False,  # is_training: BERT's dropout 0.1
     "classifier_features": ("u", "v", "abs_diff"),  # [u, v, |u - v|] (run_siamese.py)
     "classifier_bias": False,  # logits = output W^T, no bias
+    "classifier_init_std": 0.02,  # W ~ truncated_normal_initializer(stddev=0.02) (run_siamese.py)
     "train_pooling": "mean",  # sentence_embedding_type "avg": last-layer masked mean
     "final_state": "last",  # the checkpoint after the last step (model.ckpt-60108): no dev selection
     "eval_every": 1_000_000,  # no evaluation while training: the loop scores dev once, after the last step

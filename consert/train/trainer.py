@@ -141,7 +141,12 @@ class _Stage:
         )
         hidden = self.model.config.hidden_size
         self.head = (
-            NliHead(hidden, features=config.classifier_features, bias=config.classifier_bias).to(self.device)
+            NliHead(
+                hidden,
+                features=config.classifier_features,
+                bias=config.classifier_bias,
+                init_std=config.classifier_init_std,
+            ).to(self.device)  # fmt: skip
             if supervised
             else None
         )
