@@ -86,9 +86,14 @@ def test_the_primary_cell_decides_a_row_and_the_sets_are_diagnostics(tmp_path):
     stand_in = comparison[comparison.row == "BERT-base"]
     assert not stand_in.comparable.any() and stand_in.reason.str.contains("offline stand-in").all()
     assert set(stand_in.verdict) == {"not comparable"}
-    other = comparison[comparison.row == "BERT-large-flow"]
+    other = comparison[(comparison.row == "BERT-large-flow") & (comparison.status == "compared")]
     assert not other.comparable.any() and other.reason.str.contains("roberta-large").all()
     assert failures(comparison).empty  # the sets never fail a gate
+    # BERT-flow's Avg is a wmean, absent from this row: a row without its primary cell is missing, not passed
+    absent = comparison[(comparison.row == "BERT-large-flow") & (comparison.status == "missing")]
+    assert absent.reason.tolist() == [
+        "the reproduced row 'BERT-large-flow' has no value for its primary cell (Avg_wmean)"
+    ]
 
 
 #: Everything but table2's ConSERT rows and flows, declared not run (the fixtures produce only those).
@@ -175,6 +180,35 @@ def test_a_shared_shift_fails_the_gate_while_every_cell_passes(tmp_path, capsys)
     unshifted = [_published_row(m, d) for m, d in (("ConSERT-base", 0.05), ("ConSERT-large", -0.05),
                                                     ("BERT-base-flow", 0.0), ("BERT-large-flow", 0.02))]  # fmt: skip
     assert _gate(_results(tmp_path / "none", pd.DataFrame(unshifted)), tmp_path, ONLY_TABLE2_TRAINED) == 0
+
+
+def test_rows_outside_the_paper_do_not_widen_the_pool_of_the_paper_rows(tmp_path):
+    """ConSERT-base (3 seeds, SD 0.2) pools alone: ConSERT-large from another encoder, its seeds 2.0 apart,
+    is pooled with the rows of its own comparability, not with the paper's."""
+    spread = {f"{c}_std": 0.2 for c in SETS} | {"n_seeds": 3}
+    wide = {f"{c}_std": 2.0 for c in SETS} | {"n_seeds": 3, "base_model": "roberta-large"}
+    table = pd.DataFrame([_published_row("ConSERT-base", 0.1, **spread), _published_row("ConSERT-large", 0.0, **wide)])
+    comparison = compare(_results(tmp_path, table), PUBLISHED)
+    base, large = _primary(comparison, "ConSERT-base"), _primary(comparison, "ConSERT-large")
+    assert (base.sigma, base.sigma_df) == pytest.approx((0.2, 2)) and large.sigma == pytest.approx(2.0)
+    half = stats.t.ppf(0.95, 2) * 0.2 * np.sqrt(1 / 3 + 1) + 0.005  # 0.679
+    assert base.diff_high == pytest.approx(0.1 + half) and base.verdict == "reproduced"
+
+
+def test_a_row_that_repeats_another_run_is_neither_pooled_nor_averaged_twice(tmp_path):
+    """Table 4's batch 96 is Table 2's ConSERT-base run (the same published 72.74): decided, but left out of
+    the seed pool and of the shared shift, which averages the four Table 2 trained rows only."""
+    rows = [_published_row(m, 0.6) for m in ("ConSERT-base", "ConSERT-large", "BERT-base-flow", "BERT-large-flow")]
+    results = _results(tmp_path, pd.DataFrame(rows))
+    batch96 = {"size": "base", "batch_size": 96, "Avg": 72.74 + 0.6, "best_step": 1530, **PAPER, "n_seeds": 3,
+               "Avg_std": 5.0, "base_model": "bert-base-uncased"}  # fmt: skip
+    pd.DataFrame([batch96]).to_csv(results / "table4_batch_size.csv", index=False)
+    comparison = compare(results, PUBLISHED)
+    repeat = _primary(comparison, "96")
+    assert repeat.same_run_as == "table2:ConSERT-base" and repeat.verdict in ("reproduced", "inconclusive")
+    assert _primary(comparison, "ConSERT-base").sigma == pytest.approx(0.3)  # declared: the 5.0 is not pooled
+    shift = comparison[comparison.role == "shared shift"].iloc[0]
+    assert shift.n_seeds == 4 and "4 of 4 deltas positive" in shift.reason
 
 
 def test_the_gate_cannot_pass_on_stand_in_results_unless_told(tmp_path, capsys):

@@ -27,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KIND=SD",
-        help="override a declared seed SD of one run's Avg (kinds consert, flow, sgopt, simcse; decision.yaml)",
+        help="override a declared seed SD of one run's Avg (kinds consert, flow, flow_nli, sgopt, simcse: "
+        "results/published/decision.yaml)",
     )
     parser.add_argument(
         "--not-run",
@@ -94,7 +95,7 @@ def _print_comparison(table) -> None:
     """What the comparison found: the primary cells' verdicts, the shared shift, what decided each."""
     from consert.paper.compare import SHIFT, comparable_cells, gaps, primary_cells, verdict_counts
 
-    compared = table[table.status == "compared"]
+    compared = table[(table.status == "compared") & (table.role != SHIFT)]
     missing, not_run = gaps(table), table[table.status == "not run"]
     counts = verdict_counts(table)
     print(

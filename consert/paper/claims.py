@@ -224,8 +224,11 @@ def _difference(claim: dict, tables: Tables, size: str) -> Outcome:
     (ea, row_a), (eb, row_b) = found_a, found_b
     estimate = ea - eb
     detail = f"{ea.value:.2f} vs {eb.value:.2f} (difference {estimate.value:+.2f})"
-    if claim.get("relative"):
-        estimate = estimate.scaled(100 / eb.value)
+    if claim.get("relative"):  # 100 (a / b - 1); by the delta method var = (var_a + (a / b)^2 var_b) / b^2
+        ratio = ea.value / eb.value
+        spread = ea - eb.scaled(ratio)  # its variance and Welch df are those of the two terms above
+        estimate = Estimate(100 * (ratio - 1), spread.variance * (100 / eb.value) ** 2, spread.df, spread.declared,
+                            spread.one_seed)  # fmt: skip
         detail = f"{ea.value:.2f} vs {eb.value:.2f} (relative gain {estimate.value:+.2f} %)"
     return Outcome([estimate], cells, detail, [r for r in (row_a, row_b) if r is not None])
 
@@ -299,9 +302,10 @@ def _peak_in_range(claim: dict, tables: Tables, size: str) -> Outcome:
     if not (inside.any() and (curve.temperature < low).any() and (curve.temperature > high).any()):
         reason = f"temperatures run: {curve.temperature.tolist()} (needs one inside the range and one on each side)"
         return Outcome(None, cells, reason)
-    best_inside = curve[inside].Avg.max()
+    best_row = curve[inside].loc[curve[inside].Avg.idxmax()]
+    best_inside = float(best_row.Avg)
     values = pd.Series([best_inside, *curve[~inside].Avg], index=["inside", *curve[~inside].temperature])
-    estimate = _near_best(values, "inside", tables, curve.iloc[0])
+    estimate = _near_best(values, "inside", tables, best_row)  # the seed spread of the claimed peak's run
     peak = float(curve.loc[curve.Avg.idxmax(), "temperature"])
     run = curve.temperature.tolist()
     detail = f"peak at {peak:g} ({curve.Avg.max():.2f}); best inside {best_inside:.2f}; temperatures run: {run}"

@@ -60,6 +60,7 @@ COMPARISON_COLUMNS = (
     "n_seeds",
     "seed_std",
     "published_runs",
+    "same_run_as",
     "noise",
     "sigma",
     "sigma_df",
@@ -211,18 +212,20 @@ def load_decision(
 
 class RowKinds:
     """``yardsticks.csv``: per published row (``artifact``, ``row`` glob; the first match wins), the kind of
-    its seed noise (``none`` for untrained rows) and how many runs its published value averages."""
+    its seed noise (``none`` for untrained rows), how many runs its published value averages, and, for a
+    row that is another artifact's run again (Table 4's batch 96 is Table 2's run), that row."""
 
     def __init__(self, published: Path):
-        table = pd.read_csv(published / ROW_KINDS_FILE, dtype=str)
-        self.rules = list(zip(table.artifact, table.row, table.noise, table.published_runs, strict=True))
+        table = pd.read_csv(published / ROW_KINDS_FILE, dtype=str, keep_default_na=False)
+        columns = (table.artifact, table.row, table.noise, table.published_runs, table.same_run_as)
+        self.rules = list(zip(*columns, strict=True))
         self.path = published / ROW_KINDS_FILE
 
-    def of(self, artifact: str, row: str) -> tuple[str, int]:
-        """(noise kind, published runs) of a published row."""
-        for rule_artifact, pattern, noise, runs in self.rules:
+    def of(self, artifact: str, row: str) -> tuple[str, int, str]:
+        """(noise kind, published runs, the row it repeats or "") of a published row."""
+        for rule_artifact, pattern, noise, runs, same_run_as in self.rules:
             if rule_artifact == artifact and fnmatch(row, pattern):
-                return noise.strip(), int(runs)
+                return noise.strip(), int(runs), same_run_as.strip()
         raise KeyError(f"{self.path} has no rule for {artifact} row {row!r}")
 
 
@@ -265,6 +268,7 @@ def _cells(
         pub_row, rep_row = pub.iloc[0], rep.iloc[0]
         reason = not_comparable_reason(rep_row, size)
         row_aggregate = aggregate_of(context.aggregates, artifact, published_name)
+        decided = False
         for published_column, reproduced_column in columns:
             value, aggregate, why, name = cell_value(rep_row, reproduced_column, row_aggregate)
             role = PRIMARY if published_column == primary or primary == "*" else DIAGNOSTIC
@@ -274,6 +278,10 @@ def _cells(
             )  # fmt: skip
             if row is not None:
                 out.append(row)
+                decided |= role == PRIMARY
+            elif role == PRIMARY and primary != "*" and pd.notna(pd.to_numeric(pub_row.get(published_column))):
+                why = f"the reproduced row {reproduced_name!r} has no value for its primary cell ({name})"
+                out.append(gap_row(artifact, published_name, why))  # a row cannot pass without its primary cell
     return out
 
 
@@ -297,7 +305,7 @@ def cell_row(
     if pd.isna(value) or pd.isna(ours):
         return None
     name = name or column
-    noise, runs = context.kinds.of(artifact, row)
+    noise, runs, same_run_as = context.kinds.of(artifact, row)
     if margin_key is not None:  # a count judged by a fixed tolerance (Table 4's steps)
         noise = FIXED
     if noise == UNTRAINED:
@@ -318,6 +326,7 @@ def cell_row(
         "n_seeds": int(seeds) if pd.notna(seeds) else 1,
         "seed_std": float(std) if pd.notna(std) else np.nan,
         "published_runs": runs,
+        "same_run_as": same_run_as,
         "noise": noise,
         "margin": float(margin),
         "margin_source": margin_source,
@@ -333,7 +342,7 @@ def cell_row(
 def gap_row(artifact: str, row: str, reason: str) -> dict[str, Any]:
     """A published row (``*``: a whole artifact) with nothing reproduced to compare it with."""
     empty = dict.fromkeys(COMPARISON_COLUMNS, np.nan)
-    text = ("column", "aggregate", "role", "noise", "sigma_source", "margin_source", "setting")
+    text = ("column", "aggregate", "role", "same_run_as", "noise", "sigma_source", "margin_source", "setting")
     return {
         **empty,
         **dict.fromkeys(text, ""),
@@ -487,8 +496,13 @@ def decide(frame: pd.DataFrame, decision: Decision) -> pd.DataFrame:
     frame.loc[compared, ["diff_low", "diff_high"]] = frame.loc[compared, ["delta", "delta"]].to_numpy()
     frame.loc[compared & ~trained, ["sigma", "sigma_df"]] = 0.0
     scale = np.where(frame.role == PRIMARY, "avg", "set")
-    for (kind, level), group in frame[trained].groupby([frame.noise[trained], scale[trained.to_numpy()]]):
-        noise = pooled_noise(group.seed_std.tolist(), group.n_seeds.astype(int).tolist(),
+    comparable = frame.comparable.astype(bool).to_numpy()
+    repeats = repeats_another_run(frame).to_numpy()
+    keys = [frame.noise[trained], scale[trained.to_numpy()], comparable[trained.to_numpy()]]
+    for (kind, level, _), group in frame[trained].groupby(keys):
+        # one pool per kind, scale and comparability; a row that repeats another's run adds no seeds of its own
+        pool = group[~repeats[frame.index.get_indexer(group.index)]]
+        noise = pooled_noise(pool.seed_std.tolist(), pool.n_seeds.astype(int).tolist(),
                              decision.declared_noise(kind, level))  # fmt: skip
         for index, row in group.iterrows():
             half = difference_half_width(noise, int(row.n_seeds), int(row.published_runs), decision.level)
@@ -536,9 +550,17 @@ def shift_row(frame: pd.DataFrame, decision: Decision) -> dict[str, Any] | None:
 
 
 def trained_primary_cells(comparison: pd.DataFrame) -> pd.DataFrame:
-    """Comparable primary cells of trained rows: the ones the shared-shift test averages."""
+    """Comparable primary cells of trained rows, each run once (a row repeating another's run left out):
+    the ones the shared-shift test averages."""
     chosen = (comparison.status == "compared") & (comparison.role == PRIMARY) & comparison.comparable.astype(bool)
-    return comparison[chosen & ~comparison.noise.isin([UNTRAINED, FIXED, NEAR_BEST])]
+    once = ~repeats_another_run(comparison)
+    return comparison[chosen & once & ~comparison.noise.isin([UNTRAINED, FIXED, NEAR_BEST])]
+
+
+def repeats_another_run(comparison: pd.DataFrame) -> pd.Series:
+    """Rows whose run is another row's (``same_run_as``): decided, but neither pooled nor averaged twice."""
+    named = comparison.same_run_as.astype(object)
+    return named.notna() & (named.astype(str).str.strip() != "") & (named.astype(str) != "nan")
 
 
 def _text_values(load, published: Path, context: Context) -> list[dict[str, Any]]:
