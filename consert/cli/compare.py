@@ -121,5 +121,6 @@ def _print_comparison(table) -> None:
         print(
             f"  {row.verdict.upper()}: {row.artifact} {row.row} {row.column}: published {row.published:.2f}, "
             f"reproduced {row.reproduced:.2f}, delta {row.delta:+.2f} in [{row.diff_low:+.2f}, {row.diff_high:+.2f}] "
-            f"against margin {row.margin:g} (sigma {row.sigma:.2f}: {row.sigma_source})"
+            f"against margin {row.margin:g} ("
+            + (f"sigma {row.sigma:.2f}: {row.sigma_source})" if row.sigma_source else f"{row.margin_source})")
         )

