@@ -39,13 +39,14 @@ def _results(tmp_path, **changes):
     """Artifacts on which every claim holds; ``changes`` alter one table."""
     results = tmp_path / "results"
     results.mkdir(parents=True)
+    scores = {"ConSERT-base": 72.0, "BERT-base-flow": 69.0, "BERT-large-flow": 70.8, **changes.get("table2", {})}
     table2 = [
-        _row("ConSERT-base", 72.0),
-        _row("BERT-base-flow", 69.0),
+        _row("ConSERT-base", scores["ConSERT-base"]),
+        _row("BERT-base-flow", scores["BERT-base-flow"]),
         _row("Avg. GloVe embeddings", 61.3, size="-"),
         _row("BERT-base (mean:-2,-1)", 53.0),
         _row("ConSERT-large", 76.0, size="large", **changes.get("consert_large", {})),
-        _row("BERT-large-flow", 70.8, size="large"),
+        _row("BERT-large-flow", scores["BERT-large-flow"], size="large"),
         _row("BERT-large (mean:-2,-1)", 51.5, size="large"),
     ]
     _write(results, "table2_unsup.csv", table2)
@@ -59,7 +60,10 @@ def _results(tmp_path, **changes):
         table3.append(_row(f"BERT-{size}-flow (NLI)", 77.5 + shift, size=size, variant="flow on sup"))
     _write(results, "table3_sup.csv", table3)
     cells = [("none", "none", 64.0), ("shuffle", "none", 71.0), ("token_cutoff", "none", 70.5)]
-    cells += [("feature_cutoff", "none", changes.get("fc_none", 68.0)), ("dropout", "none", 67.9)]
+    cells += [
+        ("feature_cutoff", "none", changes.get("fc_none", 68.0)),
+        ("dropout", "none", changes.get("dropout_none", 67.9)),
+    ]
     cells += [("shuffle", "feature_cutoff", changes.get("best", 72.7)), ("feature_cutoff", "shuffle", 72.0)]
     heat = [{"size": "base", "view1": a, "view2": b, "trained_as": f"{a}+{b}", "Avg": v, **PAPER, **SEEDS}
             for a, b, v in cells]  # fmt: skip
@@ -74,7 +78,7 @@ def _results(tmp_path, **changes):
     batches = changes.get("batches", [(16, 72.63, 6175), (96, 72.74, 1530), (288, 73.2, 620)])
     table4 = [{"size": "base", "batch_size": b, "Avg": a, "best_step": s, **PAPER, **SEEDS} for b, a, s in batches]
     _write(results, "table4_batch_size.csv", table4)
-    curve = [("BERT-base", 0, 53.86), ("BERT-base", 35, 61.66), ("ConSERT-base", 0, 72.74)]
+    curve = [("BERT-base", 0, 53.86), ("BERT-base", 35, changes.get("bert_k34", 61.66)), ("ConSERT-base", 0, 72.74)]
     curve += [("ConSERT-base", 6, 72.74 + changes.get("consert_topk_gain", 0.16)), ("ConSERT-base", 35, 73.5)]
     _write(
         results, "figure4_topk.csv", [{"model": m, "k": k, "Avg": v, "setting": PAPER["setting"]} for m, k, v in curve]
@@ -138,10 +142,15 @@ def test_every_claim_holds_on_artifacts_built_to_hold(tmp_path):
         ({"batches": [(16, 72.6, 600), (288, 73.2, 620)]}, "larger_batch_fewer_steps", "difference -20.00"),
         ({"best": 70.0}, "best_augmentation_pair", "best other run feature_cutoff+shuffle at 72.00"),
         ({"fc_none": 66.0}, "feature_cutoff_about_four_over_none_none", "difference +2.00"),
+        ({"table2": {"BERT-base-flow": 50.0}}, "flow_and_consert_beat_glove_and_bert", "winning margin -11.30"),
+        ({"bert_k34": 50.0}, "topk_raises_bert", "gain -3.86"),
+        ({"dropout_none": 72.0}, "shuffle_token_cutoff_beat_feature_cutoff_dropout", "winning margin -1.50"),
+        ({"table2": {"BERT-large-flow": 80.0}}, "unsup_large_best_on_six_sets", "ahead on 0 of 7 sets"),
     ],
 )
 def test_each_claim_fails_on_artifacts_built_to_fail(tmp_path, change, claim, detail):
-    row = _verdicts(tmp_path, **change).loc[(claim, "base")]
+    size = "large" if claim == "unsup_large_best_on_six_sets" else "base"
+    row = _verdicts(tmp_path, **change).loc[(claim, size)]
     assert row.verdict == "does not hold" and detail in row.detail, (row.verdict, row.detail)
 
 
