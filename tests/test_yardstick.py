@@ -18,39 +18,37 @@ from consert.paper.yardstick import (
     NOT_REPRODUCED,
     REPRODUCED,
     SeedNoise,
-    bootstrap_p_value,
     difference_half_width,
     equivalence_verdict,
     equivalence_verdicts,
     holm,
     pooled_noise,
-    prediction_half_width,
-    prediction_interval,
     shared_shift,
 )
 
+DECLARED = SeedNoise(0.3, math.inf, "declared")
 
-def test_the_prediction_interval_by_hand_and_against_scipy():
+
+def _half(std: float, n: int, published_runs: int = 1, level: float = 0.95) -> float:
+    """The decision interval's half-width from ``n`` seeds' own SD (n - 1 df), less the published rounding."""
+    return difference_half_width(SeedNoise(std, n - 1, "seeds"), n, published_runs, level) - 0.005
+
+
+def test_the_interval_of_a_published_run_by_hand_and_against_scipy():
     # three seeds 72.0, 72.6, 73.2: mean 72.6, s = 0.6; t(2, 0.975) = 4.3027 (a t table)
-    low, high = prediction_interval([72.0, 72.6, 73.2])
-    assert high - 72.6 == pytest.approx(4.3027 * 0.6 * math.sqrt(1 + 1 / 3), abs=1e-3)  # 2.981
-    assert 72.6 - low == pytest.approx(high - 72.6)
+    assert _half(0.6, 3) == pytest.approx(4.3027 * 0.6 * math.sqrt(1 + 1 / 3), abs=1e-3)  # 2.981
     # scipy's t interval around the mean, scaled for one new run (not the mean's s / sqrt(n))
     for values in ([1.0, 2.0], [70.1, 70.9, 71.4, 69.8], list(np.linspace(60, 61, 9))):
         array = np.asarray(values)
         scale = array.std(ddof=1) * math.sqrt(1 + 1 / len(array))
-        expected = stats.t.interval(0.95, len(array) - 1, loc=array.mean(), scale=scale)
-        assert prediction_interval(values) == pytest.approx(expected, abs=1e-9)
+        low, high = stats.t.interval(0.95, len(array) - 1, loc=array.mean(), scale=scale)
+        assert _half(float(array.std(ddof=1)), len(array)) == pytest.approx((high - low) / 2, abs=1e-9)
     # a published mean of 8 runs (SG-OPT) is less spread than one run: sqrt(1/8 + 1/n)
-    assert prediction_half_width(0.5, 4, published_runs=8) == pytest.approx(
-        stats.t.ppf(0.975, 3) * 0.5 * math.sqrt(1 / 8 + 1 / 4)
-    )
-    with pytest.raises(ValueError, match="at least 2 seeds"):
-        prediction_half_width(0.5, 1)
+    assert _half(0.5, 4, published_runs=8) == pytest.approx(stats.t.ppf(0.975, 3) * 0.5 * math.sqrt(1 / 8 + 1 / 4))
 
 
 @pytest.mark.parametrize(("n_seeds", "published_runs"), [(2, 1), (3, 1), (5, 1), (4, 8)])
-def test_prediction_intervals_cover_95_percent_of_new_runs(n_seeds, published_runs):
+def test_the_interval_covers_95_percent_of_new_published_runs(n_seeds, published_runs):
     """Seeds and the published run(s) drawn from one normal: the published mean lies inside 93-97%."""
     rng = np.random.default_rng(1)
     sims = 20_000
@@ -62,8 +60,8 @@ def test_prediction_intervals_cover_95_percent_of_new_runs(n_seeds, published_ru
     assert inside.mean() == pytest.approx(0.95, abs=0.02)
     # the same decisions through the module, for a slice of the simulations
     for i in range(200):
-        low, high = prediction_interval(seeds[i], published_runs=published_runs)
-        assert (low <= published[i] <= high) == inside[i]
+        module = _half(float(seeds[i].std(ddof=1)), n_seeds, published_runs)
+        assert (abs(published[i] - seeds[i].mean()) <= module) == inside[i]
     # the interval of the mean (no 1/m term) covers too few: it fails this very check
     narrow = stats.t.ppf(0.975, n_seeds - 1) * seeds.std(axis=1, ddof=1) / math.sqrt(n_seeds)
     assert (np.abs(published - seeds.mean(axis=1)) <= narrow).mean() < 0.93
@@ -103,15 +101,6 @@ def test_holm_by_hand():
     adjusted = holm([np.nan, 0.01, 0.5])  # NaN is not counted: m = 2
     assert np.isnan(adjusted[0]) and adjusted[1:].tolist() == pytest.approx([0.02, 0.5])
     assert holm([0.6, 0.7]).tolist() == [1.0, 1.0]  # capped at 1 and monotone
-
-
-def test_a_bootstrap_p_value_is_never_zero():
-    assert bootstrap_p_value(np.ones(999)) == pytest.approx(1 / 1000)  # (0 + 1) / (999 + 1)
-    assert bootstrap_p_value(np.array([1.0, -1.0, 0.0, 2.0])) == pytest.approx(3 / 5)  # ties count against
-    assert math.isnan(bootstrap_p_value(np.array([np.nan])))
-
-
-DECLARED = SeedNoise(0.3, math.inf, "declared")
 
 
 def test_the_pooled_seed_sd_by_hand():

@@ -54,7 +54,6 @@ DEFAULT_LEVEL = 0.90
 #: Significance level of the claims' tests (Holm over a run's "significant" claims).
 DEFAULT_ALPHA = 0.05
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
 
 
 @dataclass(frozen=True)
@@ -140,21 +139,6 @@ def shared_shift(deltas: Sequence[float], margin: float, level: float = DEFAULT_
     return SharedShift(k, mean, mean - half, mean + half, positive, sign_p, verdict)
 
 
-def prediction_half_width(std: float, n: int, level: float = 0.95, published_runs: int = 1) -> float:
-    """Half-width of the prediction interval of the mean of ``published_runs`` new runs, from ``n`` seeds
-    with sample standard deviation ``std``: ``t_{n-1}((1+level)/2) * std * sqrt(1/m + 1/n)``."""
-    if n < 2:
-        raise ValueError(f"a prediction interval needs at least 2 seeds, got {n}")
-    return float(stats.t.ppf(0.5 + level / 2, n - 1) * std * math.sqrt(1 / published_runs + 1 / n))
-
-
-def prediction_interval(values: Sequence[float], level: float = 0.95, published_runs: int = 1) -> tuple[float, float]:
-    """Where the mean of ``published_runs`` further runs lies with probability ``level``, from seed values."""
-    array = np.asarray(values, dtype=float)
-    half = prediction_half_width(float(array.std(ddof=1)), len(array), level, published_runs)
-    return float(array.mean() - half), float(array.mean() + half)
-
-
 def holm(p_values: Sequence[float]) -> np.ndarray:
     """Holm's step-down adjusted p-values (Holm 1979); NaN entries stay NaN and are not counted.
 
@@ -171,13 +155,3 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     steps = np.minimum(1.0, (m - np.arange(m)) * p[order])
     adjusted[order] = np.maximum.accumulate(steps)
     return adjusted
-
-
-def bootstrap_p_value(differences: np.ndarray) -> float:
-    """One-sided p-value that a paired difference is not positive: ``(k + 1) / (B + 1)``, k the
-    replicates (of B finite ones) at or below zero. Never 0: B resamples cannot show less than 1/(B+1)."""
-    finite = np.asarray(differences, dtype=float)
-    finite = finite[np.isfinite(finite)]
-    if not len(finite):
-        return math.nan
-    return float((np.count_nonzero(finite <= 0) + 1) / (len(finite) + 1))
