@@ -103,12 +103,19 @@ def not_comparable_reason(row: pd.Series, size: str | None) -> str:
         return "offline stand-in: " + "; ".join(
             s for s in (str(row.get("setting", "")), str(row.get("nli", ""))) if "stand-in" in s
         )
-    if str(row.get("data_verified", "")).lower() == "false":
-        return "data files differ from SentEval's (data_verified = False)"
+    if unverified_data(row):
+        return unverified_data(row)
     if size in PAPER_MODELS:
         model = str(row.get("base_model", "") or row.get("model", ""))
         if model != PAPER_MODELS[size]:
             return f"encoder {model!r} is not the paper's {PAPER_MODELS[size]!r}"
+    return ""
+
+
+def unverified_data(row: pd.Series) -> str:
+    """Why a row cannot be compared with anything published on SentEval's files, or "" when it can."""
+    if str(row.get("data_verified", "")).lower() == "false":
+        return "data files differ from SentEval's (data_verified = False)"
     return ""
 
 
@@ -470,8 +477,7 @@ def _stand_in_cells(table2: pd.DataFrame, published: Path, context: Context) -> 
     for _, rep_row in table2[table2.method.astype(str).str.fullmatch(r"BERT-\w+ \(mean\)")].iterrows():
         if str(rep_row.get("base_model", "") or rep_row.get("model", "")) != STAND_IN_MODEL:
             continue
-        reason = "data files differ from SentEval's (data_verified = False)"
-        reason = reason if str(rep_row.get("data_verified", "")).lower() == "false" else ""
+        reason = unverified_data(rep_row)
         for anchor in anchors.itertuples():
             label = f"{anchor.model.split('/')[-1]} ({anchor.pooling}) {anchor.dataset}"
             value, aggregate, _, name = cell_value(rep_row, anchor.dataset, "all")
