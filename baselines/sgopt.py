@@ -204,6 +204,7 @@ def train_sgopt(config: SgOptConfig, data: SentEvalData | None = None, progress:
         "setting": trainer.resolved.setting,
         "best_step": outcome.best_step,
         "best_dev_spearman": outcome.best_dev,
+        "exported_step": outcome.final_step,
         "eval_pooling": "cls",
         "dtype": trainer.precision.dtype,
         "precision": trainer.precision.describe(),

@@ -75,6 +75,12 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
         help="a further pooling to keep in the --save-vectors cache (repeatable; e.g. BERT-flow's mean:1,-1)",
     )
     add_topk_max_argument(parser, "in that cache")
+    parser.add_argument(
+        "--curve",
+        default=None,
+        metavar="FILE.csv",
+        help="write the run's training curve (loss, learning rate, dev Spearman per step) there",
+    )
 
 
 def probability(text: str) -> float:

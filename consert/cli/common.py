@@ -35,6 +35,17 @@ def encode_cache(encoder, sentences, poolings, data, topk_max: int, progress: bo
     return VectorCache.build(encoder, sentences, poolings, data.fingerprint, progress=progress, rank_sums=collector)
 
 
+def write_run_outputs(output_dir, pooling, data, args, max_length, device, seed, **labels) -> None:
+    """What ``train`` and ``sgopt`` write after the export: the training curve (``--curve``) and the
+    evaluation (``--evaluate``)."""
+    if args.curve:
+        from consert.train.curves import write_curve
+
+        print(f"wrote {write_curve(output_dir, args.curve)}")
+    if args.evaluate:
+        evaluate_export(output_dir, pooling, data, args, max_length, device, seed, **labels)
+
+
 def evaluate_export(output_dir, pooling, data, args, max_length, device, seed, **labels) -> None:
     """Evaluate a freshly exported model and write the CSV with its training record's key facts."""
     import json

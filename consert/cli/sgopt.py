@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from consert.cli.arguments import add_evaluate_arguments
-from consert.cli.common import evaluate_export
+from consert.cli.common import write_run_outputs
 
 NAME = "sgopt"
 HELP = "train the SG-OPT baseline (Kim et al., 2021)"
@@ -36,16 +36,15 @@ def run(args: argparse.Namespace) -> int:
         f"best STS-B dev Spearman {result.loop.best_dev:.2f} at step {result.loop.best_step}; "
         f"model exported to {result.output_dir} (evaluate with --pooling cls)"
     )
-    if args.evaluate:
-        evaluate_export(
-            result.output_dir,
-            "cls",
-            data,
-            args,
-            config.max_length,
-            config.device,
-            config.seed,
-            method="sg-opt",
-            started_from=config.model,
-        )
+    write_run_outputs(
+        result.output_dir,
+        "cls",
+        data,
+        args,
+        config.max_length,
+        config.device,
+        config.seed,
+        method="sg-opt",
+        started_from=config.model,
+    )
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from consert.cli.arguments import add_evaluate_arguments
-from consert.cli.common import evaluate_export
+from consert.cli.common import write_run_outputs
 
 NAME = "train"
 HELP = "train ConSERT (unsup, joint, sup, sup-unsup, joint-unsup), SimCSE (simcse) or AugCSE (augcse)"
@@ -42,21 +42,20 @@ def run(args: argparse.Namespace) -> int:
     rates = result.augmentation_rates
     for name, count in rates.items():
         print(f"augmentation {name}: applied to {count['applied']} of {count['drawn']} texts ({count['rate']:.1%})")
-    if args.evaluate:
-        evaluate_export(
-            result.output_dir,
-            config.eval_pooling,
-            data,
-            args,
-            config.evaluation_max_length,
-            config.device,
-            config.seed,
-            mode=config.mode,
-            views="+".join(config.views),
-            temperature=config.temperature,
-            batch_size=config.batch_size,
-            n_texts=config.n_texts or "all",
-            started_from=config.model,
-            augmentation_rates=";".join(f"{name}={count['rate']:.4f}" for name, count in rates.items()),
-        )
+    write_run_outputs(
+        result.output_dir,
+        config.eval_pooling,
+        data,
+        args,
+        config.evaluation_max_length,
+        config.device,
+        config.seed,
+        mode=config.mode,
+        views="+".join(config.views),
+        temperature=config.temperature,
+        batch_size=config.batch_size,
+        n_texts=config.n_texts or "all",
+        started_from=config.model,
+        augmentation_rates=";".join(f"{name}={count['rate']:.4f}" for name, count in rates.items()),
+    )
     return 0

@@ -17,6 +17,7 @@ from scipy.stats import spearmanr
 
 from consert.data.senteval import DATASETS, ScoredPair, SentEvalData
 from consert.evaluate.bootstrap import BOOTSTRAP_SEED, DEFAULT_RESAMPLES, Replicates, bootstrap_sets, interval
+from consert.evaluate.diagnostics import DIAGNOSTIC_COLUMNS, diagnostics
 
 if TYPE_CHECKING:
     from consert.encode.cache import VectorCache
@@ -118,6 +119,9 @@ def evaluate_task_vectors(
     ``spearman_wmean_ci_*``; :mod:`consert.evaluate.bootstrap`); the resamples depend only on
     ``bootstrap_seed`` and the pairs, so every model evaluated on the same data gets the same ones
     (paired). The replicates are kept in ``frame.attrs["replicates"]`` (``{dataset: {aggregate: B}}``).
+    Every dataset row also gets the representation diagnostics of its test sentences
+    (:data:`~consert.evaluate.diagnostics.DIAGNOSTIC_COLUMNS`); the Avg row, the mean over the sets of
+    anisotropy, alignment and uniformity.
     """
     names = [n for n in DATASETS if n in data.sets]
     scored = {
@@ -146,7 +150,31 @@ def evaluate_task_vectors(
             bounds = [b for key in AGGREGATE_KEYS for b in interval(replicates["Avg"][key])]
         frame = pd.concat([frame, pd.DataFrame([[*average, *_or_nan(bounds)]], columns=list(RESULT_COLUMNS))])
         frame = frame.reset_index(drop=True)
+    frame = _with_diagnostics(frame, data, vectors, scored)
     frame.attrs["replicates"] = replicates
+    return frame
+
+
+def _with_diagnostics(
+    frame: pd.DataFrame,
+    data: SentEvalData,
+    vectors: dict[str, dict[str, np.ndarray]],
+    scored: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]],
+) -> pd.DataFrame:
+    """``frame`` with :data:`DIAGNOSTIC_COLUMNS` on its dataset rows (and the Avg row's means)."""
+    values = {}
+    for name, groups in scored.items():
+        pairs = [(p.sent1, p.sent2, p.score) for sub in groups for p in data.sets[name].eval_groups[sub]]
+        cosine = np.concatenate([predicted for predicted, _ in groups.values()])
+        values[name] = diagnostics(vectors[name], pairs, cosine)
+    table = pd.DataFrame.from_dict(values, orient="index", columns=list(DIAGNOSTIC_COLUMNS))
+    if "Avg" in set(frame.dataset):
+        table.loc["Avg", ["anisotropy", "alignment", "uniformity"]] = table[
+            ["anisotropy", "alignment", "uniformity"]
+        ].mean()
+    dataset_rows = frame.subset == "all"
+    for column in DIAGNOSTIC_COLUMNS:
+        frame[column] = np.where(dataset_rows, frame.dataset.map(table[column]), np.nan)
     return frame
 
 

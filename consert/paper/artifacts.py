@@ -18,12 +18,25 @@ from consert.paper.plan import AUGMENTATION_LABELS, PlannedRun, RunSpec, flow_nl
 
 RESULTS = Path("results")
 EVALS = RESULTS / "evals"
+CURVES = RESULTS / "curves"
 RUNS = Path("runs")
+BENCHMARKS = Path("benchmarks")
 
 
 def consert_eval(run_id: str) -> str:
     """Evaluation CSV of one ConSERT run."""
     return str(EVALS / "consert" / f"{run_id}.csv")
+
+
+def run_curve(run_id: str) -> str:
+    """Training curve of one training run (ConSERT, SimCSE, AugCSE or SG-OPT): :mod:`consert.train.curves`."""
+    return str(CURVES / f"{run_id}.csv")
+
+
+def benchmark(evaluation: str) -> str:
+    """Snakemake benchmark file of the job that writes ``evaluation`` (an evaluation CSV under
+    ``results/evals``): the same path under ``benchmarks/``, as ``.tsv``."""
+    return str(BENCHMARKS / Path(evaluation).relative_to(EVALS).with_suffix(".tsv"))
 
 
 def run_model(run_id: str) -> str:
@@ -153,6 +166,51 @@ def family_sources(config: dict[str, Any]) -> list[Source]:
     return sources + _consert_sources(config, "family")
 
 
+def diagnostics_sources(config: dict[str, Any]) -> list[Source]:
+    """Every evaluated model: Table 2's and 3's rows, the family's, and every sweep run (named by
+    :data:`consert.paper.representation.SWEEP_NAMES`)."""
+    from consert.paper.representation import SWEEP_NAMES
+
+    sources = table2_sources(config) + table3_sources(config)
+    if config["family"]["methods"]:
+        sources += family_sources(config)
+    for planned in plan_runs(config):
+        if planned.artifact in SWEEP_NAMES:
+            labels = {"method": SWEEP_NAMES[planned.artifact](planned.labels), "size": planned.spec.size}
+            sources.append(({**labels, "seed": planned.spec.seed}, consert_eval(planned.spec.run_id), None))
+    return sources
+
+
+#: The curves figure's panels: which planned runs each draws.
+CURVE_GROUPS = {
+    "table2": "Table 2",
+    "flow_nli": "Table 3",
+    "table3": "Table 3",
+    "family": "contrastive family",
+    "table4": "Table 4",
+    "figure5": "Figure 5",
+    "figure6": "Figure 6",
+    "figure7": "Figure 7",
+}
+
+
+def curve_sources(config: dict[str, Any]) -> list[Source]:
+    """Every training run's curve, labelled with its panel (a run used by two artifacts is in both): the
+    planned runs and their NLI first stages, then SG-OPT's runs."""
+    sources: list[Source] = []
+    for planned in plan_runs(config):
+        for spec in (planned.spec.stage1, planned.spec):
+            if spec is not None:
+                sources.append(
+                    ({"group": CURVE_GROUPS[planned.artifact], "run": spec.run_id}, run_curve(spec.run_id), None)
+                )
+    for size in config["models"]:
+        for seed in sgopt_seeds(config):
+            sources.append(({"group": "SG-OPT", "run": sgopt_run(size, seed)}, run_curve(sgopt_run(size, seed)), None))
+    unique = {(labels["group"], path): (labels, path, pooling) for labels, path, pooling in sources}
+    return list(unique.values())
+
+
 SOURCES: dict[str, Callable[[dict[str, Any]], list[Source]]] = {
     "table2": table2_sources,
     "table3": table3_sources,
@@ -169,6 +227,8 @@ SOURCES: dict[str, Callable[[dict[str, Any]], list[Source]]] = {
         ({"model": f"BERT-{figure_size(config)}"}, predictions_eval(figure_size(config), "bert"), None),
         ({"model": f"ConSERT-{figure_size(config)}"}, predictions_eval(figure_size(config), "consert"), None),
     ],
+    "diagnostics": diagnostics_sources,
+    "curves": curve_sources,
 }
 
 #: artifact -> (CSV file name, label columns of its rows, extra averaged columns)
@@ -182,6 +242,8 @@ LAYOUT: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "figure5": ("figure5_heatmap.csv", ("size", "view1", "view2", "trained_as"), ()),
     "figure6": ("figure6_fewshot.csv", ("size", "variant", "n_texts"), ()),
     "figure7": ("figure7_temperature.csv", ("size", "temperature"), ()),
+    "diagnostics": ("diagnostics.csv", (), ()),
+    "curves": ("training_curves.csv", (), ()),
 }
 
 
@@ -200,6 +262,14 @@ def build(artifact: str, config: dict[str, Any]) -> pd.DataFrame:
             cache[path] = pd.read_csv(path)
         return cache[path]
 
+    if artifact == "curves":
+        frames = [read(path).assign(group=labels["group"], run=labels["run"]) for labels, path, _ in sources]
+        table = pd.concat(frames, ignore_index=True)
+        return table[["group", "run", *[c for c in table.columns if c not in ("group", "run")]]]
+    if artifact == "diagnostics":
+        from consert.paper.representation import diagnostics_table
+
+        return diagnostics_table(sources, read)
     if artifact == "figure4":
         return tables.topk_table((labels["model"], read(path)) for labels, path, _ in sources)
     if artifact == "figure1":
@@ -218,12 +288,23 @@ def build(artifact: str, config: dict[str, Any]) -> pd.DataFrame:
     return table
 
 
-def write_artifact(artifact: str, config: dict[str, Any], csv_path: str, figure_paths: list[str] | None = None) -> None:
-    """Build ``artifact``, write its CSV atomically, and draw its figure when it is one."""
+def write_artifact(
+    artifact: str,
+    config: dict[str, Any],
+    csv_path: str,
+    figure_paths: list[str] | None = None,
+    published: str | Path | None = None,
+) -> None:
+    """Build ``artifact``, write its CSV atomically, and draw its figure when it is one; with ``published``
+    (``results/published``) the paper's values are drawn on the figure and set beside Table 4."""
     from consert.io import write_csv
     from consert.paper.figures import DRAW
+    from consert.paper.marks import PublishedMarks
 
     table = build(artifact, config)
+    marks = PublishedMarks.load(published) if published else None
+    if marks and artifact == "table4":
+        table = marks.beside_table4(table)
     write_csv(table, csv_path)
     if figure_paths:
-        DRAW[artifact](table, figure_paths)
+        DRAW[artifact](table, figure_paths, marks)

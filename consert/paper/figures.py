@@ -18,6 +18,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from consert.io import atomic_path  # noqa: E402
+from consert.paper.marks import PublishedMarks  # noqa: E402
 from consert.paper.plan import AUGMENTATION_LABELS  # noqa: E402
 from consert.paper.tables import heatmap_matrix  # noqa: E402
 
@@ -34,7 +35,21 @@ def _save(figure: plt.Figure, paths: Sequence[str | Path]) -> None:
     plt.close(figure)
 
 
-def figure1(table: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
+#: How published marks look, and the legend entry that says they are published.
+PUBLISHED_STYLE = {"color": "black", "marker": "X", "markersize": 8, "linestyle": "none"}
+
+
+def _seed_band(axis: plt.Axes, table: pd.DataFrame, x: str, colour: str | None = None) -> None:
+    """Shade the seeds' interval of the mean Avg (``Avg_seed_ci_low``/``_high``) where several seeds ran."""
+    if "Avg_seed_ci_low" not in table or "n_seeds" not in table:
+        return
+    several = table[(table.n_seeds > 1) & table.Avg_seed_ci_low.notna()].sort_values(x)
+    if len(several):
+        axis.fill_between(several[x], several.Avg_seed_ci_low, several.Avg_seed_ci_high, alpha=0.2,
+                          color=colour, linewidth=0, label="interval over seeds", gid="seed band")  # fmt: skip
+
+
+def figure1(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None) -> plt.Figure:
     """Gold score vs predicted cosine on STS-B test, one panel per model."""
     models = list(dict.fromkeys(table.model))
     figure, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4.2), sharey=True, squeeze=False)
@@ -47,10 +62,15 @@ def figure1(table: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
     return figure
 
 
-def figure4(table: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
-    """Average Spearman vs number of most frequent tokens removed from the average."""
+def figure4(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None) -> plt.Figure:
+    """Average Spearman vs number of most frequent tokens removed from the average; the paper's stated
+    BERT-base points (nothing removed; its best k) as published marks."""
     figure, axis = plt.subplots(figsize=(6, 4))
     sns.lineplot(data=table, x="k", y="Avg", hue="model", marker="o", markersize=3, ax=axis)
+    for index, mark in enumerate(marks.figure4 if marks else ()):
+        label = "published (BERT-base, the paper's text)" if index == 0 else None
+        axis.plot([mark.x], [mark.y], **PUBLISHED_STYLE, label=label, gid=f"published:{mark.quantity}")
+    axis.legend(fontsize=7)
     axis.set(
         xlabel="k most frequent tokens removed (STS-B test frequencies; the authors' script's k is this - 1)",
         ylabel="avg Spearman x 100",
@@ -60,13 +80,26 @@ def figure4(table: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
     return figure
 
 
-def figure5(table: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
-    """5 x 5 heatmap of average Spearman: row = first view's augmentation, column = second's."""
+def figure5(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None) -> plt.Figure:
+    """5 x 5 heatmap of average Spearman: row = first view's augmentation, column = second's; the
+    paper's None-None and best cells outlined, with their published values."""
     order = [a for a in AUGMENTATION_LABELS if a in set(table.view1) | set(table.view2)]
     matrix = heatmap_matrix(table, order).rename(index=AUGMENTATION_LABELS, columns=AUGMENTATION_LABELS)
     figure, axis = plt.subplots(figsize=(6.5, 5))
     sns.heatmap(matrix, annot=True, fmt=".2f", cmap="viridis", ax=axis, cbar_kws={"label": "avg Spearman x 100"})
     axis.set(xlabel="second augmentation", ylabel="first augmentation")
+    for mark in marks.figure5 if marks else ():
+        if mark.x in order and mark.y in order:
+            row, column = order.index(mark.x), order.index(mark.y)
+            box = plt.Rectangle(
+                (column, row), 1, 1, fill=False, edgecolor="red", linewidth=2, gid=f"published:{mark.quantity}"
+            )
+            axis.add_patch(box)
+            axis.text(column + 0.5, row + 0.85, f"published {mark.value:.2f}", ha="center", fontsize=6, color="red",
+                      gid=f"published:{mark.quantity}")  # fmt: skip
+    if marks:
+        axis.legend(handles=[plt.Rectangle((0, 0), 1, 1, fill=False, edgecolor="red", label="published cell (text)")],
+                    fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.12), frameon=False)  # fmt: skip
     mirrored = (table.trained_as != table.view1 + "+" + table.view2).any() if "trained_as" in table else False
     note = "; each unordered pair trained once, shown in both cells" if mirrored else ""
     axis.set_title(f"Figure 5: augmentation pairs{note}\n{_setting_line(table)}", fontsize=9)
@@ -74,14 +107,17 @@ def figure5(table: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
     return figure
 
 
-def figure6(table: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
-    """Average Spearman vs number of unlabeled training texts, unsupervised and supervised."""
+def figure6(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None) -> plt.Figure:
+    """Average Spearman vs number of unlabeled training texts, unsupervised and supervised (the paper
+    states no value of Figure 6 in its text: nothing published is drawn)."""
     data = table.copy()
     full = data.n_texts.astype(str) == "all"
     sizes = pd.to_numeric(data.n_texts.where(~full), errors="coerce")
     data["texts"] = sizes.fillna(sizes.max() * 10 if sizes.notna().any() else 1)
     figure, axis = plt.subplots(figsize=(6, 4))
     sns.lineplot(data=data.sort_values("texts"), x="texts", y="Avg", hue="variant", marker="o", ax=axis)
+    for line, (_, part) in zip(axis.get_lines(), data.groupby("variant", sort=False), strict=False):
+        _seed_band(axis, part, "texts", line.get_color())
     axis.set_xscale("log")
     all_position = data.texts[full].max() if full.any() else None
     ticks = sorted(set(data.texts))
@@ -93,10 +129,16 @@ def figure6(table: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
     return figure
 
 
-def figure7(table: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
-    """Average Spearman vs NT-Xent temperature."""
+def figure7(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None) -> plt.Figure:
+    """Average Spearman vs NT-Xent temperature; the paper's stated best range shaded."""
     figure, axis = plt.subplots(figsize=(6, 4))
     sns.lineplot(data=table.sort_values("temperature"), x="temperature", y="Avg", marker="o", ax=axis)
+    _seed_band(axis, table, "temperature")
+    if marks:
+        low, high = marks.figure7_range
+        axis.axvspan(low, high, color="tab:orange", alpha=0.2, label=f"published best range ({low:g}-{high:g})",
+                     gid="published:best range")  # fmt: skip
+        axis.legend(fontsize=7)
     axis.set_xscale("log")
     axis.set(xlabel="temperature tau", ylabel="avg Spearman x 100")
     axis.set_title(f"Figure 7: temperature\n{_setting_line(table)}", fontsize=9)
@@ -104,7 +146,79 @@ def figure7(table: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
     return figure
 
 
-DRAW = {"figure1": figure1, "figure4": figure4, "figure5": figure5, "figure6": figure6, "figure7": figure7}
+def diagnostics(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None) -> plt.Figure:
+    """The collapse, measured: anisotropy per model (Avg over the sets), alignment against uniformity on
+    STS-B test, and STS-B's cosine by gold bin for untrained BERT and the Table 2 ConSERT runs."""
+    from consert.evaluate.diagnostics import GOLD_BINS
+
+    average = table[table.dataset == "Avg"]
+    stsb = table[table.dataset == "STSb"]
+    figure, axes = plt.subplots(1, 3, figsize=(17, max(4.5, 0.22 * len(average) + 1.5)))
+    untrained = average.method.str.match(r"^(BERT-\w+ \(|Avg. GloVe)")
+    axes[0].barh(average.method, average.anisotropy, color=np.where(untrained, "0.6", "tab:blue"))
+    axes[0].invert_yaxis()
+    axes[0].tick_params(axis="y", labelsize=7)
+    axes[0].set(xlabel="anisotropy: mean cosine of all sentence pairs (Avg of the 7 sets)",
+                title="anisotropy (grey: untrained)")  # fmt: skip
+    axes[1].scatter(stsb.uniformity, stsb.alignment, s=12, color="tab:blue")
+    for row in stsb.itertuples():
+        axes[1].annotate(row.method, (row.uniformity, row.alignment), fontsize=5, alpha=0.8)
+    axes[1].set(xlabel="uniformity (lower is better)", ylabel="alignment (lower is better)",
+                title="STS-B test: alignment vs uniformity (Wang & Isola)")  # fmt: skip
+    centres = [(lo + hi) / 2 for lo, hi in GOLD_BINS]
+    shown = stsb[stsb.method.str.match(r"^(BERT-\w+ \(|ConSERT-\w+$)")]
+    for row in shown.itertuples():
+        means = [getattr(row, f"cosine_gold_{lo}_{hi}_mean") for lo, hi in GOLD_BINS]
+        sds = [getattr(row, f"cosine_gold_{lo}_{hi}_sd") for lo, hi in GOLD_BINS]
+        style = "--" if row.method.startswith("BERT-") else "-"
+        axes[2].errorbar(centres, means, yerr=sds, linestyle=style, marker="o", markersize=3, capsize=2,
+                         linewidth=1, label=row.method)  # fmt: skip
+    axes[2].set(xlabel="gold score bin (STS-B test)", ylabel="cosine: mean +- sd of the bin's pairs",
+                title="STS-B test: cosine by gold bin")  # fmt: skip
+    axes[2].legend(fontsize=6, frameon=False)
+    figure.suptitle(f"Representation diagnostics\n{_setting_line(table)}", fontsize=9)
+    figure.tight_layout()
+    _save(figure, paths)
+    return figure
+
+
+def training_curves(
+    table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None
+) -> plt.Figure:
+    """Dev Spearman (top) and training loss (bottom) against step, one column per group of runs (Table 2,
+    Table 3, each sweep, SG-OPT), the exported checkpoint of each run starred."""
+    groups = list(dict.fromkeys(table.group))
+    figure, axes = plt.subplots(2, len(groups), figsize=(4 * len(groups), 6.5), squeeze=False, sharex="col")
+    for column, group in enumerate(groups):
+        top, bottom = axes[0][column], axes[1][column]
+        part = table[table.group == group]
+        for run, curve in part.groupby("run", sort=False):
+            dev = curve.dropna(subset=["dev_spearman"])
+            (line,) = top.plot(dev.step, dev.dev_spearman, marker="o", markersize=2.5, linewidth=1, label=run)
+            chosen = dev[dev.selected.astype(bool)]
+            top.plot(chosen.step, chosen.dev_spearman, "*", markersize=9, color=line.get_color(), gid="selected")
+            trained = curve.dropna(subset=["loss"])
+            bottom.plot(trained.step, trained.loss, linewidth=0.8, color=line.get_color())
+        top.set_title(group, fontsize=9)
+        top.set(ylabel="STS-B dev Spearman x 100" if column == 0 else "")
+        bottom.set(xlabel="step", ylabel="training loss" if column == 0 else "")
+        if part.run.nunique() <= 8:
+            top.legend(fontsize=5, frameon=False)
+    figure.suptitle(f"Training curves (star: the exported checkpoint)\n{_setting_line(table)}", fontsize=9)
+    figure.tight_layout()
+    _save(figure, paths)
+    return figure
+
+
+DRAW = {
+    "figure1": figure1,
+    "figure4": figure4,
+    "figure5": figure5,
+    "figure6": figure6,
+    "figure7": figure7,
+    "diagnostics": diagnostics,
+    "curves": training_curves,
+}
 
 
 #: The forest plot's panels: the primary cells (and the shared shift), then the seven sets as diagnostics.

@@ -1,0 +1,100 @@
+"""What each artifact cost: the wall time, CPU time and peak memory of every job under it, from
+Snakemake's benchmark files, with the hardware the jobs ran on (named by their evaluation CSVs).
+
+A job that several artifacts need (BERT's corpus encoding, the Table 2 run Figures 1 and 4 show) is
+counted in each of them; the ``all`` row counts every job once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from consert.paper import artifacts
+from consert.paper.plan import flow_nli_run, plan_runs
+
+#: The artifacts costed, by their results file name (the paper's tables and figures).
+COSTED = {
+    "table2_unsup": "table2",
+    "table3_sup": "table3",
+    "table4_batch_size": "table4",
+    "table_contrastive_family": "family",
+    "figure1_scatter": "figure1",
+    "figure4_topk": "figure4",
+    "figure5_heatmap": "figure5",
+    "figure6_fewshot": "figure6",
+    "figure7_temperature": "figure7",
+}
+COST_COLUMNS = ("artifact", "jobs", "wall_s", "cpu_s", "peak_rss_mb", "hardware", "missing_benchmarks")
+
+
+def _upstream(evaluation: str, config: dict[str, Any]) -> list[str]:
+    """The evaluation files whose jobs ``evaluation``'s job needs first (a first NLI stage, BERT-flow's NLI
+    run, the figure model's run), ``evaluation`` itself included, and the corpus encodings as ``encode``."""
+    path = Path(evaluation)
+    found = [evaluation]
+    runs = {spec.run_id: spec for p in plan_runs(config) for spec in (p.spec, p.spec.stage1) if spec is not None}
+    if path.parent.name == "consert" and path.stem in runs and runs[path.stem].stage1 is not None:
+        found += _upstream(artifacts.consert_eval(runs[path.stem].stage1.run_id), config)
+    if path.parent.parent.name == "baselines" and path.stem != "glove":
+        size = path.parent.name
+        found.append(str(artifacts.BENCHMARKS / "baselines" / size / "encode.tsv"))
+        if path.stem.startswith("flow-nli-seed"):
+            run = flow_nli_run(config, size, int(path.stem.removeprefix("flow-nli-seed"))).run_id
+            found += _upstream(artifacts.consert_eval(run), config)
+    if path.parent.name in ("topk", "predictions"):
+        size, _, which = path.stem.rpartition("-")
+        if which == "bert":
+            found.append(str(artifacts.BENCHMARKS / "baselines" / size / "encode.tsv"))
+        else:
+            found += _upstream(artifacts.consert_eval(artifacts.table2_consert_run(config, size)), config)
+    return found
+
+
+def artifact_jobs(artifact: str, config: dict[str, Any]) -> dict[str, str]:
+    """``{benchmark file: evaluation file or ''}`` of every job ``artifact`` needs."""
+    jobs: dict[str, str] = {}
+    for evaluation in artifacts.inputs(artifact, config):
+        for path in _upstream(evaluation, config):
+            if path.endswith(".tsv"):
+                jobs.setdefault(path, "")
+            else:
+                jobs.setdefault(artifacts.benchmark(path), path)
+    return jobs
+
+
+def _job_cost(jobs: dict[str, str], root: Path) -> dict[str, Any]:
+    found = [root / path for path in jobs if (root / path).is_file()]
+    bench = pd.concat([pd.read_csv(p, sep="\t") for p in found], ignore_index=True) if found else pd.DataFrame()
+    hardware: set[str] = set()
+    for evaluation in jobs.values():
+        if evaluation and (root / evaluation).is_file():
+            frame = pd.read_csv(root / evaluation, usecols=lambda c: c in ("hardware", "device"))
+            hardware |= {str(h) for h in frame.get("hardware", frame.get("device", pd.Series(dtype=str))).dropna()}
+    return {
+        "jobs": len(jobs),
+        "wall_s": round(float(bench["s"].sum()), 1) if len(bench) else float("nan"),
+        "cpu_s": round(float(pd.to_numeric(bench["cpu_time"], errors="coerce").sum()), 1)
+        if len(bench)
+        else float("nan"),
+        "peak_rss_mb": round(float(pd.to_numeric(bench["max_rss"], errors="coerce").max()), 1)
+        if len(bench)
+        else float("nan"),
+        "hardware": " | ".join(sorted(hardware)),
+        "missing_benchmarks": len(jobs) - len(found),
+    }
+
+
+def cost_table(config: dict[str, Any], root: str | Path = ".") -> pd.DataFrame:
+    """One row per costed artifact of ``config`` and an ``all`` row (each job once)."""
+    root = Path(root)
+    costed = {name: key for name, key in COSTED.items() if key != "family" or config["family"]["methods"]}
+    rows, every = [], {}
+    for name, artifact in costed.items():
+        jobs = artifact_jobs(artifact, config)
+        every.update(jobs)
+        rows.append({"artifact": name, **_job_cost(jobs, root)})
+    rows.append({"artifact": "all", **_job_cost(every, root)})
+    return pd.DataFrame(rows, columns=list(COST_COLUMNS))

@@ -1,0 +1,67 @@
+"""The representation diagnostics table: anisotropy, alignment, uniformity and cosine by gold bin of
+BERT, every baseline and every trained run, read from their evaluation CSVs (nothing is encoded).
+
+:mod:`consert.evaluate.diagnostics` computes the values when a model is evaluated; this module gathers
+them per method, averages seeds, and sets each row beside untrained BERT's value with the same pooling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from consert.evaluate.diagnostics import DIAGNOSTIC_COLUMNS
+
+#: How a sweep's planned run is named in the diagnostics table (its artifact has no ``method`` label).
+SWEEP_NAMES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "table4": lambda labels: f"ConSERT-{labels['size']} batch {labels['batch_size']}",
+    "figure5": lambda labels: f"ConSERT-{labels['size']} {labels['view1']}+{labels['view2']}",
+    "figure6": lambda labels: f"ConSERT-{labels['size']} {labels['variant']} n={labels['n_texts']}",
+    "figure7": lambda labels: f"ConSERT-{labels['size']} tau={labels['temperature']:g}",
+}
+#: The label columns of a diagnostics row.
+LABELS = ("method", "size", "variant", "dataset", "pooling", "setting")
+
+
+def bert_reference(size: str, pooling: str) -> str:
+    """The method label of untrained BERT with ``pooling`` (Table 2's rows)."""
+    return f"BERT-{size} ({pooling})"
+
+
+def diagnostics_table(sources: list[tuple[dict[str, Any], str, str | None]], read) -> pd.DataFrame:
+    """One row per (method, dataset) with the diagnostics averaged over seeds, ``n_seeds``, and the
+    anisotropy of untrained BERT of the same size and pooling (``bert_anisotropy``) with the difference."""
+    frames = []
+    seen: set[tuple[str, str | None, str]] = set()
+    for labels, path, pooling in sources:
+        key = (path, pooling, labels["method"])
+        if key in seen:
+            continue
+        seen.add(key)
+        frame = read(path)
+        missing = [c for c in DIAGNOSTIC_COLUMNS if c not in frame.columns]
+        if missing:
+            raise ValueError(f"{path}: no representation diagnostics ({', '.join(missing)}); evaluate it again")
+        rows = frame[frame.subset == "all"]
+        if pooling is not None:
+            rows = rows[rows.pooling == pooling]
+        frames.append(
+            rows[["dataset", "pooling", "setting", *DIAGNOSTIC_COLUMNS]].assign(
+                method=labels["method"],
+                size=labels.get("size", "-"),
+                variant=labels.get("variant", ""),
+                seed=labels.get("seed", ""),
+            )
+        )
+    table = pd.concat(frames, ignore_index=True)
+    table["setting"] = table.setting.fillna("")
+    grouped = table.groupby(list(LABELS), sort=False, dropna=False)
+    means = grouped[list(DIAGNOSTIC_COLUMNS)].mean().reset_index()
+    means["n_seeds"] = grouped.size().to_numpy()
+    reference = means.set_index(["method", "dataset"]).anisotropy
+    keys = zip(means["size"], means.pooling, means.dataset, strict=True)
+    means["bert_anisotropy"] = [reference.get((bert_reference(s, p), d), float("nan")) for s, p, d in keys]
+    means["anisotropy_minus_bert"] = means.anisotropy - means.bert_anisotropy
+    return means
