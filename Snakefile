@@ -35,9 +35,23 @@ rule all:
         "results/table1_datasets.csv",
         expand("results/{name}.csv", name=list(TABLES) + list(FIGURES)),
         expand("figures/{name}.{ext}", name=FIGURES, ext=["png", "pdf"]),
+        expand("figures/{name}.{ext}", name=DIAGNOSTIC_FIGURES, ext=["png", "pdf"]),
         "results/comparison.csv",
         "results/claims.csv",
         "figures/comparison_forest.png",
         "figures/comparison_forest.pdf",
         "results/recipe.csv",
+        "results/summary.html",
     default_target: True
+
+
+onsuccess:
+    from consert.paper.summary import headline
+
+    print("\n".join(headline("results")))
+
+
+onerror:
+    from consert.paper.summary import failure_lines
+
+    print("\n".join(failure_lines(log)))

@@ -41,6 +41,11 @@ class ReportView:
 
     description: str = ""
     entries: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: the summary page (``results/summary.html``) as shown: its verdict section's text, and the header
+    #: and first row of its rendered Table 2 (``table#table2_unsup``)
+    summary_verdicts: str = ""
+    summary_table_header: list[str] = field(default_factory=list)
+    summary_table_first_row: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -106,6 +111,20 @@ def read_report(report: Path, screenshot_dir: Path | None = None) -> ReportView:
                     view.entries[path] = {"category": category, "caption": caption}
                     if screenshot_dir and path == "results/table2_unsup.csv":
                         page.screenshot(path=str(screenshot_dir / "report_table2.png"))
+            if "results/summary.html" in view.entries:
+                open_category(view.entries["results/summary.html"]["category"])
+                row = nav.locator("table tbody tr", has=page.locator("td:text-is('results/summary.html')"))
+                row.locator("td").last.locator("a[type=button]").nth(0).click()  # the eye button: show it
+                frame = page.frame_locator("iframe").first
+                frame.locator("#verdicts").wait_for()
+                view.summary_verdicts = _text(frame.locator("#verdicts").inner_text())
+                table = frame.locator("table#table2_unsup")
+                view.summary_table_header = [_text(t) for t in table.locator("thead th").all_inner_texts()]
+                view.summary_table_first_row = [
+                    _text(t) for t in table.locator("tbody tr").first.locator("td").all_inner_texts()
+                ]
+                if screenshot_dir:
+                    page.screenshot(path=str(screenshot_dir / "report_summary.png"))
             context.close()
     finally:
         shutil.rmtree(profile, ignore_errors=True)

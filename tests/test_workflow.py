@@ -17,6 +17,7 @@ import yaml
 
 from consert.cli import main as cli_main
 from consert.paper import artifacts
+from consert.paper.summary import primary_summary
 from consert.train.config import read_yaml
 from tests.fixtures import write_senteval_tree
 
@@ -79,8 +80,73 @@ def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.Compl
 def dag_run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("dag")
     data = write_senteval_tree(workdir / "senteval", pairs_per_file=12)
-    snakemake(workdir, "--config", f"data_dir={data}")
+    result = snakemake(workdir, "--config", f"data_dir={data}")
+    (workdir / "snakemake.stdout").write_text(result.stdout)
     return workdir, data
+
+
+def test_the_run_ends_with_its_verdict_counts_and_where_to_read_more(dag_run):
+    """Snakemake's onsuccess: the last lines say the verdict counts (as comparison.csv has them), the claims'
+    tally, and where the summary and comparison are."""
+    workdir, _ = dag_run
+    lines = [line for line in (workdir / "snakemake.stdout").read_text().splitlines() if line.strip()]
+    comparison = pd.read_csv(workdir / "results" / "comparison.csv")
+    counts = primary_summary(comparison)
+    verdicts = next(line for line in lines[-12:] if line.startswith("Verdicts ("))
+    assert (
+        f"{counts['reproduced']} reproduced, {counts['not reproduced']} not reproduced, "
+        f"{counts['inconclusive']} inconclusive; {counts['not comparable']} not comparable"
+    ) in verdicts
+    assert counts["not comparable"] > 0  # the stand-in: every primary cell compared is another setting
+    claims = pd.read_csv(workdir / "results" / "claims.csv")
+    assert any(line.startswith(f"Claims: {(claims.verdict == 'holds').sum()} hold") for line in lines[-12:])
+    assert lines[-1].startswith("Summary: results/summary.html") and "results/comparison.csv" in lines[-1]
+
+
+def test_every_trained_run_keeps_its_curve_and_the_curves_figure_draws_each(dag_run):
+    workdir, _ = dag_run
+    trained = {p.stem for p in (workdir / "results" / "evals" / "consert").glob("*.csv")}
+    trained |= {p.stem for p in (workdir / "results" / "evals" / "sgopt").glob("*.csv")}
+    trained |= {"base-bertflow-nli-seed1", "base-bertflow-nli-seed2"}  # BERT-flow (NLI)'s encoders, not evaluated alone
+    curves = {p.stem for p in (workdir / "results" / "curves").glob("*.csv")}
+    assert curves == trained
+    for path in (workdir / "results" / "curves").glob("*.csv"):
+        curve = pd.read_csv(path)
+        assert curve.selected.sum() == 1 and curve.dev_spearman.notna().any() and curve.loss.notna().any(), path
+    table = pd.read_csv(workdir / "results" / "training_curves.csv")
+    assert set(table.run) == curves and {"Table 2", "Table 3", "SG-OPT", "Figure 7"} <= set(table.group)
+    assert (workdir / "figures" / "training_curves.png").stat().st_size > 1000
+
+
+def test_diagnostics_set_every_model_beside_untrained_berts_anisotropy(dag_run):
+    """BERT's anisotropy on the stand-in is reported and each trained run is compared with it."""
+    workdir, _ = dag_run
+    table = pd.read_csv(workdir / "results" / "diagnostics.csv")
+    average = table[table.dataset == "Avg"].set_index("method")
+    bert = average.loc["BERT-base (mean:-2,-1)"]
+    assert 0 < bert.anisotropy < 1 and bert.anisotropy_minus_bert == 0
+    consert = average.loc["ConSERT-base"]
+    assert consert.bert_anisotropy == bert.anisotropy and consert.n_seeds == 2
+    assert consert.anisotropy_minus_bert == pytest.approx(consert.anisotropy - bert.anisotropy)
+    trained = table[table.method.str.startswith("ConSERT-base ")]  # Table 3's and the sweeps' runs
+    assert len(trained) and trained.bert_anisotropy.notna().all()
+    assert {"Avg. GloVe embeddings", "BERT-base-flow", "BERT-base-SG-OPT", "SimCSE-base"} <= set(average.index)
+    assert (workdir / "figures" / "diagnostics.png").stat().st_size > 1000
+
+
+def test_cost_sums_every_benchmark_under_each_artifact_and_names_the_hardware(dag_run):
+    workdir, _ = dag_run
+    cost = pd.read_csv(workdir / "results" / "cost.csv").set_index("artifact")
+    assert (cost.missing_benchmarks == 0).all(), cost
+    assert (cost.wall_s > 0).all() and cost.hardware.str.contains("threads").all()
+    benchmarks = list((workdir / "benchmarks").rglob("*.tsv"))
+    assert cost.loc["all", "jobs"] == len(benchmarks)  # every job once
+    total = sum(pd.read_csv(p, sep="\t")["s"].sum() for p in benchmarks)
+    assert cost.loc["all", "wall_s"] == pytest.approx(total, abs=0.1 * len(benchmarks))
+    # Table 4's runs are the sweep's 2 batch sizes x the config's 2 seeds; Figure 1 needs the encoding and the
+    # Table 2 run
+    assert cost.loc["table4_batch_size", "jobs"] == 4
+    assert cost.loc["figure1_scatter", "jobs"] == 4  # 2 predictions, BERT's encoding, the Table 2 run
 
 
 def test_every_artifact_is_produced_and_labelled(dag_run):
@@ -408,6 +474,10 @@ REPORT_ENTRIES = [
     ("results/claims.csv", "Comparison", "qualitative claims"),
     ("figures/comparison_forest.png", "Comparison", "reproduced minus published"),
     ("results/recipe.csv", "Recipe", "The recipe card"),
+    ("results/summary.html", "Summary", "Start here"),
+    ("results/cost.csv", "Summary", "What each artifact cost"),
+    ("figures/training_curves.png", "Diagnostics", "Training curves"),
+    ("figures/diagnostics.png", "Diagnostics", "Representation diagnostics"),
 ]
 
 
@@ -433,6 +503,17 @@ def test_the_html_report_shows_every_artifact_with_its_caption_in_a_browser(dag_
     assert view.blocked == [] and view.errors == []
     assert view.requests and all(url.startswith(("file:", "data:", "blob:", "about:")) for url in view.requests)
     assert (shots / "report_landing.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the summary page, shown inside the report: its verdict counts and Table 2 rendered as an HTML table
+    counts = pd.read_csv(workdir / "results" / "comparison.csv")
+    assert "Verdicts of the primary cells" in view.summary_verdicts
+    assert "not comparable" in view.summary_verdicts and "reproduced" in view.summary_verdicts
+    assert f"not comparable {primary_summary(counts)['not comparable']}" in view.summary_verdicts
+    table2 = pd.read_csv(workdir / "results" / "table2_unsup.csv")
+    assert view.summary_table_header[:2] == ["method", "size"] and "Avg" in view.summary_table_header
+    first = dict(zip(view.summary_table_header, view.summary_table_first_row, strict=True))
+    assert first["method"] == table2.method.iloc[0] and float(first["Avg"]) == pytest.approx(
+        table2.Avg.iloc[0], abs=0.006
+    )
 
 
 SLURM_SCRIPT = ROOT / "tests" / "slurm" / "local-cluster.sh"

@@ -134,6 +134,8 @@ rule eval_glove:
         artifacts.glove_eval(),
     log:
         "logs/baselines/glove.log",
+    benchmark:
+        artifacts.benchmark(artifacts.glove_eval())
     params:
         data=DATA,
         glove=f"--glove {config['baselines']['glove']}" if config["baselines"].get("glove") else "",
@@ -147,10 +149,11 @@ rule train_sgopt:
     output:
         model=model_output(artifacts.run_model(artifacts.sgopt_run("{size}", "{seed}"))),
         evaluation=artifacts.sgopt_eval("{size}", "{seed}"),
+        curve=artifacts.run_curve(artifacts.sgopt_run("{size}", "{seed}")),
     log:
         "logs/sgopt/{size}-seed{seed}.log",
     benchmark:
-        "benchmarks/sgopt/{size}-seed{seed}.tsv"
+        artifacts.benchmark(artifacts.sgopt_eval("{size}", "{seed}"))
     params:
         dtype=DTYPE,
         flags=sgopt_flags,
@@ -161,7 +164,7 @@ rule train_sgopt:
         "../envs/consert.yaml"
     shell:
         "OMP_NUM_THREADS={threads} consert sgopt {params.flags} --set output_dir={output.model} "
-        "--evaluate {output.evaluation} --eval-dtype {params.dtype} > {log} 2>&1"
+        "--evaluate {output.evaluation} --curve {output.curve} --eval-dtype {params.dtype} > {log} 2>&1"
 
 
 rule topk_curve:
@@ -196,6 +199,8 @@ rule stsb_predictions:
         artifacts.predictions_eval("{size}", "{which}"),
     log:
         "logs/predictions/{size}-{which}.log",
+    benchmark:
+        artifacts.benchmark(artifacts.predictions_eval("{size}", "{which}"))
     params:
         data=DATA,
         encoder=ENCODER_FLAGS,

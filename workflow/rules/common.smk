@@ -45,6 +45,8 @@ FIGURES = {
     "figure6_fewshot": "figure6",
     "figure7_temperature": "figure7",
 }
+#: Figures of the harness's own, beside the paper's: what a reviewer reads when a number is off.
+DIAGNOSTIC_FIGURES = {"training_curves": "curves", "diagnostics": "diagnostics"}
 
 
 def set_flags(values):

@@ -5,10 +5,11 @@ rule consert_train:
     output:
         model=model_output(artifacts.run_model("{run}")),
         evaluation=artifacts.consert_eval("{run}"),
+        curve=artifacts.run_curve("{run}"),
     log:
         "logs/consert/{run}.log",
     benchmark:
-        "benchmarks/consert/{run}.tsv"
+        artifacts.benchmark(artifacts.consert_eval("{run}"))
     params:
         dtype=DTYPE,
         flags=run_flags,
@@ -20,7 +21,7 @@ rule consert_train:
         "../envs/consert.yaml"
     shell:
         "OMP_NUM_THREADS={threads} consert train {params.flags} --set output_dir={output.model} "
-        "--evaluate {output.evaluation} --eval-dtype {params.dtype} {params.keep_vectors} > {log} 2>&1"
+        "--evaluate {output.evaluation} --curve {output.curve} --eval-dtype {params.dtype} {params.keep_vectors} > {log} 2>&1"
 
 
 ruleorder: consert_train_keeping_vectors > consert_train
@@ -32,6 +33,7 @@ use rule consert_train as consert_train_keeping_vectors with:
     output:
         model=model_output(artifacts.run_model("{run}")),
         evaluation=artifacts.consert_eval("{run}"),
+        curve=artifacts.run_curve("{run}"),
         vectors=artifacts.run_vectors("{run}"),
     wildcard_constraints:
         run=runs_in(VECTOR_RUNS),

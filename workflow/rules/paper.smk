@@ -7,6 +7,7 @@ rule paper_table:
         "logs/paper/{name}.log",
     params:
         artifact=lambda wc: TABLES[wc.name],
+        published=PUBLISHED,
     conda:
         "../envs/consert.yaml"
     script:
@@ -38,7 +39,21 @@ rule paper_figure:
         name=r"figure[0-9]_[a-z]+",  # every output: figures/comparison_forest.png is not one
     params:
         artifact=lambda wc: FIGURES[wc.name],
+        published=PUBLISHED,
     conda:
         "../envs/consert.yaml"
     script:
         "../scripts/artifact.py"
+
+
+use rule paper_figure as diagnostic_figure with:
+    input:
+        lambda wc: artifacts.inputs(DIAGNOSTIC_FIGURES[wc.name], config),
+    output:
+        table="results/{name}.csv",
+        png=report("figures/{name}.png", caption="../report/diagnostics.rst", category="Diagnostics"),
+        pdf="figures/{name}.pdf",
+    wildcard_constraints:
+        name="|".join(DIAGNOSTIC_FIGURES),
+    params:
+        artifact=lambda wc: DIAGNOSTIC_FIGURES[wc.name],

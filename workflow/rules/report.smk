@@ -66,3 +66,37 @@ rule comparison_forest:
         "../envs/consert.yaml"
     script:
         "../scripts/forest.py"
+
+
+rule cost:
+    """Wall time, CPU time and peak memory of every job under each artifact (Snakemake's benchmark files)."""
+    input:
+        expand("results/{name}.csv", name=list(TABLES) + list(FIGURES)),
+    output:
+        report("results/cost.csv", caption="../report/cost.rst", category="Summary"),
+    log:
+        "logs/cost.log",
+    conda:
+        "../envs/consert.yaml"
+    script:
+        "../scripts/cost.py"
+
+
+rule summary:
+    """The page a reviewer reads first: verdict counts, claims, the tables rendered, curves, diagnostics, cost."""
+    input:
+        "results/comparison.csv",
+        "results/claims.csv",
+        "results/cost.csv",
+        "results/diagnostics.csv",
+        "figures/comparison_forest.png",
+        expand("results/{name}.csv", name=list(TABLES) + list(FIGURES)),
+        expand("figures/{name}.png", name=DIAGNOSTIC_FIGURES),
+    output:
+        report("results/summary.html", caption="../report/summary.rst", category="Summary"),
+    log:
+        "logs/summary.log",
+    conda:
+        "../envs/consert.yaml"
+    script:
+        "../scripts/summary.py"

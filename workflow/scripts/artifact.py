@@ -8,4 +8,5 @@ with open(snakemake.log[0], "w") as log:  # noqa: F821 - injected by Snakemake
     sys.stderr = log
     outputs = snakemake.output  # noqa: F821
     figures = [outputs.png, outputs.pdf] if hasattr(outputs, "png") else None
-    write_artifact(snakemake.params.artifact, snakemake.config, outputs[0], figures)  # noqa: F821
+    published = snakemake.params.get("published")  # noqa: F821
+    write_artifact(snakemake.params.artifact, snakemake.config, outputs[0], figures, published)  # noqa: F821

@@ -1,0 +1,12 @@
+"""Snakemake script: results/cost.csv (thin wrapper around consert.paper.cost.cost_table)."""
+
+import sys
+
+from consert.io import write_csv
+from consert.paper.cost import cost_table
+
+with open(snakemake.log[0], "w") as log:  # noqa: F821 - injected by Snakemake
+    sys.stderr = log
+    table = cost_table(snakemake.config)  # noqa: F821
+    write_csv(table, snakemake.output[0])  # noqa: F821
+    print(table.to_string(index=False), file=log)
