@@ -55,20 +55,39 @@ def test_best_checkpoint_is_the_highest_dev_score_and_is_what_was_exported(unsup
     assert rescored == pytest.approx(unsup_run.best_dev_spearman, abs=1e-3)
 
 
-def test_export_reloads_through_sentence_transformers_with_identical_embeddings(unsup_run, real_data):
+def test_export_reloads_through_sentence_transformers_with_its_evaluation_pooling(unsup_run, real_data):
+    """``SentenceTransformer(folder)`` gives the vectors of the reported numbers (ConSERT's last-two-layer
+    mean), not sentence-transformers' default last-layer mean."""
     from sentence_transformers import SentenceTransformer
 
     from consert.encode.encoder import SentenceEncoder
 
     sentences = real_data.unlabeled_texts()[:64]
     reloaded = SentenceTransformer(str(unsup_run.output_dir), device="cpu").encode(sentences, batch_size=16)
-    in_memory = SentenceEncoder(unsup_run.tokenizer, unsup_run.model, dtype="fp32").encode(
-        sentences, "mean", progress=False
-    )
-    np.testing.assert_allclose(reloaded, in_memory, atol=1e-5)
+    in_memory = SentenceEncoder(unsup_run.tokenizer, unsup_run.model, dtype="fp32")
+    np.testing.assert_allclose(reloaded, in_memory.encode(sentences, "mean:-2,-1", progress=False), atol=1e-5)
+    assert not np.allclose(reloaded, in_memory.encode(sentences, "mean", progress=False), atol=1e-3)
     record = json.loads((unsup_run.output_dir / "consert_training.json").read_text())
     assert "offline stand-in" in record["setting"] and record["best_step"] == unsup_run.best_step
     assert (unsup_run.output_dir / "training_log.json").is_file()
+    card = (unsup_run.output_dir / "README.md").read_text()
+    assert record["base_model"] in card and record["setting"] in card and "yan-etal-2021-consert" in card
+    assert "Mode: `unsup`" in card and "`mean:-2,-1`" in card and "Not evaluated yet" in card
+
+
+@pytest.mark.parametrize("pooling", ["mean:1,-1", "cls", "mean"])
+def test_every_pooling_exports_as_sentence_transformers_modules(real_data, tmp_path, pooling):
+    """First-last average, [CLS] and last-layer mean: sentence-transformers alone encodes as the harness does."""
+    from sentence_transformers import SentenceTransformer
+
+    from consert.encode.encoder import SentenceEncoder
+
+    config = short_config(tmp_path, eval_pooling=pooling, max_steps=1, eval_every=1, dev_max_pairs=20)
+    run = train(config, real_data, progress=False)
+    sentences = real_data.unlabeled_texts()[:32]
+    reloaded = SentenceTransformer(str(run.output_dir), device="cpu").encode(sentences, batch_size=16)
+    harness = SentenceEncoder.load(str(run.output_dir), dtype="fp32", device="cpu", engine="torch")
+    np.testing.assert_allclose(reloaded, harness.encode(sentences, pooling, progress=False), atol=1e-5)
 
 
 def test_same_seed_gives_identical_loss_trace(real_data, tmp_path):
@@ -133,3 +152,30 @@ def test_joint_reuses_the_classifiers_clean_pass_as_its_first_view(real_data, tm
 def test_cuda_graphs_on_where_they_cannot_apply_is_refused_with_the_reason(real_data, tmp_path):
     with pytest.raises(ValueError, match="cuda_graphs: on, but device cpu is not CUDA"):
         train(short_config(tmp_path, device="cpu", cuda_graphs="on", max_steps=2), real_data, progress=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pooling", ["mean:-2,-1", "mean:1,-1"])
+def test_an_export_gives_the_harness_seven_set_numbers_through_sentence_transformers_alone(
+    real_data, tmp_path, pooling
+):
+    """The 7 STS sets scored from ``SentenceTransformer(folder).encode`` equal ``consert evaluate``'s numbers
+    (fp32) within the comparison's precision allowance."""
+    from sentence_transformers import SentenceTransformer
+
+    from consert.evaluate.protocol import evaluate_embedder, evaluate_model
+    from consert.paper.yardstick import PRECISION_ALLOWANCE
+
+    run = train(short_config(tmp_path, eval_pooling=pooling, max_steps=2, eval_every=2), real_data, progress=False)
+    model = SentenceTransformer(str(run.output_dir), device="cpu")
+    alone = evaluate_embedder(real_data, lambda sentences: model.encode(sentences, batch_size=64), resamples=0)
+    evaluated = evaluate_model(
+        str(run.output_dir), [pooling], data=real_data, dtype="fp32", engine="torch", progress=False
+    )
+    alone, harness = (frame[frame.subset == "all"].set_index("dataset") for frame in (alone, evaluated))
+    assert list(alone.index) == list(harness.index) and len(alone) == 8  # the 7 sets and Avg
+    np.testing.assert_allclose(alone.spearman, harness.spearman, atol=PRECISION_ALLOWANCE)
+    from consert.train.card import write_model_card
+
+    card = write_model_card(run.output_dir, evaluated).read_text()  # the card, once evaluated, has the scores
+    assert f"| {harness.spearman['STS12']:.2f} |" in card and f" {harness.spearman['Avg']:.2f} |" in card

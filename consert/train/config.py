@@ -168,10 +168,6 @@ class TrainConfig:
                 Pooling.parse(getattr(self, name))
             except ValueError as err:
                 raise ConfigError(f"{name}: {err}") from None
-        if Pooling.parse(self.train_pooling).kind == "mean" and Pooling.parse(self.train_pooling).layers != (-1,):
-            raise ConfigError(
-                "train_pooling: the exported model must be loadable by sentence-transformers: cls or mean"
-            )
         for name in ("batch_size", "epochs", "eval_every"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}: expected a positive integer, got {getattr(self, name)}")

@@ -16,6 +16,28 @@ TRAINING_RECORD = "consert_training.json"
 TRAINING_LOG = "training_log.json"
 
 
+def sentence_transformers_pooling(spec: Pooling, transformer, models) -> list[nn.Module]:
+    """The sentence-transformers modules that pool as ``spec`` does: ``cls`` and ``mean`` by ``Pooling``;
+    ``mean:I,J,...`` by ``WeightedLayerPooling`` (weight 1 on hidden states I, J, ..., 0 elsewhere: their
+    average) and then ``Pooling`` in mean mode."""
+    import torch
+
+    dimension = transformer.get_embedding_dimension()
+    pooling = models.Pooling(dimension, pooling_mode=spec.kind)
+    if not spec.needs_all_hidden_states:
+        return [pooling]
+    states = transformer.auto_model.config.num_hidden_layers + 1  # the embedding output, then each layer
+    spec.check_layers(states)
+    layers = sorted({layer % states for layer in spec.layers})
+    start = layers[0]
+    weights = torch.zeros(states - start)
+    weights[[layer - start for layer in layers]] = 1.0
+    weighted = models.WeightedLayerPooling(
+        dimension, num_hidden_layers=states - 1, layer_start=start, layer_weights=nn.Parameter(weights)
+    )
+    return [weighted, pooling]
+
+
 def export_model(
     model: nn.Module,
     tokenizer,
@@ -26,13 +48,16 @@ def export_model(
     record: dict[str, Any],
     log: list[dict[str, Any]],
 ) -> Path:
-    """Save ``model`` so that ``SentenceTransformer(output_dir)`` loads it with ``pooling``.
+    """Save ``model`` so that ``SentenceTransformer(output_dir)`` loads it with ``pooling`` (any of
+    :class:`~consert.encode.pooling.Pooling`'s, layer averages included: :func:`sentence_transformers_pooling`).
 
-    Also writes ``consert_training.json`` (config, base model, best step and score) and
-    ``training_log.json`` (one entry per step). The folder appears complete or not at all: it is
-    written beside the target and renamed into place.
+    Also writes ``consert_training.json`` (config, base model, best step and score),
+    ``training_log.json`` (one entry per step) and the model card (:mod:`consert.train.card`). The folder
+    appears complete or not at all: it is written beside the target and renamed into place.
     """
     from sentence_transformers import SentenceTransformer
+
+    from consert.train.card import CARD, model_card
 
     try:  # sentence-transformers >= 6
         from sentence_transformers.sentence_transformer import modules as models
@@ -44,13 +69,16 @@ def export_model(
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
+        if spec.needs_all_hidden_states:  # sentence-transformers passes them on only when the config asks
+            model.config.output_hidden_states = True
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         transformer = models.Transformer(str(staging), max_seq_length=max_length)
-        pooling_module = models.Pooling(transformer.get_embedding_dimension(), pooling_mode=spec.kind)
-        SentenceTransformer(modules=[transformer, pooling_module], device="cpu").save(str(staging))
+        modules = [transformer, *sentence_transformers_pooling(spec, transformer, models)]
+        SentenceTransformer(modules=modules, device="cpu").save(str(staging))
         (staging / TRAINING_RECORD).write_text(json.dumps(record, indent=2, default=str))
         (staging / TRAINING_LOG).write_text(json.dumps(log, indent=1))
+        (staging / CARD).write_text(model_card(record), encoding="utf-8")
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)

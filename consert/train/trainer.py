@@ -432,7 +432,7 @@ def train_stage(config: TrainConfig, data: SentEvalData, supervised_mode: str | 
         stage.model,
         stage.tokenizer,
         config.output_dir,
-        pooling=config.train_pooling,
+        pooling=config.eval_pooling,
         max_length=config.max_length,
         record=record,
         log=outcome.log,

@@ -1,0 +1,132 @@
+"""The model card (``README.md``) of an exported run: what it is, how it was trained, what it scores, how to
+cite it. Written at export from the training record, and again with the 7-set scores once evaluated."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from consert.data.senteval import DATASETS
+from consert.train.export import TRAINING_RECORD
+
+CARD = "README.md"
+
+CITATION = """@inproceedings{yan-etal-2021-consert,
+    title = "{C}on{SERT}: A Contrastive Framework for Self-Supervised Sentence Representation Transfer",
+    author = "Yan, Yuanmeng and Li, Rumei and Wang, Sirui and Zhang, Fuzheng and Wu, Wei and Xu, Weiran",
+    booktitle = "Proceedings of ACL-IJCNLP 2021",
+    year = "2021",
+    pages = "5065--5075",
+    doi = "10.18653/v1/2021.acl-long.393",
+}"""
+
+#: What each mode trains on (the NLI source and the text file come from the record).
+TRAINING_DATA = {
+    "unsup": "unlabeled texts",
+    "simcse": "unlabeled texts",
+    "augcse": "unlabeled texts",
+    "sg-opt": "unlabeled texts",
+    "sup": "NLI pairs",
+    "joint": "NLI pairs (with the contrastive objective on their sentences)",
+    "sup-unsup": "NLI pairs, then unlabeled texts",
+    "joint-unsup": "NLI pairs (joint objective), then unlabeled texts",
+}
+
+
+def _mode(record: dict[str, Any]) -> str:
+    """What the run trained: the ConSERT or family mode, or the baseline's method (SG-OPT)."""
+    return record.get("stage") or record.get("method") or record.get("config", {}).get("mode", "unsup")
+
+
+def _training_data(record: dict[str, Any]) -> str:
+    config = record.get("config", {})
+    mode = _mode(record)
+    parts = [TRAINING_DATA.get(mode, mode)]
+    if record.get("nli"):
+        parts.append(f"NLI: {record['nli']}")
+    if mode not in ("sup", "joint"):
+        texts = config.get("train_texts", "sts")
+        texts = "the unlabeled sentences of the 7 STS sets (no scores)" if texts == "sts" else texts
+        few = f", the first {config['n_texts']} drawn with the run's seed" if config.get("n_texts") else ""
+        parts.append(f"texts: {texts}{few}")
+    return "; ".join(parts)
+
+
+def _scores_table(scores: pd.DataFrame) -> list[str]:
+    """The test Spearman x 100 of each set and the Avg, with the Avg's bootstrap interval where there is one."""
+    rows = scores[scores.subset == "all"].set_index("dataset")
+    names = [name for name in (*DATASETS, "Avg") if name in rows.index]
+    lines = [
+        "| " + " | ".join(names) + " |",
+        "|" + "---|" * len(names),
+        "| " + " | ".join(f"{rows.loc[name, 'spearman']:.2f}" for name in names) + " |",
+    ]
+    interval = rows.loc["Avg", ["spearman_ci_low", "spearman_ci_high"]] if "spearman_ci_low" in rows else None
+    if interval is not None and interval.notna().all():
+        low, high = interval.iloc[0], interval.iloc[1]
+        lines += ["", f"Avg 95% bootstrap interval over the test pairs: [{low:.2f}, {high:.2f}]."]
+    return lines
+
+
+def model_card(record: dict[str, Any], scores: pd.DataFrame | None = None) -> str:
+    """The card's Markdown for a training ``record`` (``consert_training.json``) and, when evaluated, its
+    ``scores`` (the frame of :func:`consert.evaluate.protocol.evaluate_model`)."""
+    config = record.get("config", {})
+    mode = _mode(record)
+    setting = record.get("setting", "")
+    recipe = {
+        key: config[key] for key in ("views", "temperature", "batch_size", "lr", "max_length", "seed") if key in config
+    }
+    lines = [
+        "---",
+        "library_name: sentence-transformers",
+        "tags: [sentence-transformers, sentence-similarity, consert]",
+        "---",
+        f"# {mode}: {Path(config.get('output_dir', 'model')).parent.name or 'model'}",
+        "",
+        f"**Setting: {setting}.**" if setting else "",
+        "",
+        "Trained and exported by the ConSERT reproduction harness.",
+        "",
+        f"- Base model: `{record.get('base_model', '')}` (started from `{record.get('started_from', '')}`)",
+        f"- Mode: `{mode}`; " + ", ".join(f"{key} {value}" for key, value in recipe.items()),
+        f"- Training data: {_training_data(record)}",
+        f"- Exported: step {record.get('exported_step')} of {record.get('steps_run')} "
+        f"(STS-B dev Spearman {record.get('exported_dev_spearman')}, the {record.get('final_state')} state)",
+        f"- Pooling: `{record.get('eval_pooling')}`, built into the saved modules: "
+        "`SentenceTransformer(folder).encode` gives the evaluated vectors",
+        f"- Hardware: {record.get('hardware', '')}; harness commit {record.get('harness_commit', '')}",
+        "",
+        "## Scores (Spearman x 100 of cosine similarity, STS test sets, all pairs of each set)",
+        "",
+        *(_scores_table(scores) if scores is not None else ["Not evaluated yet: `consert evaluate FOLDER`."]),
+        "",
+        "## Usage",
+        "",
+        "```python",
+        "from sentence_transformers import SentenceTransformer",
+        "",
+        'model = SentenceTransformer("path/to/this/folder")',
+        'vectors = model.encode(["A man is playing a guitar.", "Someone plays an instrument."])',
+        "```",
+        "",
+        "## Citation",
+        "",
+        "```bibtex",
+        CITATION,
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_model_card(folder: str | Path, scores: pd.DataFrame | None = None) -> Path:
+    """Write ``folder/README.md`` from its training record (and ``scores``); return its path."""
+    folder = Path(folder)
+    record = json.loads((folder / TRAINING_RECORD).read_text())
+    path = folder / CARD
+    path.write_text(model_card(record, scores), encoding="utf-8")
+    return path
