@@ -43,6 +43,13 @@ def write_csv(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
     return Path(path)
 
 
+def write_text(text: str, path: str | os.PathLike) -> Path:
+    """Write ``text`` to ``path`` (UTF-8) atomically; return the path."""
+    with atomic_path(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+    return Path(path)
+
+
 #: Suffix of the file that keeps an evaluation CSV's bootstrap replicates beside it.
 REPLICATES_SUFFIX = ".replicates.npz"
 

@@ -53,6 +53,7 @@ def evaluate_export(output_dir, pooling, data, args, max_length, device, seed, *
     from consert.encode.encoder import SentenceEncoder
     from consert.evaluate.protocol import evaluate_model, evaluation_sentences, summary_table
     from consert.io import write_csv
+    from consert.train.card import write_model_card
     from consert.train.export import TRAINING_RECORD
 
     record = json.loads((Path(output_dir) / TRAINING_RECORD).read_text())
@@ -83,3 +84,4 @@ def evaluate_export(output_dir, pooling, data, args, max_length, device, seed, *
     )
     print(summary_table(frame).to_string(index=False, float_format=lambda v: f"{v:6.2f}"))
     print(f"wrote {write_csv(frame, args.evaluate)}")
+    print(f"wrote {write_model_card(output_dir, frame)}")

@@ -1,14 +1,17 @@
-"""``consert evaluate``: evaluate an encoder on the 7 STS sets."""
+"""``consert evaluate``: evaluate an encoder on the STS sets (all 7, or some; test or dev split)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from consert.cli.arguments import add_encoder_arguments, at_least
+from consert.data.senteval import DATASETS
 from consert.encode.pooling import PAPER_POOLING
+from consert.evaluate.formats import FORMATS
 
 NAME = "evaluate"
-HELP = "evaluate an encoder on the 7 STS sets"
+HELP = "evaluate an encoder on the STS sets"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,41 +21,100 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--pooling",
         action="append",
         metavar="P",
-        help=f"cls | mean | mean:I,J,... (hidden-state indices); repeatable; default {PAPER_POOLING}",
+        help=f"cls | mean | mean:I,J,... (hidden-state indices) | model (the model's own sentence-transformers "
+        f"modules); repeatable; default {PAPER_POOLING}",
+    )
+    parser.add_argument(
+        "--tasks", nargs="+", choices=DATASETS, default=None, metavar="TASK", help=f"some of {' '.join(DATASETS)}"
+    )
+    parser.add_argument(
+        "--split",
+        choices=("test", "dev"),
+        default="test",
+        help="test (the protocol) or dev (STS-B dev and SICK-R trial, SimCSE's --mode dev)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help="table (printed), csv or json (to --output, else stdout), mteb (mteb's result files under --output)",
     )
     parser.add_argument(
         "--batch-size", type=at_least(1), default=None, help="sentences per forward pass (default: 64 CPU, 512 CUDA)"
     )
     parser.add_argument("--vectors", default=None, metavar="CACHE.npz", help="read vectors from `consert encode`")
-    parser.add_argument("--output", default=None, metavar="FILE.csv", help="write the tidy result CSV")
+    parser.add_argument(
+        "--output",
+        default=None,
+        metavar="PATH",
+        help="the tidy result CSV (table, csv), the JSON file (json), or the folder of mteb's files "
+        "(mteb; default mteb_results)",
+    )
     add_encoder_arguments(parser)
+
+
+def _evaluate(args: argparse.Namespace, data):
+    """The result frame of every pooling asked for, the model's own modules included."""
+    import pandas as pd
+
+    from consert.evaluate.protocol import MODEL_POOLING, evaluate_model, evaluate_sentence_transformer
+
+    poolings = args.pooling or [PAPER_POOLING]
+    frames = []
+    if MODEL_POOLING in poolings:
+        frames.append(evaluate_sentence_transformer(args.model, data, args.device, args.batch_size))
+    harness = [p for p in poolings if p != MODEL_POOLING]
+    if harness:
+        frames.append(
+            evaluate_model(
+                args.model,
+                harness,
+                data,
+                max_length=args.max_length,
+                dtype=args.dtype,
+                device=args.device,
+                batch_size=args.batch_size,
+                vectors=args.vectors,
+                engine=args.engine,
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``consert evaluate`` on parsed ``args``; return its exit status."""
     from consert.data.senteval import load_senteval
-    from consert.evaluate.protocol import evaluate_model, summary_table
-    from consert.io import write_csv
+    from consert.evaluate.formats import summary_line, to_json, write_mteb
+    from consert.evaluate.protocol import summary_table
+    from consert.io import write_csv, write_text
 
-    data = load_senteval(args.data)
-    frame = evaluate_model(
-        args.model,
-        args.pooling or [PAPER_POOLING],
-        data,
-        max_length=args.max_length,
-        dtype=args.dtype,
-        device=args.device,
-        batch_size=args.batch_size,
-        vectors=args.vectors,
-        engine=args.engine,
-    )
+    try:
+        data = load_senteval(args.data).select(args.tasks, args.split)
+    except ValueError as err:
+        print(f"consert evaluate: {err}", file=sys.stderr)
+        return 2
+    frame = _evaluate(args, data)
+    if args.format == "json":
+        text = to_json(frame)
+        if args.output:
+            print(f"wrote {write_text(text, args.output)}")
+        else:
+            print(text)
+        return 0
+    if args.format == "csv" and not args.output:
+        frame.to_csv(sys.stdout, index=False)
+        return 0
     for pooling, block in frame.groupby("pooling", sort=False):
         print(
-            f"\n{args.model}  pooling={pooling}  max_length={args.max_length}  dtype={block.dtype.iloc[0]}  "
-            f"engine={block.engine.iloc[0]}"
+            f"\n{args.model}  pooling={pooling}  split={args.split}  max_length={block.max_length.iloc[0]}  "
+            f"dtype={block.dtype.iloc[0]}  engine={block.engine.iloc[0]}"
         )
         print(f"setting: {block.setting.iloc[0]}")
         print(summary_table(block).to_string(index=False, float_format=lambda v: f"{v:6.2f}"))
-    if args.output:
+        print(summary_line(block))
+    if args.format == "mteb":
+        for path in write_mteb(frame, args.output or "mteb_results", args.split):
+            print(f"wrote {path}")
+    elif args.output:
         print(f"\nwrote {write_csv(frame, args.output)}")
     return 0

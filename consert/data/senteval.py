@@ -18,7 +18,8 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 #: Environment variable naming the SentEval data directory when no explicit path is given.
@@ -42,6 +43,8 @@ SICK_SPLITS: dict[str, str] = {
 }
 #: The seven evaluation sets in the paper's column order.
 DATASETS: tuple[str, ...] = (*STS_YEAR_SUBSETS, "STSb", "SICK-R")
+#: The dev split of the sets that have one (SentEval's SICK "trial" split is its dev set).
+DEV_SPLITS: dict[str, str] = {"STSb": "dev", "SICK-R": "trial"}
 SCORE_RANGE = (0.0, 5.0)
 SICK_RELATEDNESS_RANGE = (1.0, 5.0)
 NLI_LABELS = ("ENTAILMENT", "NEUTRAL", "CONTRADICTION")
@@ -134,6 +137,25 @@ class SentEvalData:
         for name in sorted(self.file_hashes):
             digest.update(f"{name}\t{self.file_hashes[name]}\n".encode())
         return digest.hexdigest()
+
+    def select(self, tasks: Sequence[str] | None = None, split: str = "test") -> SentEvalData:
+        """The same data evaluating only ``tasks`` (default: all seven) on ``split``: ``test`` (the protocol),
+        or ``dev`` (STS-B's dev split and SICK's trial split, SimCSE's and SentEval's dev sets)."""
+        tasks = list(tasks or self.sets)
+        unknown = [name for name in tasks if name not in self.sets]
+        if unknown:
+            raise ValueError(f"unknown task(s) {', '.join(unknown)}: expected some of {', '.join(self.sets)}")
+        if split not in ("test", "dev"):
+            raise ValueError(f"unknown split {split!r}: expected test or dev")
+        if split == "dev":
+            without = [name for name in tasks if name not in DEV_SPLITS]
+            if without:
+                raise ValueError(f"no dev split for {', '.join(without)}: --split dev evaluates STSb and SICK-R")
+        sets = {
+            name: replace(self.sets[name], eval_subsets=(DEV_SPLITS[name],)) if split == "dev" else self.sets[name]
+            for name in tasks
+        }
+        return replace(self, sets=sets)
 
     def unlabeled_texts(self) -> list[str]:
         """Every input sentence of the seven sets (89,192 for SentEval's files), in a fixed order."""

@@ -279,3 +279,44 @@ def evaluate_model(
     by_pooling = Replicates({f.pooling.iloc[0]: f.attrs.get("replicates", {}) for f in frames})
     result.attrs = {"replicates_by_pooling": by_pooling}
     return result
+
+
+#: ``--pooling model``: the model's own sentence-transformers modules (pooling, Dense, Normalize) encode.
+MODEL_POOLING = "model"
+
+
+def evaluate_sentence_transformer(
+    model: str, data: SentEvalData, device: str | None = None, batch_size: int | None = None, progress: bool = True
+) -> pd.DataFrame:
+    """Evaluate ``model`` as ``SentenceTransformer(model).encode`` gives its vectors (its own pooling, Dense
+    and Normalize modules), in fp32, with the provenance columns of :func:`evaluate_model`."""
+    from sentence_transformers import SentenceTransformer
+
+    from consert.encode.encoder import default_batch_size
+    from consert.encode.models import resolve_model
+    from consert.provenance import provenance
+
+    resolved = resolve_model(model)
+    encoder = SentenceTransformer(str(resolved.path), device=device)
+    device = str(encoder.device)
+    batch_size = batch_size or default_batch_size(device)
+    frame = evaluate_embedder(
+        data, lambda sentences: encoder.encode(sentences, batch_size=batch_size, show_progress_bar=progress)
+    )
+    modules = " + ".join(type(module).__name__ for module in encoder)
+    columns = provenance(
+        model=str(model),
+        base_model=resolved.base_model,
+        model_sha256=resolved.weights_sha256,
+        setting=resolved.setting,
+        pooling=f"{MODEL_POOLING} ({modules})",
+        max_length=encoder.max_seq_length,
+        dtype="fp32",
+        engine="sentence-transformers",
+        precision="fp32: the model's own sentence-transformers modules",
+        device=device,
+        data_dir=data.root,
+        data_sha256=data.fingerprint,
+        data_verified=data.verified,
+    )
+    return frame.assign(**columns)

@@ -1,0 +1,107 @@
+"""The result frame in the forms users paste or feed to other tools: SimCSE's one-line summary, JSON, and
+mteb's per-task result files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from consert.data.senteval import DATASETS
+from consert.io import write_text
+
+#: The formats ``consert evaluate --format`` writes.
+FORMATS = ("table", "csv", "json", "mteb")
+
+#: mteb's task for each set whose pairs and gold scores are the SentEval set's, with the dataset revision
+#: mteb pins (mteb's task metadata). SICK-R is absent: mteb scores all 9,927 SICK pairs, SentEval its
+#: 4,927 test pairs.
+MTEB_TASKS: dict[str, tuple[str, str]] = {
+    "STS12": ("STS12", "a0d554a64d88156834ff5ae9920b964011b16384"),
+    "STS13": ("STS13", "7e90230a92c190f1bf69ae9002b8cea547a64cca"),
+    "STS14": ("STS14", "6031580fec1f6af667f0bd2da0a551cf4f0b2375"),
+    "STS15": ("STS15", "ae752c7c21bf194d8b67fd573edf7ae58183cbe3"),
+    "STS16": ("STS16", "4d8694f8f0e0100860b497b999b3dbed754a0513"),
+    "STSb": ("STSBenchmark", "b0fddb56ed78048fa8b90373c8a3cfc37b684831"),
+}
+#: mteb's name of each split the harness evaluates.
+MTEB_SPLITS = {"test": "test", "dev": "validation"}
+
+
+def set_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per evaluated set and the Avg (all pairs of a set pooled, as SimCSE and mteb score them)."""
+    return frame[frame.subset == "all"].set_index("dataset")
+
+
+def summary_line(frame: pd.DataFrame) -> str:
+    """SimCSE's summary as one line to paste: each set's Spearman x 100 and the Avg, with the test-pair
+    bootstrap 95% interval where the frame has one."""
+    rows = set_rows(frame)
+    names = [n for n in DATASETS if n in rows.index]
+    parts = []
+    for name in [*names, "Avg"] if "Avg" in rows.index else names:
+        row = rows.loc[name]
+        interval = ""
+        if pd.notna(row.get("spearman_ci_low")) and pd.notna(row.get("spearman_ci_high")):
+            interval = f" [{row.spearman_ci_low:.2f}, {row.spearman_ci_high:.2f}]"
+        parts.append(f"{'Avg.' if name == 'Avg' else name} {row.spearman:.2f}{interval}")
+    if "Avg" not in rows.index and len(names) > 1:  # a subset of the sets: their plain mean, as SimCSE prints it
+        parts.append(f"Avg. of these {len(names)} {rows.loc[names, 'spearman'].mean():.2f}")
+    return " | ".join(parts)
+
+
+def to_json(frame: pd.DataFrame) -> str:
+    """The result frame as JSON: one object per pooling with its provenance and its sets' scores."""
+    blocks = []
+    for pooling, block in frame.groupby("pooling", sort=False):
+        rows = set_rows(block)
+        scores = {
+            name: {
+                key: (None if pd.isna(row[key]) else float(row[key]))
+                for key in ("spearman", "spearman_ci_low", "spearman_ci_high", "n_pairs")
+                if key in row
+            }
+            for name, row in rows.iterrows()
+        }
+        provenance = {
+            key: block[key].iloc[0]
+            for key in ("model", "base_model", "setting", "max_length", "dtype", "engine", "device", "data_sha256")
+            if key in block
+        }
+        blocks.append({"pooling": pooling, **provenance, "scores": scores, "summary": summary_line(block)})
+    return json.dumps(blocks, indent=2, default=str)
+
+
+def write_mteb(frame: pd.DataFrame, folder: str | Path, split: str = "test") -> list[Path]:
+    """mteb's result files for the sets whose data is mteb's (:data:`MTEB_TASKS`): ``folder/<model>/
+    no_revision_available/<Task>.json``, ``main_score`` the cosine Spearman over all pairs in [0, 1], as mteb
+    writes them. One pooling: mteb has one score per model and task."""
+    poolings = frame.pooling.unique()
+    if len(poolings) != 1:
+        raise ValueError(f"mteb files hold one score per task: evaluate one pooling, not {', '.join(poolings)}")
+    rows = set_rows(frame)
+    model = str(frame.model.iloc[0]).rstrip("/").replace("/", "__")
+    target = Path(folder) / model / "no_revision_available"
+    written = []
+    for name, (task, revision) in MTEB_TASKS.items():
+        if name not in rows.index or (split == "dev" and name != "STSb"):
+            continue
+        spearman = float(rows.loc[name, "spearman"]) / 100
+        scores = {
+            "cosine_spearman": spearman,
+            "spearman": spearman,
+            "main_score": spearman,
+            "hf_subset": "default",
+            "languages": ["eng-Latn"],
+        }
+        result = {
+            "dataset_revision": revision,
+            "task_name": task,
+            "mteb_version": None,
+            "scores": {MTEB_SPLITS[split]: [scores]},
+            "evaluation_time": None,
+            "kg_co2_emissions": None,
+        }
+        written.append(write_text(json.dumps(result, indent=2), target / f"{task}.json"))
+    return written
