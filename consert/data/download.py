@@ -11,6 +11,7 @@ possible; the evaluation records the sha256 of every file it reads so such diffe
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import tarfile
 import tempfile
@@ -18,7 +19,14 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
-from consert.data.senteval import SICK_SPLITS, STS_YEAR_SUBSETS
+from consert.data.senteval import (
+    DATA_ENV_VAR,
+    DEFAULT_DATA_DIR,
+    SICK_SPLITS,
+    STS_YEAR_SUBSETS,
+    DataFormatError,
+    resolve_data_dir,
+)
 
 _STS_ARCHIVES = {
     "STS12": ("http://ixa2.si.ehu.es/stswiki/images/4/40/STS2012-en-test.zip", "test-gold"),
@@ -32,9 +40,17 @@ _SICK_URL = "https://raw.githubusercontent.com/alvations/stasis/master/SICK-data
 
 
 def _fetch(url: str) -> bytes:
-    print(f"downloading {url}")
+    """The body of ``url``, with a progress bar of the bytes received."""
+    from tqdm.auto import tqdm
+
     with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 - fixed official URLs
-        return response.read()
+        total = int(response.headers.get("Content-Length") or 0) or None
+        chunks = []
+        with tqdm(total=total, unit="B", unit_scale=True, desc=url.rsplit("/", 1)[-1]) as bar:
+            for chunk in iter(lambda: response.read(1 << 16), b""):
+                chunks.append(chunk)
+                bar.update(len(chunk))
+        return b"".join(chunks)
 
 
 def _tokenizer():
@@ -104,3 +120,45 @@ def download_wiki1m(path: Path) -> Path:
     partial.write_bytes(_fetch(WIKI1M_URL))
     partial.replace(path)
     return path
+
+
+#: SentEval data folders beside a checkout, found without being named: this project's shared data folder,
+#: and the ``data`` folder of a SentEval clone.
+BESIDE_CHECKOUT = ("../shared/data/senteval", "../SentEval/data")
+
+
+def _holds_senteval(path: Path) -> bool:
+    return (path / "downstream" / "STS").is_dir() or (path / "STS").is_dir()
+
+
+def locate_senteval(configured: str | Path, checkout: Path, download: bool = True) -> Path:
+    """The SentEval data folder a workflow run reads, for the config's ``data_dir``.
+
+    A ``data_dir`` other than the default (``data/senteval``) is used as given. The default is looked for in
+    order: ``$CONSERT_DATA``, ``data/senteval`` itself, a folder of :data:`BESIDE_CHECKOUT` next to
+    ``checkout``; otherwise SentEval's STS files are downloaded into it (checked against the shipped manifest
+    when loaded). With no data and no network, a :class:`~consert.data.senteval.DataFormatError` says in one
+    line what to do.
+    """
+    configured = Path(configured)
+    if configured != DEFAULT_DATA_DIR:
+        return resolve_data_dir(configured)
+    if os.environ.get(DATA_ENV_VAR):
+        return resolve_data_dir()
+    beside = [(checkout / relative).resolve() for relative in BESIDE_CHECKOUT]
+    for candidate in (configured, *beside):
+        if _holds_senteval(candidate):
+            return resolve_data_dir(candidate)
+    if download:
+        try:
+            return resolve_data_dir(download_senteval(configured))
+        except (OSError, RuntimeError) as err:  # no network (URLError is an OSError), no sacremoses
+            reason = f"the download failed: {str(err).splitlines()[0]}"
+    else:
+        reason = "downloading is off"
+    looked = ", ".join([str(configured), *map(str, beside)])
+    raise DataFormatError(
+        configured,
+        f"no SentEval data (looked in ${DATA_ENV_VAR}, {looked}) and {reason}. Run `consert download-data` "
+        f"where there is network, or point at a SentEval data folder with ${DATA_ENV_VAR} or --config data_dir=DIR",
+    )

@@ -8,6 +8,8 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from consert.data.download import locate_senteval
+from consert.data.senteval import DataFormatError
 from consert.paper import artifacts
 from consert.paper.plan import flow_nli_run, plan_runs, train_overrides, unique_runs
 from consert.train.recipes import COMMON
@@ -20,11 +22,14 @@ if not config:
     )
 validate(config, "../schemas/config.schema.yaml")
 
+try:  # the configured folder; for the default one, $CONSERT_DATA, a SentEval folder beside the checkout, or a download
+    DATA = config["data_dir"] = str(locate_senteval(config["data_dir"], Path(workflow.basedir)))
+except DataFormatError as err:
+    raise WorkflowError(str(err)) from None
 PLAN = plan_runs(config)
 RUNS = unique_runs(PLAN)
 SIZES = list(config["models"])
 SEEDS = config["seeds"]
-DATA = config["data_dir"]
 DTYPE = config["dtype"]
 KEEP_MODELS = config["keep_models"]
 # `--resources gpu=N` counts real GPUs. A job of the paper's config takes one whole; the stand-in
