@@ -1,4 +1,5 @@
-"""Every `snakemake` and `consert` command of the README's code blocks, run as written: snakemake ones as a
+"""Every `snakemake` and `consert` command of the README's, config/README.md's and the docs' code blocks, run as
+written: snakemake ones as a
 dry run (`-n`) in an empty folder, consert ones with `--help` appended (placeholders filled, optional
 `[...]` parts left out). A command that cannot be parsed, such as `snakemake --cores 8 --resources gpu=1
 all` (`--resources` takes every word after it, `all` included), fails here.
@@ -15,16 +16,22 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures import write_senteval_tree
+
 from .conftest import ROOT
 
 README = ROOT / "README.md"
+#: The pages whose commands users copy: the README, the config's README and every page of the docs site.
+PAGES = [README, ROOT / "config" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def readme_commands(text: str) -> list[str]:
     """The snakemake and consert commands of the fenced shell blocks, continuation lines joined, comments
     and the commands they are chained to (``&&``, ``;``, ``|``) split off."""
     commands = []
-    for block in re.findall(r"```(?:bash|sh|console)?\n(.*?)```", text, re.S):
+    for language, block in re.findall(r"^```(\w*)\n(.*?)^```", text, re.S | re.M):  # fences paired, in order
+        if language not in ("", "bash", "sh", "console"):
+            continue
         for line in block.replace("\\\n", " ").splitlines():
             line = re.split(r"\s#\s|^#", line)[0]
             for part in re.split(r"&&|;|\|", line):
@@ -46,12 +53,13 @@ def _run(words: list[str], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(words, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
-COMMANDS = readme_commands(README.read_text(encoding="utf-8"))
+COMMANDS = list(dict.fromkeys(c for page in PAGES for c in readme_commands(page.read_text(encoding="utf-8"))))
 
 
 def test_the_readme_shows_commands_and_the_extraction_finds_a_broken_one():
-    snakemake, consert = (sum(c.startswith(tool) for c in COMMANDS) for tool in ("snakemake", "consert"))
-    assert snakemake >= 5 and consert >= 5
+    readme = readme_commands(README.read_text(encoding="utf-8"))
+    snakemake, consert = (sum(c.startswith(tool) for c in readme) for tool in ("snakemake", "consert"))
+    assert snakemake >= 4 and consert >= 4 and len(COMMANDS) > len(readme)
     broken = "```bash\nsnakemake --cores 8 --resources gpu=1 all   # the paper\n```\n"
     assert readme_commands(broken) == ["snakemake --cores 8 --resources gpu=1 all"]
 
@@ -59,6 +67,8 @@ def test_the_readme_shows_commands_and_the_extraction_finds_a_broken_one():
 @pytest.mark.parametrize("command", [c for c in COMMANDS if c.startswith("snakemake")])
 def test_each_snakemake_command_of_the_readme_parses_and_dry_runs(command, tmp_path):
     words = _runnable(command, tmp_path)
+    if "<workdir>/senteval" in command:  # a command run on the generated fixture data (the SLURM test's)
+        write_senteval_tree(tmp_path / "senteval", pairs_per_file=4)
     if "--report" in words:  # a report needs a finished run: the slow browser test makes one; here the rest parses
         at = words.index("--report")
         words = words[:at] + words[at + 2 :]

@@ -355,14 +355,14 @@ def _mermaid_edges(text: str, names: dict[str, str] | None = None) -> set[tuple[
     return {(names.get(a, a), names.get(b, b)) if names else (a, b) for a, b in edges}
 
 
-def test_the_readme_rule_graph_is_the_workflows(tmp_path):
-    # the Architecture section's picture, edge for edge, against what snakemake derives from the rules
+def test_the_documented_rule_graph_is_the_workflows(tmp_path):
+    # the Architecture page's picture, edge for edge, against what snakemake derives from the rules
     result = _snakemake_in_root("--rulegraph", "mermaid-js", "--directory", str(tmp_path))
     assert result.returncode == 0, result.stderr[-3000:]
     names = dict(re.findall(r"^\s*(id\d+)\[(\w+)\]", result.stdout, re.M))
     workflow = _mermaid_edges(result.stdout, names)
-    readme = (ROOT / "README.md").read_text()
-    picture = readme.split("```mermaid", 1)[1].split("```", 1)[0]
+    architecture = (ROOT / "docs" / "architecture.md").read_text()
+    picture = architecture.split("```mermaid", 1)[1].split("```", 1)[0]
     assert len(workflow) > 20 and _mermaid_edges(picture) == workflow
     drawn = set(re.findall(r"^\s{8}(\w+)$", picture, re.M)) | {"all"}
     assert drawn == set(names.values())

@@ -1,7 +1,7 @@
 """The unsupervised training step (forward, loss and backward) replayed as CUDA graphs.
 
 At paper scale an eager step launches about a thousand small kernels from Python, and on an H100
-launching them takes longer than running them (README, Performance). A CUDA graph records the
+launching them takes longer than running them (docs/performance.md). A CUDA graph records the
 step's kernels once and replays them with one launch. A graph needs static shapes, so the step runs
 over the packed real tokens (:mod:`consert.train.packed`) with their count rounded up to a multiple of
 ``token_bucket`` (the spare slots go to a trash row, never to a real token), and one graph is

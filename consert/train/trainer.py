@@ -132,7 +132,7 @@ class _Stage:
         self.forward_model: nn.Module = self.model  # compiled by compile_forward when asked
         self.compiled = False
         # off by default: on the H100 the padded compiled step measured faster (30.0 against 27.6 steps/s);
-        # both are bound by kernel launches, and the packed one has a third less GPU work (README, Performance)
+        # both are bound by kernel launches, and the packed one has a third less GPU work (docs/performance.md)
         self.packed = config.packed == "on" and self.train_pooling.layers == (-1,)
         self.packed_encoder = packed_encoder
         self.graphed: GraphedStep | None = None  # the step as CUDA graphs (settle)
