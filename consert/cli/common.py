@@ -53,8 +53,7 @@ def evaluate_export(output_dir, pooling, data, args, max_length, device, seed, *
     from consert.encode.encoder import SentenceEncoder
     from consert.evaluate.protocol import evaluate_model, evaluation_sentences, summary_table
     from consert.io import write_csv
-    from consert.train.card import write_model_card
-    from consert.train.export import TRAINING_RECORD
+    from consert.train.export import TRAINING_RECORD, write_model_card
 
     record = json.loads((Path(output_dir) / TRAINING_RECORD).read_text())
     encoder = SentenceEncoder.load(

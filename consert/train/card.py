@@ -1,16 +1,15 @@
 """The model card (``README.md``) of an exported run: what it is, how it was trained, what it scores, how to
-cite it. Written at export from the training record, and again with the 7-set scores once evaluated."""
+cite it. :mod:`consert.train.export` writes it from the training record, and again with the 7-set scores once
+evaluated."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from consert.data.senteval import DATASETS
-from consert.train.export import TRAINING_RECORD
 
 CARD = "README.md"
 
@@ -121,12 +120,3 @@ def model_card(record: dict[str, Any], scores: pd.DataFrame | None = None) -> st
         "",
     ]
     return "\n".join(lines)
-
-
-def write_model_card(folder: str | Path, scores: pd.DataFrame | None = None) -> Path:
-    """Write ``folder/README.md`` from its training record (and ``scores``); return its path."""
-    folder = Path(folder)
-    record = json.loads((folder / TRAINING_RECORD).read_text())
-    path = folder / CARD
-    path.write_text(model_card(record, scores), encoding="utf-8")
-    return path

@@ -86,3 +86,15 @@ def export_model(
         if staging.exists():
             shutil.rmtree(staging)
     return target
+
+
+def write_model_card(folder: str | Path, scores=None) -> Path:
+    """Write ``folder``'s model card from its training record and, once evaluated, its ``scores`` (the frame of
+    :func:`consert.evaluate.protocol.evaluate_model`); return its path."""
+    from consert.train.card import CARD, model_card
+
+    folder = Path(folder)
+    record = json.loads((folder / TRAINING_RECORD).read_text())
+    path = folder / CARD
+    path.write_text(model_card(record, scores), encoding="utf-8")
+    return path
