@@ -33,9 +33,9 @@ from consert.data.senteval import SentEvalData, load_senteval
 from consert.encode.models import default_device, resolve_model
 from consert.encode.precision import training_precision
 from consert.provenance import git_commit, package_versions
+from consert.train.encoder import load_trainable, set_seed
 from consert.train.export import export_model
-from consert.train.loop import LoopResult, LoopSettings, run_loop
-from consert.train.trainer import load_trainable, set_seed
+from consert.train.loop import LoopResult, loop_settings, run_loop
 
 
 @dataclass(frozen=True)
@@ -168,23 +168,8 @@ def train_sgopt(config: SgOptConfig, data: SentEvalData | None = None, progress:
     def dev_spearman() -> float:
         return spearman_x100(*encode_and_score(encoder, dev, "cls"))
 
-    settings = LoopSettings(
-        lr=config.lr,
-        batch_size=config.batch_size,
-        epochs=config.epochs,
-        max_steps=config.max_steps,
-        warmup_ratio=config.warmup_ratio,
-        weight_decay=config.weight_decay,
-        adam_eps=1e-6,
-        max_grad_norm=1.0,
-        eval_every=config.eval_every,
-        patience=config.patience,
-        eval_at_start=False,
-        seed=config.seed,
-        dtype=encoder.dtype,
-        betas=config.betas,
-        patience_counts="declines",
-        final_state=config.final_state,
+    settings = loop_settings(  # the authors' fixed values beside the config's
+        config, encoder.dtype, adam_eps=1e-6, max_grad_norm=1.0, eval_at_start=False, patience_counts="declines"
     )
     parameters = list(trainer.tuned.named_parameters()) + list(trainer.head.named_parameters())
     outcome = run_loop(

@@ -1,5 +1,5 @@
 """The house rules of the code: stages import only downwards, no package has an import cycle, no function
-is longer than 120 lines (README, "Architecture").
+is longer than 120 lines, no class of the trainer's package longer than 150 (docs/architecture.md).
 
 The import rules are import-linter's contracts in ``pyproject.toml``; these tests run them on the tree, and
 on a copy of it with one upward import or one cycle planted, to show the contracts catch each.
@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 #: The issue's bound on a function's length, in source lines (decorators and docstring included).
 MAX_FUNCTION_LINES = 120
 PYTHON_TREES = ("consert", "baselines", "workflow/scripts", "tests")
+#: A class of ``consert/train`` does one job: the objectives, the step's execution and the loop are apart.
+MAX_TRAIN_CLASS_LINES = 150
 
 
 def _lint_imports(root: Path) -> subprocess.CompletedProcess:
@@ -75,17 +77,39 @@ def test_the_contracts_catch_a_planted_violation(tmp_path, module, line, broken)
     assert broken in result.stdout.split("Broken contracts", 1)[1]
 
 
-def _long_functions(root: Path) -> list[str]:
+def _long_definitions(root: Path, trees, kinds, limit: int) -> list[str]:
+    """Every definition of ``kinds`` under ``trees`` longer than ``limit`` lines (decorators included)."""
     found = []
-    for tree in PYTHON_TREES:
+    for tree in trees:
         for path in sorted((root / tree).rglob("*.py")):
             for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                if isinstance(node, kinds):
                     first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
                     length = node.end_lineno - first + 1
-                    if length > MAX_FUNCTION_LINES:
+                    if length > limit:
                         found.append(f"{path.relative_to(root)}:{node.lineno} {node.name} ({length} lines)")
     return found
+
+
+def _long_functions(root: Path) -> list[str]:
+    return _long_definitions(root, PYTHON_TREES, ast.FunctionDef | ast.AsyncFunctionDef, MAX_FUNCTION_LINES)
+
+
+def test_no_class_of_the_trainers_package_is_longer_than_150_lines(tmp_path):
+    assert _long_definitions(ROOT, ["consert/train"], ast.ClassDef, MAX_TRAIN_CLASS_LINES) == []
+    (tmp_path / "consert" / "train").mkdir(parents=True)
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_TRAIN_CLASS_LINES))
+    (tmp_path / "consert" / "train" / "big.py").write_text(f"class Big:\n{body}\n")
+    assert _long_definitions(tmp_path, ["consert/train"], ast.ClassDef, MAX_TRAIN_CLASS_LINES) == [
+        "consert/train/big.py:1 Big (151 lines)"
+    ]
+
+
+def test_the_trainer_names_no_objective():
+    """The trainer is handed its objective: no mode string and no objective's loss is named in it."""
+    source = (ROOT / "consert" / "train" / "trainer.py").read_text()
+    for name in ('"sup"', '"joint"', '"unsup"', '"augcse"', '"simcse"', "discriminator", "NliHead", "nt_xent"):
+        assert name not in source, name
 
 
 def test_no_function_is_longer_than_120_lines():

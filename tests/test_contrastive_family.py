@@ -94,7 +94,7 @@ def test_simcse_views_differ_by_dropout_only():
     from consert.encode.models import STAND_IN_MODEL, resolve_model
     from consert.encode.pooling import Pooling
     from consert.train.augment import AugmentationRatios
-    from consert.train.trainer import load_trainable
+    from consert.train.encoder import load_trainable
     from consert.train.views import two_view_forward
 
     resolved = resolve_model(STAND_IN_MODEL)

@@ -9,7 +9,7 @@ import pytest
 
 from consert.cli import main
 from consert.train.config import ConfigError, TrainConfig
-from consert.train.trainer import few_shot_texts
+from consert.train.corpus import few_shot_texts
 
 CORPUS = [f"text {i}" for i in range(89192)]  # the unlabeled STS corpus's size (Table 1)
 

@@ -91,9 +91,10 @@ def test_non_finite_loss_stops_training_without_export(real_data, tmp_path):
 
 
 def test_collapsed_embedding_stops_training(real_data, tmp_path, monkeypatch):
+    from consert.train import encoder as encoder_module
     from consert.train import trainer as train_module
 
-    original = train_module._Stage.__init__
+    original = encoder_module.TrainedEncoder.__init__
 
     def collapse(self, *args, **kwargs):  # a model whose every sentence vector is the same
         original(self, *args, **kwargs)
@@ -106,7 +107,7 @@ def test_collapsed_embedding_stops_training(real_data, tmp_path, monkeypatch):
             self.model.requires_grad_(False)
             self.model.pooler = None
 
-    monkeypatch.setattr(train_module._Stage, "__init__", collapse)
+    monkeypatch.setattr(encoder_module.TrainedEncoder, "__init__", collapse)
     with pytest.raises(TrainingFault, match="embedding collapsed"):
         train_module.train(_short(tmp_path, eval_at_start=True), real_data, progress=False)
     assert not (tmp_path / "model").exists()

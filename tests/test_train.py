@@ -133,20 +133,23 @@ def test_joint_reuses_the_classifiers_clean_pass_as_its_first_view(real_data, tm
     import torch
 
     from consert.data.nli import load_nli
-    from consert.train.trainer import _Stage
+    from consert.train.encoder import TrainedEncoder
+    from consert.train.execution import StepExecution
+    from consert.train.objectives import JointNli, objective_for
 
     config = short_config(tmp_path, mode="joint", batch_size=4, dtype="fp32")
-    assert config.views == ("none", "token_cutoff")
-    stage = _Stage(config, real_data, supervised=True)
+    assert config.views == ("none", "token_cutoff") and objective_for(config) is JointNli
+    encoder = TrainedEncoder(config, real_data)
+    objective = JointNli(config, encoder, StepExecution(encoder))
     rows: list[int] = []
-    stage.model.register_forward_pre_hook(
+    encoder.model.register_forward_pre_hook(
         lambda _m, _a, kwargs: rows.append(len(kwargs["input_ids"])), with_kwargs=True
     )
     pairs = load_nli("sick-e", real_data)[:4]
-    loss = stage.supervised_loss(pairs, joint=True)
+    loss = objective.loss(pairs)
     assert rows == [8, 8]  # premises + hypotheses once for the classifier, once augmented
     loss.backward()
-    assert all(torch.isfinite(p.grad).all() for p in stage.model.parameters() if p.grad is not None)
+    assert all(torch.isfinite(p.grad).all() for p in encoder.model.parameters() if p.grad is not None)
 
 
 def test_cuda_graphs_on_where_they_cannot_apply_is_refused_with_the_reason(real_data, tmp_path):
@@ -175,7 +178,7 @@ def test_an_export_gives_the_harness_seven_set_numbers_through_sentence_transfor
     alone, harness = (frame[frame.subset == "all"].set_index("dataset") for frame in (alone, evaluated))
     assert list(alone.index) == list(harness.index) and len(alone) == 8  # the 7 sets and Avg
     np.testing.assert_allclose(alone.spearman, harness.spearman, atol=PRECISION_ALLOWANCE)
-    from consert.train.card import write_model_card
+    from consert.train.export import write_model_card
 
     card = write_model_card(run.output_dir, evaluated).read_text()  # the card, once evaluated, has the scores
     assert f"| {harness.spearman['STS12']:.2f} |" in card and f" {harness.spearman['Avg']:.2f} |" in card

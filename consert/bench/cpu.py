@@ -118,7 +118,9 @@ def bench_training_step(data: SentEvalData, repeats: int, batch_size: int = 96) 
     from sentence_transformers.losses import MultipleNegativesRankingLoss
 
     from consert.train.config import TrainConfig
-    from consert.train.trainer import _Stage, set_seed
+    from consert.train.encoder import TrainedEncoder, set_seed
+    from consert.train.execution import StepExecution
+    from consert.train.objectives import Contrastive
 
     texts = data.unlabeled_texts()
     rng = np.random.default_rng(0)
@@ -126,13 +128,16 @@ def bench_training_step(data: SentEvalData, repeats: int, batch_size: int = 96) 
 
     def consert_step_function(dtype: str) -> Callable[[], None]:
         set_seed(1)
-        stage = _Stage(TrainConfig(batch_size=batch_size, dtype=dtype, device="cpu"), data, supervised=False)
-        stage.settle(planned_steps=1, parameters=list(stage.model.parameters()))
-        optimizer = torch.optim.AdamW(stage.model.parameters(), lr=1e-6)
+        config = TrainConfig(batch_size=batch_size, dtype=dtype, device="cpu")
+        encoder = TrainedEncoder(config, data)
+        execution = StepExecution(encoder)
+        objective = Contrastive(config, encoder, execution)
+        execution.settle(1, list(encoder.model.parameters()), objective.graphs_blocker, objective.graphed_loss)
+        optimizer = torch.optim.AdamW(encoder.model.parameters(), lr=1e-6)
 
         def consert_step():
-            with autocast("cpu", stage.dtype):
-                loss = stage.unsupervised_loss(batch)
+            with autocast("cpu", encoder.dtype):
+                loss = objective.loss(batch)
             loss.backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)

@@ -128,83 +128,7 @@ class TrainConfig:
         self.views = tuple(self.views)
         self.classifier_features = tuple(self.classifier_features)
         self.text_augmentations = tuple(self.text_augmentations)
-        _choice("loss", self.loss, LOSSES)
-        _choice("projection", self.projection, PROJECTIONS)
-        if self.discriminator_weight < 0:
-            raise ConfigError(f"discriminator_weight: expected a number >= 0, got {self.discriminator_weight}")
-        if self.discriminator_weight > 0 and self.mode != "augcse":
-            raise ConfigError(f"discriminator_weight: AugCSE's discriminator needs mode 'augcse', not {self.mode!r}")
-        if self.eval_max_length is not None and self.eval_max_length < MIN_MAX_LENGTH:
-            raise ConfigError(
-                f"eval_max_length: expected at least {MIN_MAX_LENGTH} tokens or null, got {self.eval_max_length}"
-            )
-        if self.discriminator_weight > 0:
-            from consert.train.text_augment import check_text_augmentations
-
-            try:
-                check_text_augmentations(self.text_augmentations)
-            except ValueError as err:
-                raise ConfigError(f"text_augmentations: {err}") from None
-        if len(self.views) != 2:
-            raise ConfigError(f"views: expected two augmentation names, got {list(self.views)}")
-        for view in self.views:
-            try:
-                check_augmentation(view)
-            except ValueError as err:
-                raise ConfigError(f"views: {err}") from None
-        if "adversarial" in self.views and self.mode != "joint":
-            raise ConfigError("views: 'adversarial' needs the supervised loss; use it with mode 'joint' only")
-        _choice("dtype", self.dtype, DTYPE_CHOICES)
-        _choice("compile", self.compile, COMPILE_CHOICES)
-        _choice("packed", self.packed, ("on", "off"))
-        _choice("cuda_graphs", self.cuda_graphs, COMPILE_CHOICES)
-        _choice("eval_grid", self.eval_grid, EVAL_GRIDS)
-        _choice("final_state", self.final_state, ("best", "last"))
-        for feature in self.classifier_features:
-            _choice("classifier_features", feature, CLASSIFIER_FEATURES)
-        _choice("nli_source", self.nli_source, NLI_SOURCES)
-        for name in ("train_pooling", "dev_pooling", "eval_pooling"):
-            try:
-                Pooling.parse(getattr(self, name))
-            except ValueError as err:
-                raise ConfigError(f"{name}: {err}") from None
-        for name in ("batch_size", "epochs", "eval_every"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name}: expected a positive integer, got {getattr(self, name)}")
-        if self.max_length < MIN_MAX_LENGTH:
-            raise ConfigError(
-                f"max_length: expected at least {MIN_MAX_LENGTH} tokens ([CLS] and [SEP] included), "
-                f"got {self.max_length}"
-            )
-        for name in ("max_steps", "dev_max_pairs"):
-            if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise ConfigError(f"{name}: expected a positive integer or null, got {getattr(self, name)}")
-        if self.patience is not None and self.patience < 1:
-            raise ConfigError(f"patience: expected a positive integer or null (no early stopping), got {self.patience}")
-        for name in ("temperature", "lr"):
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"{name}: expected a positive number, got {getattr(self, name)}")
-        for name in ("token_cutoff", "feature_cutoff", "dropout", "warmup_ratio"):
-            if not 0 <= getattr(self, name) < 1:
-                raise ConfigError(f"{name}: expected a ratio in [0, 1), got {getattr(self, name)}")
-        if self.n_texts is not None and self.n_texts < 1:
-            raise ConfigError(f"n_texts: expected a positive integer or null, got {self.n_texts}")
-        if self.contrastive and self.batch_size < 2:
-            raise ConfigError(
-                f"batch_size: a contrastive batch needs at least 2 texts (each text's negatives are the others'), "
-                f"got {self.batch_size}"
-            )
-        if self.contrastive and self.n_texts == 1 and not self.upsample:
-            raise ConfigError(
-                "n_texts: one text without upsampling gives batches of one row, without a negative; "
-                "upsample (main.py's --do_upsampling: copies whose views are drawn per row) or use 2 or more"
-            )
-        if (self.stage1 or self.stage1_model) and self.mode not in FIRST_STAGE:
-            raise ConfigError(
-                f"stage1/stage1_model: only for the two-stage modes {tuple(FIRST_STAGE)}, not {self.mode!r}"
-            )
-        if self.stage1:
-            self.first_stage()  # validate the overrides now, not after the first stage has trained
+        check_train_config(self)
 
     @property
     def contrastive(self) -> bool:
@@ -238,6 +162,87 @@ class TrainConfig:
     def replace(self, **changes: Any) -> TrainConfig:
         """A validated copy with ``changes`` applied."""
         return dataclasses.replace(self, **changes)
+
+
+def check_train_config(config: TrainConfig) -> None:
+    """Every key of ``config`` checked (its stage defaults filled in): a :class:`ConfigError` names the first
+    key that is wrong, what it holds and what was expected."""
+    _choice("loss", config.loss, LOSSES)
+    _choice("projection", config.projection, PROJECTIONS)
+    if config.discriminator_weight < 0:
+        raise ConfigError(f"discriminator_weight: expected a number >= 0, got {config.discriminator_weight}")
+    if config.discriminator_weight > 0 and config.mode != "augcse":
+        raise ConfigError(f"discriminator_weight: AugCSE's discriminator needs mode 'augcse', not {config.mode!r}")
+    if config.eval_max_length is not None and config.eval_max_length < MIN_MAX_LENGTH:
+        raise ConfigError(
+            f"eval_max_length: expected at least {MIN_MAX_LENGTH} tokens or null, got {config.eval_max_length}"
+        )
+    if config.discriminator_weight > 0:
+        from consert.train.text_augment import check_text_augmentations
+
+        try:
+            check_text_augmentations(config.text_augmentations)
+        except ValueError as err:
+            raise ConfigError(f"text_augmentations: {err}") from None
+    if len(config.views) != 2:
+        raise ConfigError(f"views: expected two augmentation names, got {list(config.views)}")
+    for view in config.views:
+        try:
+            check_augmentation(view)
+        except ValueError as err:
+            raise ConfigError(f"views: {err}") from None
+    if "adversarial" in config.views and config.mode != "joint":
+        raise ConfigError("views: 'adversarial' needs the supervised loss; use it with mode 'joint' only")
+    _choice("dtype", config.dtype, DTYPE_CHOICES)
+    _choice("compile", config.compile, COMPILE_CHOICES)
+    _choice("packed", config.packed, ("on", "off"))
+    _choice("cuda_graphs", config.cuda_graphs, COMPILE_CHOICES)
+    _choice("eval_grid", config.eval_grid, EVAL_GRIDS)
+    _choice("final_state", config.final_state, ("best", "last"))
+    for feature in config.classifier_features:
+        _choice("classifier_features", feature, CLASSIFIER_FEATURES)
+    _choice("nli_source", config.nli_source, NLI_SOURCES)
+    for name in ("train_pooling", "dev_pooling", "eval_pooling"):
+        try:
+            Pooling.parse(getattr(config, name))
+        except ValueError as err:
+            raise ConfigError(f"{name}: {err}") from None
+    for name in ("batch_size", "epochs", "eval_every"):
+        if getattr(config, name) < 1:
+            raise ConfigError(f"{name}: expected a positive integer, got {getattr(config, name)}")
+    if config.max_length < MIN_MAX_LENGTH:
+        raise ConfigError(
+            f"max_length: expected at least {MIN_MAX_LENGTH} tokens ([CLS] and [SEP] included), got {config.max_length}"
+        )
+    for name in ("max_steps", "dev_max_pairs"):
+        if getattr(config, name) is not None and getattr(config, name) < 1:
+            raise ConfigError(f"{name}: expected a positive integer or null, got {getattr(config, name)}")
+    if config.patience is not None and config.patience < 1:
+        raise ConfigError(f"patience: expected a positive integer or null (no early stopping), got {config.patience}")
+    for name in ("temperature", "lr"):
+        if not getattr(config, name) > 0:
+            raise ConfigError(f"{name}: expected a positive number, got {getattr(config, name)}")
+    for name in ("token_cutoff", "feature_cutoff", "dropout", "warmup_ratio"):
+        if not 0 <= getattr(config, name) < 1:
+            raise ConfigError(f"{name}: expected a ratio in [0, 1), got {getattr(config, name)}")
+    if config.n_texts is not None and config.n_texts < 1:
+        raise ConfigError(f"n_texts: expected a positive integer or null, got {config.n_texts}")
+    if config.contrastive and config.batch_size < 2:
+        raise ConfigError(
+            f"batch_size: a contrastive batch needs at least 2 texts (each text's negatives are the others'), "
+            f"got {config.batch_size}"
+        )
+    if config.contrastive and config.n_texts == 1 and not config.upsample:
+        raise ConfigError(
+            "n_texts: one text without upsampling gives batches of one row, without a negative; "
+            "upsample (main.py's --do_upsampling: copies whose views are drawn per row) or use 2 or more"
+        )
+    if (config.stage1 or config.stage1_model) and config.mode not in FIRST_STAGE:
+        raise ConfigError(
+            f"stage1/stage1_model: only for the two-stage modes {tuple(FIRST_STAGE)}, not {config.mode!r}"
+        )
+    if config.stage1:
+        config.first_stage()  # validate the overrides now, not after the first stage has trained
 
 
 def dataclass_from_dict(cls: type, values: dict[str, Any], source: str = "config") -> Any:

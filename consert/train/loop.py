@@ -18,7 +18,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 from torch import nn
@@ -33,6 +33,14 @@ CUDA_SYNC_EVERY = 50
 
 class TrainingFault(RuntimeError):
     """Training produced a non-finite loss or a collapsed embedding; nothing is exported."""
+
+
+def loop_settings(config: object, dtype: str, **fixed: object) -> LoopSettings:
+    """The loop's settings for a training config (ConSERT's and the family's, or SG-OPT's): every
+    :class:`LoopSettings` field the config has under the same name, then ``fixed`` (what the method fixes or
+    names otherwise), with the resolved ``dtype``."""
+    values = {f.name: getattr(config, f.name) for f in fields(LoopSettings) if hasattr(config, f.name)}
+    return LoopSettings(**{**values, "dtype": dtype, **fixed})
 
 
 def planned_step_count(n_items: int, batch_size: int, epochs: int, max_steps: int | None) -> int:

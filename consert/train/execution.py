@@ -1,0 +1,116 @@
+"""How a training step executes: eagerly, through a compiled forward, packed on real tokens only, or
+replayed as CUDA graphs. Chosen once per stage, when the plan (its step count) is known."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+
+from consert.encode.precision import training_precision
+from consert.train.graphs import GraphedStep, graphed_probe_runner
+from consert.train.packed import Packing, packed_encoder
+from consert.train.views import PackedPass
+
+if TYPE_CHECKING:
+    from consert.train.encoder import TrainedEncoder
+
+#: A loss of a tokenized batch on the device, packed on its real tokens, with no host reads.
+GraphedLoss = Callable[[torch.Tensor, torch.Tensor, PackedPass], torch.Tensor]
+
+#: ``compile: auto`` compiles the training forward on CUDA for runs of at least this many steps.
+COMPILE_MIN_STEPS = 500
+
+
+class StepExecution:
+    """The forward a step runs through (the model, or it compiled), whether the two views are packed on
+    their real tokens, and the CUDA graphs of the step when they apply."""
+
+    def __init__(self, encoder: TrainedEncoder):
+        self.encoder, self.config = encoder, encoder.config
+        self.forward_model: nn.Module = encoder.model  # compiled by compile_forward when asked
+        self.compiled = False
+        # off by default: on the H100 the padded compiled step measured faster (30.0 against 27.6 steps/s);
+        # both are bound by kernel launches, and the packed one has a third less GPU work (docs/performance.md)
+        self.packed = self.config.packed == "on" and encoder.train_pooling.layers == (-1,)
+        self.packed_encoder = packed_encoder
+        self.graphed: GraphedStep | None = None  # the step as CUDA graphs (settle)
+
+    def graphs_blocker(self, objective_blocker: str | None, planned_steps: int) -> str | None:
+        """Why this stage cannot (or, under ``cuda_graphs: auto``, should not) train through CUDA graphs,
+        whatever the precision; None when it can. ``objective_blocker``: the objective's own reason, if any."""
+        config, device = self.config, self.encoder.device
+        if config.cuda_graphs == "off":
+            return "cuda_graphs: off"
+        if torch.device(device).type != "cuda":
+            return f"device {device} is not CUDA"
+        if objective_blocker is not None:
+            return objective_blocker
+        if "adversarial" in config.views:
+            return "the adversarial view needs a supervised gradient"
+        if self.encoder.train_pooling.layers != (-1,):
+            return f"train_pooling {config.train_pooling}: the packed forward keeps the last layer only"
+        if config.cuda_graphs == "auto" and planned_steps < COMPILE_MIN_STEPS:
+            return f"auto: {planned_steps} planned steps < {COMPILE_MIN_STEPS}"
+        return None
+
+    def settle(
+        self,
+        planned_steps: int,
+        parameters: list[nn.Parameter],
+        objective_blocker: str | None,
+        graphed_loss: GraphedLoss,
+    ) -> None:
+        """Once the plan is known: the precision, then how the step runs. CUDA graphs over the packed
+        step when ``cuda_graphs`` says so (``auto``: where they apply, on CUDA runs of
+        :data:`COMPILE_MIN_STEPS` steps or more; ``dtype: auto`` then measures only the precisions a
+        graph can take), else a compiled forward when ``compile`` says so. ``cuda_graphs: on`` where
+        they cannot apply is an error that says why. ``graphed_loss`` is the objective's step in the graphs."""
+        config, encoder = self.config, self.encoder
+        blocker = self.graphs_blocker(objective_blocker, planned_steps)
+        runner = graphed_probe_runner if blocker is None else None  # auto measures the step as it will run
+        encoder.use_precision(training_precision(config.dtype, encoder.device, encoder.model, graphed_runner=runner))
+        if blocker is None and encoder.dtype == "fp16":  # asked for explicitly
+            blocker = "fp16 trains under a gradient scaler that reads the host"
+        if config.cuda_graphs == "on" and blocker:
+            raise ValueError(f"cuda_graphs: on, but {blocker}")
+        if blocker is None:
+            self.packed = True
+
+            def loss_of(ids: torch.Tensor, mask: torch.Tensor, packing: Packing) -> torch.Tensor:
+                return graphed_loss(ids, mask, PackedPass(packing, packed_encoder))
+
+            self.graphed = GraphedStep(loss_of, parameters, encoder.device, encoder.dtype)
+            return
+        self.compile_forward(planned_steps)
+
+    def compile_forward(self, planned_steps: int) -> None:
+        """Train through a compiled forward when ``compile`` says so (``auto``: CUDA runs of
+        :data:`COMPILE_MIN_STEPS` steps or more, where the compilation pays for itself): the packed
+        encoder (dynamic shapes: the real-token count changes every step), else the whole model (one
+        graph per padded shape: CUDA batches are padded to multiples of 16). The dev evaluation and the
+        export use the model itself."""
+        wanted = self.config.compile
+        if wanted == "auto":
+            cuda = torch.device(self.encoder.device).type == "cuda"
+            wanted = "on" if cuda and planned_steps >= COMPILE_MIN_STEPS else "off"
+        if wanted != "on" or "adversarial" in self.config.views:  # FGV keeps a tensor of the pass: eager
+            return
+        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
+        if self.packed:
+            self.packed_encoder = torch.compile(packed_encoder, dynamic=True)
+        else:
+            self.forward_model = torch.compile(self.encoder.model, dynamic=False)
+        self.compiled = True
+
+    def packed_pass(self, mask: torch.Tensor) -> PackedPass | None:
+        """The packing of a batch's two views (from the host copy of its mask), or None when not packing."""
+        if not self.packed:
+            return None
+        return PackedPass(Packing.of(mask.repeat(2, 1)).to(self.encoder.device), self.packed_encoder)
+
+    def release(self) -> None:
+        """Free the graphs' memory now, not when the cycle collector finds it."""
+        self.graphed = None

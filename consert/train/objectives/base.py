@@ -1,0 +1,60 @@
+"""The interface every objective keeps."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import torch
+from torch import nn
+
+from consert.data.senteval import SentEvalData
+from consert.train.config import TrainConfig
+
+if TYPE_CHECKING:
+    from consert.train.encoder import TrainedEncoder
+    from consert.train.execution import StepExecution
+    from consert.train.views import PackedPass
+
+
+class Objective:
+    """One stage's objective over the encoder it is handed: its heads, its items and the loss of a batch."""
+
+    #: The progress bar's name of the stage.
+    label: ClassVar[str] = "unsup"
+    #: Why a step of this objective cannot run as CUDA graphs; None: it can.
+    graphs_blocker: ClassVar[str | None] = (
+        "only the unsupervised contrastive step is graphed (NLI and AugCSE steps stay eager or compiled)"
+    )
+
+    def __init__(self, config: TrainConfig, encoder: TrainedEncoder, execution: StepExecution):
+        self.config, self.encoder, self.execution = config, encoder, execution
+        #: Per text augmentation, how often it was drawn and how often it changed the text (AugCSE).
+        self.augmentation_rates: dict[str, dict[str, float]] = {}
+
+    @classmethod
+    def trains(cls, config: TrainConfig) -> bool:
+        """Whether this objective is the one a stage of ``config`` trains with."""
+        raise NotImplementedError
+
+    def heads(self) -> list[nn.Module]:
+        """The training-only modules whose parameters the optimiser updates besides the encoder's."""
+        return []
+
+    def training_items(self, data: SentEvalData, progress: bool) -> list[Any]:
+        """What a batch is drawn from (texts, NLI pairs or augmented texts)."""
+        raise NotImplementedError
+
+    def prefill(self, items: list[Any], planned_items: int) -> None:
+        """Tokenize the items' texts at once when the run will see them all."""
+
+    def loss(self, batch: list[Any]) -> torch.Tensor:
+        """The loss of one batch of items."""
+        raise NotImplementedError
+
+    def graphed_loss(self, ids: torch.Tensor, mask: torch.Tensor, packed: PackedPass) -> torch.Tensor:
+        """The loss of a tokenized batch with no host reads, for a CUDA graph (only where graphs apply)."""
+        raise NotImplementedError(self.graphs_blocker)
+
+    def record(self) -> dict[str, Any]:
+        """What the training record says of the objective's data."""
+        return {"nli": None}

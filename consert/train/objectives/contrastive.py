@@ -1,0 +1,70 @@
+"""The unsupervised contrastive objective of ConSERT and SimCSE: two augmented views of each text."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import torch
+from torch import nn
+
+from consert.data.senteval import SentEvalData
+from consert.encode.batching import to_device
+from consert.train.augcse import BatchNormProjection
+from consert.train.config import TrainConfig
+from consert.train.corpus import training_texts
+from consert.train.losses import CONTRASTIVE_LOSSES, ProjectionHead
+from consert.train.objectives.base import Objective
+from consert.train.views import PackedPass, two_view_forward
+
+#: Training-only projection heads by ``TrainConfig.projection``.
+PROJECTION_HEADS = {"mlp": ProjectionHead, "bn_mlp": BatchNormProjection}
+
+
+def projection_head(config: TrainConfig, hidden: int, device: str) -> nn.Module | None:
+    """The training-only projection ``config.projection`` names (SimCSE's, AugCSE's), or None (ConSERT)."""
+    head = PROJECTION_HEADS.get(config.projection)
+    return head(hidden).to(device) if head else None
+
+
+class Contrastive(Objective):
+    """``contrastive_weight`` x the contrastive loss (``config.loss``) of two augmented views of each text,
+    through the projection head when there is one (SimCSE). The one step that CUDA graphs can replay."""
+
+    graphs_blocker: ClassVar[str | None] = None
+
+    def __init__(self, config, encoder, execution):
+        super().__init__(config, encoder, execution)
+        self.projection = projection_head(config, encoder.hidden_size, encoder.device)
+
+    @classmethod
+    def trains(cls, config: TrainConfig) -> bool:
+        return True  # every stage no other objective claims: unsup, simcse, a two-stage mode's second stage
+
+    def heads(self) -> list[nn.Module]:
+        return [self.projection] if self.projection is not None else []
+
+    def training_items(self, data: SentEvalData, progress: bool) -> list[str]:
+        return training_texts(self.config, data)
+
+    def prefill(self, items: list[str], planned_items: int) -> None:
+        self.encoder.prefill(items, planned_items)
+
+    def loss(self, batch: list[str]) -> torch.Tensor:
+        """The loss of a batch of texts; with CUDA graphs, a replay that also writes the gradients."""
+        encoder, execution = self.encoder, self.execution
+        ids, mask = encoder.tokens.batch(batch, encoder.pad_multiple)
+        if execution.graphed is not None:
+            return execution.graphed(ids, mask)
+        packed = execution.packed_pass(mask)
+        ids, mask = to_device((ids, mask), encoder.device)
+        return self.graphed_loss(ids, mask, packed)
+
+    def graphed_loss(self, ids: torch.Tensor, mask: torch.Tensor, packed: PackedPass | None) -> torch.Tensor:
+        """The weighted contrastive loss of a tokenized batch on the device (no host reads: graph-safe)."""
+        config, encoder = self.config, self.encoder
+        view1, view2 = two_view_forward(
+            self.execution.forward_model, ids, mask, config.views, encoder.train_pooling, encoder.ratios, packed=packed
+        )
+        if self.projection is not None:  # both views in one call: a batch-norm head normalises them together
+            view1, view2 = self.projection(torch.cat([view1, view2])).split(len(ids))
+        return config.contrastive_weight * CONTRASTIVE_LOSSES[config.loss](view1, view2, config.temperature)
