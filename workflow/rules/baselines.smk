@@ -19,8 +19,7 @@ rule encode_corpus:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert encode {params.model} {params.poolings} {params.topk} "
-        "--data {params.data} {params.encoder} --output {output} > {log} 2>&1"
+        consert_shell("encode {params.model} {params.poolings} {params.topk}")
 
 
 rule eval_poolings:
@@ -42,8 +41,7 @@ rule eval_poolings:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert evaluate {params.model} {params.poolings} --vectors {input} "
-        "--data {params.data} {params.encoder} --output {output} > {log} 2>&1"
+        consert_shell("evaluate {params.model} {params.poolings} --vectors {input}")
 
 
 rule eval_whitening:
@@ -68,15 +66,17 @@ rule eval_whitening:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert baseline whitening --model {params.model} --pooling {params.pooling} "
-        "{params.k} --fit-on task --vectors {input} --data {params.data} {params.encoder} --output {output} > {log} 2>&1"
+        consert_shell(
+            "baseline whitening --model {params.model} --pooling {params.pooling} {params.k} --fit-on task "
+            "--vectors {input}"
+        )
 
 
 rule eval_flow:
     """BERT-flow, one flow per task fitted on that task's scored pairs (the authors' "target,
     train+dev+test"), on their first-last pooling."""
     input:
-        artifacts.vector_cache("{size}"),
+        vectors=artifacts.vector_cache("{size}"),
     output:
         artifacts.baseline_eval("{size}", "flow"),
     log:
@@ -95,15 +95,13 @@ rule eval_flow:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert baseline flow --model {params.model} --pooling {params.pooling} "
-        "{params.flow} --fit-on task --vectors {input} --data {params.data} {params.encoder} --output {output} "
-        "> {log} 2>&1"
+        consert_shell(
+            "baseline flow --model {params.model} --pooling {params.pooling} {params.flow} --fit-on task "
+            "--vectors {input.vectors}"
+        )
 
 
-rule eval_flow_nli:
-    """BERT-flow (NLI), Table 3: a flow fitted as above on an NLI-trained encoder: BERT-flow's own BERT-NLI
-    (`baselines.flow_nli.base: li`, the reference) or ConSERT's SBERT-NLI re-implementation (`sbert`); the
-    run's evaluation vectors (kept in the flow's pooling too) are reused."""
+use rule eval_flow as eval_flow_nli with:
     input:
         model=lambda wc: artifacts.run_model(FLOW_NLI_RUNS[wc.size, int(wc.seed)]),
         vectors=lambda wc: artifacts.run_vectors(FLOW_NLI_RUNS[wc.size, int(wc.seed)]),
@@ -116,17 +114,9 @@ rule eval_flow_nli:
     params:
         data=DATA,
         encoder=ENCODER_FLAGS,
+        model=lambda wc, input: input.model,
         pooling=shlex.quote(FLOW_POOLING),
         flow=flow_flags(),
-    threads: config["threads"]
-    resources:
-        gpu=GPU_PER_JOB,
-    conda:
-        "../envs/consert.yaml"
-    shell:
-        "OMP_NUM_THREADS={threads} consert baseline flow --model {input.model} --pooling {params.pooling} "
-        "{params.flow} --fit-on task --vectors {input.vectors} --data {params.data} {params.encoder} "
-        "--output {output} > {log} 2>&1"
 
 
 rule eval_glove:
@@ -142,7 +132,7 @@ rule eval_glove:
     conda:
         "../envs/consert.yaml"
     shell:
-        "consert baseline glove {params.glove} --data {params.data} --output {output} > {log} 2>&1"
+        consert_shell("baseline glove {params.glove}", encoder=False)
 
 
 rule train_sgopt:
@@ -186,9 +176,7 @@ rule topk_curve:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert topk {params.model} --max-k {params.max_k} --vectors {input.vectors} "
-        "--data {params.data} "
-        "{params.encoder} --output {output} > {log} 2>&1"
+        consert_shell("topk {params.model} --max-k {params.max_k} --vectors {input.vectors}")
 
 
 rule stsb_predictions:
@@ -209,6 +197,4 @@ rule stsb_predictions:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert predictions {params.model} --dataset STSb --vectors {input.vectors} "
-        "--data {params.data} "
-        "{params.encoder} --output {output} > {log} 2>&1"
+        consert_shell("predictions {params.model} --dataset STSb --vectors {input.vectors}")

@@ -54,6 +54,14 @@ FIGURES = {
 DIAGNOSTIC_FIGURES = {"training_curves": "curves", "diagnostics": "diagnostics"}
 
 
+def consert_shell(arguments, encoder=True):
+    """The shell line that runs one `consert` command on the STS data: its threads, the data and
+    encoder flags, its output, and its log."""
+    flags = " --data {params.data} {params.encoder}" if encoder else " --data {params.data}"
+    threads = "OMP_NUM_THREADS={threads} " if encoder else ""
+    return f"{threads}consert {arguments}{flags} --output {{output}} > {{log}} 2>&1"
+
+
 def set_flags(values):
     """`--set key=value` flags (values as YAML) for consert train / consert sgopt."""
     flags = []
