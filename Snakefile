@@ -24,7 +24,7 @@ wildcard_constraints:
     seed=r"\d+",
     which="bert|consert",
     k=r"all|\d+",
-    run="|".join(re.escape(run) for run in RUNS) or "no-runs",
+    run="|".join(re.escape(run) for run in [*RUNS, *SGOPT_RUNS]) or "no-runs",
 
 
 report: "workflow/report/workflow.rst"

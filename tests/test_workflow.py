@@ -118,6 +118,27 @@ def test_every_trained_run_keeps_its_curve_and_the_curves_figure_draws_each(dag_
     assert (workdir / "figures" / "training_curves.png").stat().st_size > 1000
 
 
+def test_every_trained_run_has_its_resolved_config_and_two_sweep_points_differ_in_their_key(dag_run):
+    """runs/<run>/train.yaml: every key the run trained with; a reviewer diffs two runs' files."""
+    from consert.train.config import load_train_config
+
+    workdir, _ = dag_run
+    configs = {path.parent.name: read_yaml(path) for path in (workdir / "runs").glob("*/train.yaml")}
+    assert set(configs) == {path.stem for path in (workdir / "results" / "curves").glob("*.csv")}
+
+    def differing(a: str, b: str) -> set[str]:  # the folder each run is written to is named after it
+        return {key for key in configs[a] if configs[a][key] != configs[b][key]} - {"output_dir"}
+
+    assert differing("base-unsup-seed1", "base-unsup-tau0.5-seed1") == {"temperature"}
+    assert differing("base-unsup-seed1", "base-unsup-bs4-seed1") == {"batch_size"}
+    assert differing("base-unsup-seed1", "base-unsup-seed2") == {"seed"}
+    assert differing("base-unsup-seed1", "base-unsup-none+shuffle-seed1") == {"views"}
+    assert load_train_config(workdir / "runs" / "base-unsup-tau0.5-seed1" / "train.yaml").temperature == 0.5
+    assert configs["sgopt-base-seed1"]["projection_dim"] == 64 and configs["sgopt-base-seed1"]["seed"] == 1
+    recipe = pd.read_csv(workdir / "results" / "recipe.csv")
+    assert set(recipe.run) >= {run for run in configs if not run.startswith("sgopt-")}
+
+
 def test_diagnostics_set_every_model_beside_untrained_berts_anisotropy(dag_run):
     """BERT's anisotropy on the stand-in is reported and each trained run is compared with it."""
     workdir, _ = dag_run

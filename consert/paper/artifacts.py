@@ -44,6 +44,11 @@ def run_model(run_id: str) -> str:
     return str(RUNS / run_id / "model")
 
 
+def run_config(run_id: str) -> str:
+    """The resolved config one training run trains with (:mod:`consert.paper.run_configs`)."""
+    return str(RUNS / run_id / "train.yaml")
+
+
 def baseline_eval(size: str, name: str) -> str:
     """Evaluation CSV of a baseline of one model size (``poolings``, ``whitening-kall``, ``flow``, ...)."""
     return str(EVALS / "baselines" / size / f"{name}.csv")

@@ -273,8 +273,9 @@ def _text(value: Any, none: str = "") -> str:
     return none if value is None else str(value)
 
 
-def recipe_card(config: dict[str, Any]) -> pd.DataFrame:
-    """One row per planned training run of a workflow ``config`` (see the module docstring)."""
+def recipe_card(config: dict[str, Any], run_configs: dict[str, TrainConfig] | None = None) -> pd.DataFrame:
+    """One row per planned training run of a workflow ``config`` (see the module docstring), each read from
+    ``run_configs`` (the runs' ``train.yaml``, by run id) when given, else resolved from the config."""
     plan = plan_runs(config)
     runs = unique_runs(plan)
     artifacts: dict[str, set[str]] = {run_id: set() for run_id in runs}
@@ -285,7 +286,9 @@ def recipe_card(config: dict[str, Any]) -> pd.DataFrame:
     setting = str(config.get("setting", ""))
     rows = []
     for run_id, spec in runs.items():
-        train_config = TrainConfig.from_dict(train_overrides(spec, config), source=run_id)
+        train_config = (
+            run_configs[run_id] if run_configs else TrainConfig.from_dict(train_overrides(spec, config), source=run_id)
+        )
         theirs = authors_values(train_config.mode, spec.size)
         used = _used_keys(train_config)
         differences = []

@@ -136,6 +136,8 @@ rule eval_glove:
 
 
 rule train_sgopt:
+    input:
+        config=artifacts.run_config(artifacts.sgopt_run("{size}", "{seed}")),
     output:
         model=model_output(artifacts.run_model(artifacts.sgopt_run("{size}", "{seed}"))),
         evaluation=artifacts.sgopt_eval("{size}", "{seed}"),
@@ -146,15 +148,14 @@ rule train_sgopt:
         artifacts.benchmark(artifacts.sgopt_eval("{size}", "{seed}"))
     params:
         dtype=DTYPE,
-        flags=sgopt_flags,
     threads: config["threads"]
     resources:
         gpu=GPU_PER_JOB,
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert sgopt {params.flags} --set output_dir={output.model} "
-        "--evaluate {output.evaluation} --curve {output.curve} --eval-dtype {params.dtype} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} consert sgopt --config {input.config} --evaluate {output.evaluation} "
+        "--curve {output.curve} --eval-dtype {params.dtype} > {log} 2>&1"
 
 
 rule topk_curve:

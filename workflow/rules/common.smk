@@ -4,14 +4,14 @@ import re
 import shlex
 from pathlib import Path
 
-import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from consert.data.download import locate_senteval
 from consert.data.senteval import DataFormatError
 from consert.paper import artifacts
-from consert.paper.plan import flow_nli_run, plan_runs, train_overrides, unique_runs
+from consert.paper.plan import flow_nli_run, plan_runs, unique_runs
+from consert.paper.run_configs import consert_run_config, sgopt_run_config
 from consert.train.recipes import COMMON
 
 
@@ -28,6 +28,9 @@ except DataFormatError as err:
     raise WorkflowError(str(err)) from None
 PLAN = plan_runs(config)
 RUNS = unique_runs(PLAN)
+SGOPT_RUNS = {  # SG-OPT's runs, by run id: (size, seed)
+    artifacts.sgopt_run(size, seed): (size, seed) for size in config["models"] for seed in artifacts.sgopt_seeds(config)
+}
 SIZES = list(config["models"])
 SEEDS = config["seeds"]
 DTYPE = config["dtype"]
@@ -62,18 +65,12 @@ def consert_shell(arguments, encoder=True):
     return f"{threads}consert {arguments}{flags} --output {{output}} > {{log}} 2>&1"
 
 
-def set_flags(values):
-    """`--set key=value` flags (values as YAML) for consert train / consert sgopt."""
-    flags = []
-    for key, value in values.items():
-        text = yaml.safe_dump(value, default_flow_style=True).strip()
-        text = text.removesuffix("...").strip()
-        flags.append(f"--set {shlex.quote(f'{key}={text}')}")
-    return " ".join(flags)
-
-
-def run_flags(wildcards):
-    return set_flags(train_overrides(RUNS[wildcards.run], config))
+def run_config_values(wildcards):
+    """The resolved config of a training run: ConSERT and its family's, BERT-flow's BERT-NLI, or SG-OPT's."""
+    if wildcards.run in RUNS:
+        return consert_run_config(wildcards.run, RUNS[wildcards.run], config)
+    size, seed = SGOPT_RUNS[wildcards.run]
+    return sgopt_run_config(size, seed, config)
 
 
 def model_output(path):
@@ -86,12 +83,6 @@ def stage1_model(wildcards):
     """Two-stage runs start from their NLI run's exported model."""
     stage1 = RUNS[wildcards.run].stage1
     return [artifacts.run_model(stage1.run_id)] if stage1 else []
-
-
-def sgopt_flags(wildcards):
-    values = {"model": config["models"][wildcards.size], "seed": int(wildcards.seed), "data": DATA}
-    values.update(config["baselines"].get("sgopt", {}))
-    return set_flags(values)
 
 
 def topk_model(wildcards):

@@ -1,18 +1,35 @@
+rule run_config:
+    """A training run's resolved config, every key (the authors' defaults filled in): what `consert train` or
+    `consert sgopt` trains with. A reviewer diffs two runs' files to see what differs."""
+    output:
+        artifacts.run_config("{run}"),
+    log:
+        "logs/configs/{run}.log",
+    params:
+        values=run_config_values,
+    conda:
+        "../envs/consert.yaml"
+    script:
+        "../scripts/run_config.py"
+
+
 rule consert_train:
     """One ConSERT run (any setting, any sweep point), then its evaluation on the 7 sets."""
     input:
-        stage1_model,
+        config=artifacts.run_config("{run}"),
+        stage1=stage1_model,
     output:
         model=model_output(artifacts.run_model("{run}")),
         evaluation=artifacts.consert_eval("{run}"),
         curve=artifacts.run_curve("{run}"),
+    wildcard_constraints:
+        run=runs_in(RUNS),
     log:
         "logs/consert/{run}.log",
     benchmark:
         artifacts.benchmark(artifacts.consert_eval("{run}"))
     params:
         dtype=DTYPE,
-        flags=run_flags,
         keep_vectors="",
     threads: config["threads"]
     resources:
@@ -20,8 +37,8 @@ rule consert_train:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert train {params.flags} --set output_dir={output.model} "
-        "--evaluate {output.evaluation} --curve {output.curve} --eval-dtype {params.dtype} {params.keep_vectors} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} consert train --config {input.config} --evaluate {output.evaluation} "
+        "--curve {output.curve} --eval-dtype {params.dtype} {params.keep_vectors} > {log} 2>&1"
 
 
 ruleorder: consert_train_keeping_vectors > consert_train
@@ -39,7 +56,6 @@ use rule consert_train as consert_train_keeping_vectors with:
         run=runs_in(VECTOR_RUNS),
     params:
         dtype=DTYPE,
-        flags=run_flags,
         keep_vectors=lambda wc, output: (
             f"--save-vectors {output.vectors} --save-pooling {shlex.quote(FLOW_POOLING)} {topk_flag(output.vectors)}"
         ),

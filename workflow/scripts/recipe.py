@@ -1,13 +1,17 @@
-"""Snakemake script: the recipe card of the workflow's config (thin wrapper around consert.paper.card)."""
+"""Snakemake script: the recipe card of the workflow's runs, from their train.yaml (thin wrapper around
+consert.paper.card)."""
 
 import sys
+from pathlib import Path
 
 from consert.io import write_csv
 from consert.paper.card import recipe_card, unexplained
+from consert.train.config import load_train_config
 
 with open(snakemake.log[0], "w") as log:  # noqa: F821 - injected by Snakemake
     sys.stderr = log
-    card = recipe_card(snakemake.config)  # noqa: F821
+    run_configs = {Path(path).parent.name: load_train_config(path) for path in snakemake.input}  # noqa: F821
+    card = recipe_card(snakemake.config, run_configs)  # noqa: F821
     write_csv(card, snakemake.output[0])  # noqa: F821
     for problem in unexplained(card):
         print(f"unexplained difference from the authors' recipe: {problem}", file=log)

@@ -1,0 +1,41 @@
+"""Every training run's resolved config as a file, ``runs/<run>/train.yaml``: every key the run trains with,
+the authors' defaults filled in, so that a reviewer diffs two runs' files to see what differs, and the run
+reads its file (``consert train --config``, ``consert sgopt --config``) rather than values in shell flags."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from baselines.sgopt import SgOptConfig
+from consert.io import write_text
+from consert.paper.artifacts import run_model, sgopt_run
+from consert.paper.plan import RunSpec, train_overrides
+from consert.train.config import TrainConfig, dataclass_from_dict
+
+
+def consert_run_config(run_id: str, spec: RunSpec, config: dict[str, Any]) -> dict[str, Any]:
+    """The resolved ``TrainConfig`` of a ConSERT, SimCSE, AugCSE or BERT-NLI run of the workflow ``config``."""
+    values = {**train_overrides(spec, config), "output_dir": run_model(run_id)}
+    return TrainConfig.from_dict(values, source=run_id).to_dict()
+
+
+def sgopt_run_config(size: str, seed: int, config: dict[str, Any]) -> dict[str, Any]:
+    """The resolved SG-OPT config of one seed of ``size`` (its ``data`` beside the dataclass's keys)."""
+    values = {
+        "model": config["models"][size],
+        "seed": seed,
+        **(config.get("baselines") or {}).get("sgopt", {}),
+        "output_dir": run_model(sgopt_run(size, seed)),
+    }
+    resolved = dataclasses.asdict(dataclass_from_dict(SgOptConfig, values, source=sgopt_run(size, seed)))
+    return {**resolved, "data": config["data_dir"]}
+
+
+def write_run_config(values: dict[str, Any], path: str | Path) -> Path:
+    """Write a resolved config as YAML (keys in the config's order, tuples as lists), atomically."""
+    plain = {key: list(value) if isinstance(value, tuple) else value for key, value in values.items()}
+    return write_text(yaml.safe_dump(plain, sort_keys=False, default_flow_style=None), path)
