@@ -5,6 +5,7 @@ from __future__ import annotations
 import yaml
 
 from consert.paper.plan import RunSpec, plan_runs, train_overrides, unique_runs
+from consert.train.config import TrainConfig
 
 from .conftest import ROOT
 
@@ -42,7 +43,8 @@ def test_two_stage_runs_start_from_the_nli_run():
     values = train_overrides(spec, config)
     assert values["stage1_model"] == "runs/base-joint-seed1/model" and values["mode"] == "joint-unsup"
     assert values["n_texts"] == 100 and values["model"] == "bert-base-uncased"
-    assert values["epochs"] == 25 and values["views"] == ["none", "shuffle"]  # the stage's own block
+    resolved = TrainConfig.from_dict(values)  # the stage's recipe: the authors' joint-unsup script
+    assert resolved.epochs == 25 and resolved.views == ("none", "shuffle") and "epochs" not in values
     first = train_overrides(spec.stage1, config)
     assert first["model"] == "bert-base-uncased" and first["mode"] == "joint"
     assert first["nli_source"] == "snli+mnli"

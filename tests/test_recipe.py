@@ -153,10 +153,10 @@ def test_each_stage_defaults_to_the_authors_script():
 
 
 def test_every_stage_sets_every_stage_dependent_key():
-    from consert.train.recipes import STAGE_KEYS, STAGES, stage_defaults
+    from consert.train.recipes import COMMON, STAGE_KEYS, STAGES, stage_defaults
 
     for stage in STAGES:
-        assert set(stage_defaults(stage)) == set(STAGE_KEYS), stage
+        assert set(stage_defaults(stage)) == set(STAGE_KEYS) | set(COMMON), stage
     assert TrainConfig(views=("none", "token_cutoff")).token_cutoff == 0.15  # the paper's rate for the sweeps
 
 
@@ -212,7 +212,7 @@ def test_the_paper_config_recipe_card_matches_the_authors_with_every_difference_
 
 def test_a_changed_recipe_value_shows_up_unexplained():
     config = _workflow_config("config.yaml")
-    config["stages"]["sup"]["lr"] = 3e-5
+    config.setdefault("stages", {}).setdefault("sup", {})["lr"] = 3e-5
     problems = unexplained(recipe_card(config))
     assert problems and all("lr: 3e-05 (authors 2e-05; " + UNEXPLAINED in p for p in problems)
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import torch
 
+from consert.train.recipes import COMMON, FALLBACK
+
 AUGMENTATIONS = ("none", "shuffle", "token_cutoff", "feature_cutoff", "dropout", "adversarial")
 #: Augmentations that act on the embedding output (the others act on position ids or need a gradient).
 EMBEDDING_AUGMENTATIONS = ("token_cutoff", "feature_cutoff", "dropout")
@@ -31,12 +33,12 @@ EMBEDDING_AUGMENTATIONS = ("token_cutoff", "feature_cutoff", "dropout")
 
 @dataclass(frozen=True)
 class AugmentationRatios:
-    """Strengths of the augmentations (paper defaults)."""
+    """Strengths of the augmentations (defaults: the paper's, from :mod:`consert.train.recipes`)."""
 
-    token_cutoff: float = 0.15
-    feature_cutoff: float = 0.2
-    dropout: float = 0.2
-    adversarial_epsilon: float = 1.0
+    token_cutoff: float = FALLBACK["token_cutoff"]
+    feature_cutoff: float = FALLBACK["feature_cutoff"]
+    dropout: float = COMMON["dropout"]
+    adversarial_epsilon: float = COMMON["adversarial_epsilon"]
 
 
 def check_augmentation(name: str) -> str:

@@ -24,16 +24,17 @@ from consert.encode.models import STAND_IN_MODEL
 from consert.encode.pooling import Pooling
 from consert.encode.precision import DTYPE_CHOICES
 from consert.train.augment import check_augmentation
+from consert.train.losses import CONTRASTIVE_LOSSES, FEATURES, PROJECTION_HEADS
 from consert.train.recipes import CONSERT_STAGE_KEYS, FAMILY, FIRST_STAGE, REFERENCE_ENCODERS, stage_defaults
 
 MODES = ("unsup", "joint", "sup", "sup-unsup", "joint-unsup", *FAMILY, *REFERENCE_ENCODERS)
 #: Modes trained on NLI labels alone or with them (the others train on unlabeled texts).
 SUPERVISED_MODES = ("sup", "joint", "bertflow-nli")
-LOSSES = ("nt_xent", "infonce", "infonce_symmetric")
-PROJECTIONS = ("none", "mlp", "bn_mlp")
+LOSSES = tuple(CONTRASTIVE_LOSSES)
+PROJECTIONS = ("none", *PROJECTION_HEADS)
 EVAL_GRIDS = ("epoch", "global")
 COMPILE_CHOICES = ("auto", "on", "off")
-CLASSIFIER_FEATURES = ("u", "v", "abs_diff", "max_square", "product")
+CLASSIFIER_FEATURES = tuple(FEATURES)
 #: Shortest max_length accepted: [CLS] + [SEP] + a few tokens (2 gives every sentence the same vector).
 MIN_MAX_LENGTH = 8
 
@@ -92,13 +93,13 @@ class TrainConfig:
     train_pooling: str = BY_STAGE
     dev_pooling: str = BY_STAGE  # checkpoint selection (ConSERT: the model's own last-layer mean)
     eval_pooling: str = BY_STAGE  # the reported test numbers (ConSERT: the last two layers' mean)
-    dropout: float = 0.2
-    adversarial_epsilon: float = 1.0
-    max_grad_norm: float = 1.0
+    dropout: float = BY_STAGE  # the dropout view's rate
+    adversarial_epsilon: float = BY_STAGE
+    max_grad_norm: float = BY_STAGE
     max_steps: int | None = None
     eval_at_start: bool = False  # sentence-transformers (the authors' code) first evaluates after eval_every steps
     dev_max_pairs: int | None = None  # evaluate on the first n STS-B dev pairs only (fast smoke runs)
-    seed: int = 1
+    seed: int = BY_STAGE
     dtype: str = "auto"  # the precision measured fastest on this machine (consert.encode.precision)
     compile: str = "auto"  # torch.compile the training forward: "auto" (CUDA runs of 500+ steps), "on", "off"
     packed: str = "off"  # "on": the unsupervised views' dense layers on real tokens only (consert.train.packed)

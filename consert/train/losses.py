@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from consert.train.augcse import BatchNormProjection
+
 
 def nt_xent(view1: torch.Tensor, view2: torch.Tensor, temperature: float) -> torch.Tensor:
     """Normalized temperature-scaled cross entropy, as the sum of its two directions (the authors').
@@ -62,6 +64,10 @@ class ProjectionHead(nn.Module):
 
     def forward(self, pooled: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self.dense(pooled))
+
+
+#: Training-only projection heads by ``TrainConfig.projection`` (``none``: ConSERT's, no head).
+PROJECTION_HEADS = {"mlp": ProjectionHead, "bn_mlp": BatchNormProjection}
 
 
 def paired_nt_xent(view1: torch.Tensor, view2: torch.Tensor, first: int, temperature: float) -> torch.Tensor:

@@ -120,6 +120,8 @@ COMMON: dict[str, Any] = {
     "eval_pooling": "mean:-2,-1",  # the reported test numbers: last-two-layer average
     "max_length": 64,
     "seed": 1,
+    "dropout": 0.2,  # the dropout view's rate: the paper, Implementation Details ("The ratio of dropout is set to 0.2")
+    "adversarial_epsilon": 1.0,  # the adversarial view's FGV step: the harness's value (the paper states none)
 }
 
 
@@ -245,8 +247,7 @@ def recipe_of(stage: str) -> dict[str, Any]:
 def stage_defaults(stage: str) -> dict[str, Any]:
     """The training-config defaults of ``stage``: every stage-dependent key, the stage's own value where
     its recipe sets one, else :data:`FALLBACK` (the paper's cutoff rates 0.15 and 0.2) and :data:`COMMON`."""
-    shared = {key: value for key, value in COMMON.items() if key in STAGE_KEYS}
-    return {**shared, **FALLBACK, **{key: value for key, value in recipe_of(stage).items() if key != "source"}}
+    return {**COMMON, **FALLBACK, **{key: value for key, value in recipe_of(stage).items() if key != "source"}}
 
 
 def authors_recipe(stage: str, size: str = "base") -> dict[str, Any]:

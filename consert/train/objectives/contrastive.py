@@ -9,15 +9,11 @@ from torch import nn
 
 from consert.data.senteval import SentEvalData
 from consert.encode.batching import to_device
-from consert.train.augcse import BatchNormProjection
 from consert.train.config import TrainConfig
 from consert.train.corpus import training_texts
-from consert.train.losses import CONTRASTIVE_LOSSES, ProjectionHead
+from consert.train.losses import CONTRASTIVE_LOSSES, PROJECTION_HEADS
 from consert.train.objectives.base import Objective
 from consert.train.views import PackedPass, two_view_forward
-
-#: Training-only projection heads by ``TrainConfig.projection``.
-PROJECTION_HEADS = {"mlp": ProjectionHead, "bn_mlp": BatchNormProjection}
 
 
 def projection_head(config: TrainConfig, hidden: int, device: str) -> nn.Module | None:

@@ -1,0 +1,43 @@
+"""Every file under config/ loads: the workflow configs pass the schema (and plan their runs), the training
+configs build a TrainConfig; no file repeats a value it could drift from."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from snakemake.utils import validate
+
+from consert.paper.plan import plan_runs
+from consert.train.config import load_train_config
+from consert.train.recipes import stage_defaults
+
+from .conftest import ROOT
+
+CONFIG = ROOT / "config"
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+WORKFLOW_CONFIGS = sorted(CONFIG.glob("*.yaml"))
+TRAIN_CONFIGS = sorted((CONFIG / "train").glob("*.yaml"))
+
+
+def test_every_yaml_file_under_config_is_checked_here():
+    every = set(CONFIG.rglob("*.yaml")) | set(CONFIG.rglob("*.yml"))
+    assert every == set(WORKFLOW_CONFIGS) | set(TRAIN_CONFIGS) and len(WORKFLOW_CONFIGS) >= 4
+
+
+@pytest.mark.parametrize("path", WORKFLOW_CONFIGS, ids=lambda p: p.name)
+def test_each_workflow_config_passes_the_schema_and_plans_its_runs(path):
+    config = yaml.safe_load(path.read_text())
+    if path.name == "rehearsal.yaml":  # layered over the paper's config, as its command does
+        config = {**yaml.safe_load((CONFIG / "config.yaml").read_text()), **config}
+    validate(config, str(SCHEMA))
+    assert plan_runs(config), path.name
+
+
+@pytest.mark.parametrize("path", TRAIN_CONFIGS, ids=lambda p: p.name)
+def test_each_training_config_builds_and_sets_only_what_differs_from_the_recipe(path):
+    values = yaml.safe_load(path.read_text())
+    config = load_train_config(path)
+    defaults = stage_defaults(config.mode)
+    plain = {key: list(value) if isinstance(value, tuple) else value for key, value in defaults.items()}
+    repeated = {key for key, value in values.items() if key in plain and value == plain[key]}
+    assert repeated == set(), f"{path.name} repeats the recipe's {sorted(repeated)}"
