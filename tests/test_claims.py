@@ -52,12 +52,12 @@ def _results(tmp_path, **changes):
     _write(results, "table2_unsup.csv", table2)
     table3 = []
     for size, shift in (("base", 0.0), ("large", 2.0)):
-        for variant, score in (("sup", 74.0), ("joint", 77.0), ("sup-unsup", 75.0), ("joint-unsup", 79.0)):
-            row = _row(f"ConSERT-{size} {variant}", score + shift, size=size, variant=variant)
-            if variant == "sup" and "sup_sick" in changes:
+        for mode, score in (("sup", 74.0), ("joint", 77.0), ("sup-unsup", 75.0), ("joint-unsup", 79.0)):
+            row = _row(f"ConSERT-{size} {mode}", score + shift, size=size, mode=mode)
+            if mode == "sup" and "sup_sick" in changes:
                 row["SICK-R"] = changes["sup_sick"]
             table3.append(row)
-        table3.append(_row(f"BERT-{size}-flow (NLI)", 77.5 + shift, size=size, variant="flow on sup"))
+        table3.append(_row(f"BERT-{size}-flow (NLI)", 77.5 + shift, size=size, mode="flow on sup"))
     _write(results, "table3_sup.csv", table3)
     cells = [("none", "none", 64.0), ("shuffle", "none", 71.0), ("token_cutoff", "none", 70.5)]
     cells += [
@@ -74,7 +74,7 @@ def _results(tmp_path, **changes):
     shots = [("unsup", "100", 65.0), ("unsup", "1000", changes.get("unsup_1000", 71.6)), ("unsup", "all", 72.0)]
     shots += [("joint-unsup", "100", 79.5), ("joint-unsup", "1000", 80.0), ("joint-unsup", "all", 79.4)]
     _write(results, "figure6_fewshot.csv",
-           [{"size": "base", "variant": v, "n_texts": n, "Avg": a, **PAPER, **SEEDS} for v, n, a in shots])  # fmt: skip
+           [{"size": "base", "mode": v, "n_texts": n, "Avg": a, **PAPER, **SEEDS} for v, n, a in shots])  # fmt: skip
     batches = changes.get("batches", [(16, 72.63, 6175), (96, 72.74, 1530), (288, 73.2, 620)])
     table4 = [{"size": "base", "batch_size": b, "Avg": a, "best_step": s, **PAPER, **SEEDS} for b, a, s in batches]
     _write(results, "table4_batch_size.csv", table4)

@@ -63,7 +63,7 @@ def test_the_sweeps_run_their_own_seeds():
     runs = unique_runs(plan_runs(config)).values()
     sweeps = {spec.seed for spec in runs if spec.temperature is not None or spec.batch_size is not None}
     sweeps |= {spec.seed for spec in runs if spec.views is not None or spec.n_texts is not None}
-    primary = {spec.seed for spec in runs if spec.setting in ("sup", "joint", "simcse")}
+    primary = {spec.seed for spec in runs if spec.mode in ("sup", "joint", "simcse")}
     assert sweeps == {1} and primary == {1, 2, 3}
 
 

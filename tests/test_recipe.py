@@ -180,14 +180,14 @@ def test_the_paper_config_recipe_card_matches_the_authors_with_every_difference_
     card = recipe_card(_workflow_config("config.yaml"))
     assert unexplained(card) == []
     card = _training_runs(card)
-    card = card[~card.stage.isin(["simcse", "augcse", "bertflow-nli"])]  # their own recipes (tested on their own)
+    card = card[~card["mode"].isin(["simcse", "augcse", "bertflow-nli"])]  # their own recipes (tested on their own)
     main = card[~card.artifacts.str.contains("table4") | card.run.str.contains("seed1$")]
     sweep_batches = card[card.differs_from_authors.str.contains("Table 4 batch size")]
     assert set(card.batch_size.drop(sweep_batches.index)) == {"96"}
-    assert set(card[card.stage != "unsup"].bert_dropout) == {"on"}  # every supervised or second stage
-    base_unsup = card[(card.stage == "unsup") & card.run.str.startswith("base")]
+    assert set(card[card["mode"] != "unsup"].bert_dropout) == {"on"}  # every supervised or second stage
+    base_unsup = card[(card["mode"] == "unsup") & card.run.str.startswith("base")]
     assert set(base_unsup.bert_dropout) == {"off"}  # --no_dropout: only the unsupervised base run
-    second_stages = card[card.stage.isin(["sup-unsup", "joint-unsup"])]
+    second_stages = card[card["mode"].isin(["sup-unsup", "joint-unsup"])]
     assert set(second_stages[second_stages.run.str.startswith("base")].epochs) == {"25"}  # *-base.sh
     assert set(second_stages[second_stages.run.str.startswith("large")].epochs) == {"10"}  # *-large.sh
     large = card.set_index("run").loc["large-unsup-seed1"]  # scripts/unsup-consert-large.sh
@@ -207,7 +207,7 @@ def test_the_paper_config_recipe_card_matches_the_authors_with_every_difference_
     assert "89,192 items at batch 96 over 10 epochs: equal" in notes["base-unsup-seed1"]
     assert set(card.optimizer) == {"AdamW (no bias correction)"} and set(card.eval_grid) == {"epoch"}
     assert set(card.dev_pooling) == {"mean"} and set(card.eval_pooling) == {"mean:-2,-1"}
-    assert len(main) and set(card.stage) == {"unsup", "sup", "joint", "sup-unsup", "joint-unsup"}
+    assert len(main) and set(card["mode"]) == {"unsup", "sup", "joint", "sup-unsup", "joint-unsup"}
 
 
 def test_a_changed_recipe_value_shows_up_unexplained():
@@ -228,13 +228,13 @@ def test_the_offline_card_explains_its_short_runs():
 def test_a_second_seed_is_listed_and_explained():
     card = recipe_card(_workflow_config("test.yaml"))  # seeds [1, 2]
     second = card[card.run.str.endswith("seed2")]
-    family = second.stage.isin(["simcse", "augcse"])
+    family = second["mode"].isin(["simcse", "augcse"])
     assert (
         len(second[~family])
         and second[~family].differs_from_authors.str.contains("seed: 2 (authors 1; a further seed", regex=False).all()
     )
     # SimCSE's and AugCSE's authors ran seed 42: every seed of the config differs, with that reason
-    first_family = card[card.stage.isin(["simcse", "augcse"])]
+    first_family = card[card["mode"].isin(["simcse", "augcse"])]
     assert (
         len(first_family) == 4
         and first_family.differs_from_authors.str.contains("(authors 42; the config's seeds list", regex=False).all()

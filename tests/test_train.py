@@ -120,11 +120,11 @@ def test_supervised_settings_run_end_to_end_on_sick_e(real_data, tmp_path, mode,
     losses = [e["loss"] for e in result.log if "loss" in e]
     assert losses and all(np.isfinite(losses))
     if mode in ("sup", "joint"):
-        assert record["stage"] == mode and "sick-e" in record["nli"] and len(losses) == 3
+        assert record["mode"] == mode and "sick-e" in record["nli"] and len(losses) == 3
     else:
         stage1 = json.loads((tmp_path / "model.stage1" / "consert_training.json").read_text())
-        assert stage1["stage"] == mode.split("-")[0] and "offline stand-in" in stage1["nli"]
-        assert record["stage"] == mode and record["started_from"].endswith("model.stage1")
+        assert stage1["mode"] == mode.split("-")[0] and "offline stand-in" in stage1["nli"]
+        assert record["mode"] == mode and record["started_from"].endswith("model.stage1")
         assert "offline stand-in" in record["setting"]
 
 

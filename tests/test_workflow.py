@@ -187,11 +187,11 @@ def test_the_recipe_card_lists_every_trained_run_with_nothing_unexplained(dag_ru
     card = pd.read_csv(workdir / "results" / "recipe.csv", keep_default_na=False)
     assert not card.differs_from_authors.str.contains("UNEXPLAINED").any()
     baselines = card[card.run.str.startswith(("baseline-", "analysis-"))]
-    assert {"BERT-flow", "BERT-whitening", "SG-OPT", "Avg. GloVe", "Figure 4 top-k"} == set(baselines.stage)
+    assert {"BERT-flow", "BERT-whitening", "SG-OPT", "Avg. GloVe", "Figure 4 top-k"} == set(baselines["mode"])
     card = card.drop(baselines.index)
     trained = {path.stem for path in (workdir / "results" / "evals" / "consert").glob("*.csv")}
     assert set(card.run) == trained
-    family = card.stage.isin(["simcse", "augcse"])
+    family = card["mode"].isin(["simcse", "augcse"])
     assert set(card[~family].optimizer) == {"AdamW (no bias correction)"}  # ConSERT's transformers.AdamW
     assert set(card[family].optimizer) == {"AdamW"}  # the HF Trainer's, with bias correction
 
@@ -223,7 +223,7 @@ def test_tables_have_seed_statistics_and_expected_rows(dag_run):
     # SentEval's aggregates ride along for the comparison with BERT-flow's/whitening's wmean numbers
     assert table2[["STS12_wmean", "STS12_mean", "Avg_wmean"]].notna().all().all()
     table3 = pd.read_csv(workdir / "results" / "table3_sup.csv")
-    assert {"sup", "joint", "sup-unsup", "joint-unsup", "flow on li"} <= set(table3.variant)
+    assert {"sup", "joint", "sup-unsup", "joint-unsup", "flow on li"} <= set(table3["mode"])
     assert table3.nli.astype(str).str.contains("sick-e").any()
     heat = pd.read_csv(workdir / "results" / "figure5_heatmap.csv")
     assert len(heat) == 4 and set(heat.view1) == {"none", "shuffle"}
@@ -231,7 +231,7 @@ def test_tables_have_seed_statistics_and_expected_rows(dag_run):
     table4 = pd.read_csv(workdir / "results" / "table4_batch_size.csv")
     assert sorted(table4.batch_size) == [4, 8] and table4.best_step.notna().all()
     fewshot = pd.read_csv(workdir / "results" / "figure6_fewshot.csv")
-    assert set(fewshot.n_texts.astype(str)) == {"4", "all"} and set(fewshot.variant) == {"unsup", "joint-unsup"}
+    assert set(fewshot.n_texts.astype(str)) == {"4", "all"} and set(fewshot["mode"]) == {"unsup", "joint-unsup"}
 
 
 def test_the_contrastive_family_table_has_every_method_over_seeds(dag_run):

@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from consert.train.config import read_workflow_config
 
     card = recipe_card(read_workflow_config(args.configfile))
-    shown = ["run", "stage", "batch_size", "lr", "epochs", "views", "bert_dropout", "patience"]
+    shown = ["run", "mode", "batch_size", "lr", "epochs", "views", "bert_dropout", "patience"]
     print(card[shown].to_string(index=False))
     print(f"wrote {write_csv(card, args.output)} ({len(card)} runs)")
     problems = unexplained(card)

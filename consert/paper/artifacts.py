@@ -154,7 +154,7 @@ def table3_sources(config: dict[str, Any]) -> list[Source]:
     for size in config["models"]:
         for seed in config["seeds"]:
             base = flow_nli_base(config)
-            labels = {"method": f"BERT-{size}-flow (NLI)", "size": size, "variant": f"flow on {base}", "seed": seed}
+            labels = {"method": f"BERT-{size}-flow (NLI)", "size": size, "mode": f"flow on {base}", "seed": seed}
             sources.append((labels, flow_nli_eval(size, seed), None))
     return sources
 
@@ -239,13 +239,13 @@ SOURCES: dict[str, Callable[[dict[str, Any]], list[Source]]] = {
 #: artifact -> (CSV file name, label columns of its rows, extra averaged columns)
 LAYOUT: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "table2": ("table2_unsup.csv", ("method", "size"), ()),
-    "table3": ("table3_sup.csv", ("method", "size", "variant"), ()),
+    "table3": ("table3_sup.csv", ("method", "size", "mode"), ()),
     "table4": ("table4_batch_size.csv", ("size", "batch_size"), ("best_step",)),
     "family": ("table_contrastive_family.csv", ("method", "size"), ()),
     "figure1": ("figure1_scatter.csv", (), ()),
     "figure4": ("figure4_topk.csv", (), ()),
     "figure5": ("figure5_heatmap.csv", ("size", "view1", "view2", "trained_as"), ()),
-    "figure6": ("figure6_fewshot.csv", ("size", "variant", "n_texts"), ()),
+    "figure6": ("figure6_fewshot.csv", ("size", "mode", "n_texts"), ()),
     "figure7": ("figure7_temperature.csv", ("size", "temperature"), ()),
     "diagnostics": ("diagnostics.csv", (), ()),
     "curves": ("training_curves.csv", (), ()),

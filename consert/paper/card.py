@@ -254,7 +254,7 @@ def _same(key: str, ours: Any, theirs: Any) -> bool:
 def _reason(key: str, spec: RunSpec, setting: str) -> str:
     """Why ``key`` of this run may differ from the authors' value, or ``UNEXPLAINED``."""
     if key == "seed":
-        if spec.setting in FAMILY_NOTES:
+        if spec.mode in FAMILY_NOTES:
             return "the config's seeds list (the authors' scripts leave the HF Trainer's default seed 42)"
         return "a further seed of the config's seeds list"
     if key in ("text_augmentations", "spacy_model") and any(word in setting for word in ("offline", "test")):
@@ -311,7 +311,7 @@ def recipe_card(config: dict[str, Any], run_configs: dict[str, TrainConfig] | No
         row: dict[str, Any] = {
             "run": run_id,
             "artifacts": ";".join(sorted(artifacts[run_id])),
-            "stage": train_config.mode,
+            "mode": train_config.mode,
             "start_model": train_config.stage1_model or train_config.model,
             "nli": train_config.nli_source if train_config.mode in SUPERVISED_MODES else "",
         }

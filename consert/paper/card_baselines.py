@@ -98,7 +98,7 @@ def _flow_row(config: dict[str, Any], size: str) -> dict[str, Any]:
     setting = str(config.get("setting", ""))
     return {
         "run": f"baseline-flow-{size}",
-        "stage": "BERT-flow",
+        "mode": "BERT-flow",
         "fit_corpus": f"{TASK_CORPUS}; STS12-16 fitted on 3 times (the authors' full.txt is train, dev, test)",
         "pooling": flow_pooling,
         "optimizer": (
@@ -145,7 +145,7 @@ def _whitening_rows(config: dict[str, Any], size: str) -> list[dict[str, Any]]:
             rows.append(
                 {
                     "run": f"baseline-whitening-{size}-{pooling}-k{k or 'all'}",
-                    "stage": "BERT-whitening",
+                    "mode": "BERT-whitening",
                     "fit_corpus": TASK_CORPUS,
                     "pooling": pooling,
                     "optimizer": "closed form: mu and W = U diag(1/sqrt(s)) of the covariance's SVD",
@@ -169,7 +169,7 @@ def _sgopt_row(config: dict[str, Any]) -> dict[str, Any]:
     sgopt = {**sgopt_authors, **baselines.get("sgopt", {})}
     return {
         "run": "baseline-sgopt",
-        "stage": "SG-OPT",
+        "mode": "SG-OPT",
         "fit_corpus": "STS-B train+dev+test, both sides, no dedup (17,256; paper footnote 7)"
         if sgopt["train_texts"] == "stsb"
         else sgopt["train_texts"],
@@ -204,7 +204,7 @@ def _glove_row(config: dict[str, Any]) -> dict[str, Any]:
     glove = config.get("baselines", {}).get("glove")
     return {
         "run": "baseline-glove",
-        "stage": "Avg. GloVe",
+        "mode": "Avg. GloVe",
         "fit_corpus": "",
         "pooling": "mean of word vectors",
         "method_settings": (
@@ -226,7 +226,7 @@ def _topk_row() -> dict[str, Any]:
     """The top-k analysis (Figure 4): no fit, the authors' script's masking."""
     return {
         "run": "analysis-topk",
-        "stage": "Figure 4 top-k",
+        "mode": "Figure 4 top-k",
         "fit_corpus": "token frequencies of the STS-B test split (both sides)",
         "pooling": "mean:-2,-1 over the tokens kept",
         "method_settings": "k = tokens removed; authors_k = k - 1 (their script drops ranks 0..k)",

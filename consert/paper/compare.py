@@ -406,7 +406,7 @@ def compare(
     table3 = load("table3_sup.csv")
     if table3 is not None:
         pub = pd.read_csv(published / "consert_table3_sup.csv")
-        pub = pub.assign(key=pub.method + " | " + pub.setting)
+        pub = pub.assign(key=pub.method + " | " + pub.training_data)
         rep = table3.assign(key=table3.method)
         pairs = []
         for size in PAPER_MODELS:

@@ -115,8 +115,8 @@ def figure6(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMa
     sizes = pd.to_numeric(data.n_texts.where(~full), errors="coerce")
     data["texts"] = sizes.fillna(sizes.max() * 10 if sizes.notna().any() else 1)
     figure, axis = plt.subplots(figsize=(6, 4))
-    sns.lineplot(data=data.sort_values("texts"), x="texts", y="Avg", hue="variant", marker="o", ax=axis)
-    for line, (_, part) in zip(axis.get_lines(), data.groupby("variant", sort=False), strict=False):
+    sns.lineplot(data=data.sort_values("texts"), x="texts", y="Avg", hue="mode", marker="o", ax=axis)
+    for line, (_, part) in zip(axis.get_lines(), data.groupby("mode", sort=False), strict=False):
         _seed_band(axis, part, "texts", line.get_color())
     axis.set_xscale("log")
     all_position = data.texts[full].max() if full.any() else None

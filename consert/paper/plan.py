@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from consert.train.recipes import COMMON, FAMILY, REFERENCE_ENCODERS, stage_defaults
+from consert.train.recipes import COMMON, FAMILY, FIRST_STAGE, REFERENCE_ENCODERS, stage_defaults
 
 AUGMENTATION_LABELS = {
     "none": "None",
@@ -21,17 +21,17 @@ AUGMENTATION_LABELS = {
     "feature_cutoff": "Feature Cutoff",
     "dropout": "Dropout",
 }
-SUPERVISED_SETTINGS = ("sup", "joint", "sup-unsup", "joint-unsup")
+TABLE3_MODES = ("sup", "joint", "sup-unsup", "joint-unsup")
 #: The contrastive family's methods (settings of the same trainer) and their names in tables.
 FAMILY_LABELS = {"simcse": "SimCSE", "augcse": "AugCSE"}
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One ConSERT training run: model size, setting, and what differs from the defaults."""
+    """One training run: model size, mode (what it trains), and what differs from the mode's defaults."""
 
     size: str
-    setting: str = "unsup"  # unsup | sup | joint | sup-unsup | joint-unsup | simcse | augcse
+    mode: str = "unsup"  # unsup | sup | joint | sup-unsup | joint-unsup | simcse | augcse | bertflow-nli
     views: tuple[str, str] | None = None
     temperature: float | None = None
     batch_size: int | None = None
@@ -41,7 +41,7 @@ class RunSpec:
     @property
     def run_id(self) -> str:
         """A readable, unique name: ``base-unsup-seed1``, ``base-unsup-none+dropout-seed1``, ..."""
-        parts = [self.size, self.setting]
+        parts = [self.size, self.mode]
         if self.views is not None:
             parts.append("+".join(self.views))
         if self.temperature is not None:
@@ -55,10 +55,10 @@ class RunSpec:
 
     @property
     def stage1(self) -> RunSpec | None:
-        """The NLI run a two-stage setting starts from (None for one-stage settings)."""
-        if self.setting not in ("sup-unsup", "joint-unsup"):
+        """The NLI run a two-stage mode starts from (None for one-stage modes)."""
+        if self.mode not in FIRST_STAGE:
             return None
-        return RunSpec(self.size, self.setting.split("-")[0], seed=self.seed)
+        return RunSpec(self.size, FIRST_STAGE[self.mode], seed=self.seed)
 
 
 @dataclass(frozen=True)
@@ -118,11 +118,11 @@ def plan_runs(config: dict[str, Any]) -> list[PlannedRun]:
         for size in config["models"]:
             add("table2", {"method": f"ConSERT-{size}", "size": size}, RunSpec(size, seed=seed))
             add("flow_nli", {"size": size}, flow_nli_run(config, size, seed))
-            for setting in SUPERVISED_SETTINGS:
+            for mode in TABLE3_MODES:
                 add(
                     "table3",
-                    {"method": f"ConSERT-{size} {setting}", "size": size, "variant": setting},
-                    RunSpec(size, setting, seed=seed),
+                    {"method": f"ConSERT-{size} {mode}", "size": size, "mode": mode},
+                    RunSpec(size, mode, seed=seed),
                 )
         for size in family.get("sizes", []) if family.get("methods") else []:
             add("family", {"method": f"ConSERT-{size}", "size": size}, RunSpec(size, seed=seed))
@@ -143,11 +143,11 @@ def plan_runs(config: dict[str, Any]) -> list[PlannedRun]:
                     RunSpec(size, views=views, seed=seed),
                 )
             for n in sweeps["few_shot"]:
-                for setting in ("unsup", "joint-unsup"):
+                for mode in ("unsup", "joint-unsup"):
                     add(
                         "figure6",
-                        {"size": size, "variant": setting, "n_texts": n or "all"},
-                        RunSpec(size, setting, n_texts=n, seed=seed),
+                        {"size": size, "mode": mode, "n_texts": n or "all"},
+                        RunSpec(size, mode, n_texts=n, seed=seed),
                     )
             for tau in sweeps["temperatures"]:
                 add("figure7", {"size": size, "temperature": tau}, RunSpec(size, temperature=tau, seed=seed))
@@ -195,20 +195,20 @@ def train_overrides(spec: RunSpec, config: dict[str, Any], runs_dir: str = "runs
     a two-stage setting's run is its second stage, started from its NLI run's exported model.
     """
     nli = config.get("nli") or {}
-    if spec.setting in FAMILY:  # the family's own recipe: ConSERT's `train` block does not apply
+    if spec.mode in FAMILY:  # the family's own recipe: ConSERT's `train` block does not apply
         family = config.get("family") or {}
-        values: dict[str, Any] = {**family.get("train", {}), **family.get(spec.setting, {})}
+        values: dict[str, Any] = {**family.get("train", {}), **family.get(spec.mode, {})}
         values = {"dtype": config.get("dtype", "auto"), "train_texts": family.get("train_texts", "sts"), **values}
-    elif spec.setting in REFERENCE_ENCODERS:  # BERT-flow's NLI encoder: its authors' recipe, its own data
+    elif spec.mode in REFERENCE_ENCODERS:  # BERT-flow's NLI encoder: its authors' recipe, its own data
         flow_nli = (config.get("baselines") or {}).get("flow_nli") or {}
         values = {"dtype": config.get("dtype", "auto"), **flow_nli.get("train", {})}
         if flow_nli.get("files"):
             nli = {"source": "snli+mnli", "files": flow_nli["files"]}
     else:
-        values = {"dtype": config.get("dtype", "auto"), **stage_values(config, spec.setting, spec.size)}
+        values = {"dtype": config.get("dtype", "auto"), **stage_values(config, spec.mode, spec.size)}
     values.update(
         model=config["models"][spec.size],
-        mode=spec.setting,
+        mode=spec.mode,
         seed=spec.seed,
         data=config["data_dir"],
         nli_source=nli.get("source", "sick-e"),

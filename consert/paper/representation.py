@@ -18,11 +18,11 @@ from consert.evaluate.diagnostics import DIAGNOSTIC_COLUMNS
 SWEEP_NAMES: dict[str, Callable[[dict[str, Any]], str]] = {
     "table4": lambda labels: f"ConSERT-{labels['size']} batch {labels['batch_size']}",
     "figure5": lambda labels: f"ConSERT-{labels['size']} {labels['view1']}+{labels['view2']}",
-    "figure6": lambda labels: f"ConSERT-{labels['size']} {labels['variant']} n={labels['n_texts']}",
+    "figure6": lambda labels: f"ConSERT-{labels['size']} {labels['mode']} n={labels['n_texts']}",
     "figure7": lambda labels: f"ConSERT-{labels['size']} tau={labels['temperature']:g}",
 }
 #: The label columns of a diagnostics row.
-LABELS = ("method", "size", "variant", "dataset", "pooling", "setting")
+LABELS = ("method", "size", "mode", "dataset", "pooling", "setting")
 
 
 def bert_reference(size: str, pooling: str) -> str:
@@ -51,7 +51,7 @@ def diagnostics_table(sources: list[tuple[dict[str, Any], str, str | None]], rea
             rows[["dataset", "pooling", "setting", *DIAGNOSTIC_COLUMNS]].assign(
                 method=labels["method"],
                 size=labels.get("size", "-"),
-                variant=labels.get("variant", ""),
+                mode=labels.get("mode", ""),
                 seed=labels.get("seed", ""),
             )
         )

@@ -25,7 +25,7 @@ RENDERED_TABLES = {
     "figure6_fewshot": "Figure 6: few-shot",
     "figure7_temperature": "Figure 7: temperature",
 }
-SHOWN = ("method", "size", "variant", "batch_size", "view1", "view2", "n_texts", "temperature", "STS12", "STS13",
+SHOWN = ("method", "size", "mode", "batch_size", "view1", "view2", "n_texts", "temperature", "STS12", "STS13",
          "STS14", "STS15", "STS16", "STSb", "SICK-R", "Avg", "best_step", "published_Avg", "published_steps",
          "n_seeds")  # fmt: skip
 FIGURES = (

@@ -37,7 +37,7 @@ TRAINING_DATA = {
 
 def _mode(record: dict[str, Any]) -> str:
     """What the run trained: the ConSERT or family mode, or the baseline's method (SG-OPT)."""
-    return record.get("stage") or record.get("method") or record.get("config", {}).get("mode", "unsup")
+    return record.get("mode") or record.get("method") or record.get("config", {}).get("mode", "unsup")
 
 
 def _training_data(record: dict[str, Any]) -> str:

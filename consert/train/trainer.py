@@ -72,7 +72,7 @@ def train_stage(config: TrainConfig, data: SentEvalData, progress: bool) -> Trai
     record = {
         "base_model": encoder.resolved.base_model,
         "started_from": config.model,
-        "stage": config.mode,
+        "mode": config.mode,
         **objective.record(),
         "setting": encoder.resolved.setting,
         "best_step": outcome.best_step,
