@@ -18,8 +18,8 @@ aggregate, with the source; the reproduced value of the same aggregate is compar
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, fields
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
@@ -45,38 +45,49 @@ from consert.paper.yardstick import (
 )
 
 SCORE_COLUMNS = (*DATASETS, "Avg")
+#: The (published, reproduced) columns of a table of the 7 sets and their Avg.
+SCORE_PAIRS = tuple((column, column) for column in SCORE_COLUMNS)
 #: The paper's encoders by size: only runs that descend from these are comparable.
 PAPER_MODELS = {"base": "bert-base-uncased", "large": "bert-large-uncased"}
 
-COMPARISON_COLUMNS = (
-    "artifact",
-    "row",
-    "column",
-    "aggregate",
-    "role",
-    "published",
-    "reproduced",
-    "delta",
-    "n_seeds",
-    "seed_std",
-    "published_runs",
-    "same_run_as",
-    "noise",
-    "sigma",
-    "sigma_df",
-    "sigma_source",
-    "margin",
-    "margin_source",
-    "diff_low",
-    "diff_high",
-    "verdict",
-    "test_ci_low",
-    "test_ci_high",
-    "comparable",
-    "reason",
-    "setting",
-    "status",
-)
+_UNSET: Any = np.nan  # a number (or verdict) not set for this row
+
+
+@dataclass
+class ComparisonRow:
+    """One row of ``comparison.csv``, its columns in order: a compared cell, a gap, or the shared shift. The
+    defaults are a row with nothing set: numbers unset, texts empty."""
+
+    artifact: str = _UNSET
+    row: str = _UNSET
+    column: str = ""
+    aggregate: str = ""
+    role: str = ""
+    published: float = _UNSET
+    reproduced: float = _UNSET
+    delta: float = _UNSET
+    n_seeds: int = _UNSET
+    seed_std: float = _UNSET
+    published_runs: int = _UNSET
+    same_run_as: str = ""
+    noise: str = ""
+    sigma: float = _UNSET
+    sigma_df: float = _UNSET
+    sigma_source: str = ""
+    margin: float = _UNSET
+    margin_source: str = ""
+    diff_low: float = _UNSET
+    diff_high: float = _UNSET
+    verdict: str = _UNSET
+    test_ci_low: float = _UNSET
+    test_ci_high: float = _UNSET
+    comparable: bool = _UNSET
+    reason: str = _UNSET
+    setting: str = ""
+    status: str = _UNSET
+
+
+COMPARISON_COLUMNS = tuple(f.name for f in fields(ComparisonRow))
 PRIMARY, DIAGNOSTIC, SHIFT = "primary", "diagnostic", "shared shift"
 #: Noise kinds without a seed model: ``none`` (untrained, deterministic), ``fixed`` (a count judged by a fixed
 #: tolerance, e.g. Table 4's steps), ``near-best`` (Figure 4's best k, decided when its row is built).
@@ -298,7 +309,7 @@ def cell_row(
     column: str,
     published: Any,
     reproduced: Any,
-    source: pd.Series,
+    reproduced_row: pd.Series,
     context: Context,
     role: str,
     reason: str,
@@ -307,9 +318,11 @@ def cell_row(
     margin_key: str | None = None,
 ) -> dict[str, Any] | None:
     """One comparison row (its interval and verdict are set by :func:`decide`), or None when either value
-    is missing. ``name`` is the reproduced column (its ``_std`` and ``_ci_*`` columns are read beside it)."""
-    value, ours = pd.to_numeric(published, errors="coerce"), pd.to_numeric(reproduced, errors="coerce")
-    if pd.isna(value) or pd.isna(ours):
+    is missing. ``reproduced_row`` is the reproduced table's row the value comes from; ``name`` its column
+    (its ``_std`` and ``_ci_*`` columns are read beside it)."""
+    published_value = pd.to_numeric(published, errors="coerce")
+    reproduced_value = pd.to_numeric(reproduced, errors="coerce")
+    if pd.isna(published_value) or pd.isna(reproduced_value):
         return None
     name = name or column
     noise, runs, same_run_as = context.kinds.of(artifact, row)
@@ -319,17 +332,17 @@ def cell_row(
         margin, margin_source = UNTRAINED_MARGIN, UNTRAINED_SOURCE
     else:
         margin, margin_source = context.decision.margin(margin_key or artifact)
-    seeds = pd.to_numeric(source.get("n_seeds"), errors="coerce")
-    std = pd.to_numeric(source.get(f"{name}_std"), errors="coerce")
-    low, high = bootstrap_bounds(source, name)
+    seeds = pd.to_numeric(reproduced_row.get("n_seeds"), errors="coerce")
+    std = pd.to_numeric(reproduced_row.get(f"{name}_std"), errors="coerce")
+    low, high = bootstrap_bounds(reproduced_row, name)
     return {
         **gap_row(artifact, row, reason),
         "column": column,
         "aggregate": aggregate,
         "role": role,
-        "published": float(value),
-        "reproduced": float(ours),
-        "delta": float(ours) - float(value),
+        "published": float(published_value),
+        "reproduced": float(reproduced_value),
+        "delta": float(reproduced_value) - float(published_value),
         "n_seeds": int(seeds) if pd.notna(seeds) else 1,
         "seed_std": float(std) if pd.notna(std) else np.nan,
         "published_runs": runs,
@@ -341,37 +354,114 @@ def cell_row(
         "test_ci_low": low,
         "test_ci_high": high,
         "comparable": not reason,
-        "setting": source.get("setting", ""),
+        "setting": reproduced_row.get("setting", ""),
         "status": "compared",
     }
 
 
 def gap_row(artifact: str, row: str, reason: str) -> dict[str, Any]:
     """A published row (``*``: a whole artifact) with nothing reproduced to compare it with."""
-    empty = dict.fromkeys(COMPARISON_COLUMNS, np.nan)
-    text = ("column", "aggregate", "role", "same_run_as", "noise", "sigma_source", "margin_source", "setting")
-    return {
-        **empty,
-        **dict.fromkeys(text, ""),
-        "artifact": artifact,
-        "row": row,
-        "column": "*",
-        "role": PRIMARY,
-        "verdict": "missing",
-        "comparable": False,
-        "reason": reason,
-        "status": "missing",
-    }
+    return asdict(
+        ComparisonRow(
+            artifact, row, "*", role=PRIMARY, verdict="missing", comparable=False, reason=reason, status="missing"
+        )
+    )
 
 
-def unpublished_row(artifact: str, row: str, reproduced: pd.DataFrame, source: str) -> dict[str, Any]:
+def unpublished_row(artifact: str, row: str, reproduced: pd.DataFrame, citation: str) -> dict[str, Any]:
     """A row reproduced (or planned) with no published value to compare it with: listed, never a gate failure."""
     return {
-        **gap_row(artifact, row, f"no published value ({source})"),
+        **gap_row(artifact, row, f"no published value ({citation})"),
         "status": "no published value",
         "verdict": "not comparable",
         "setting": reproduced.iloc[0].get("setting", "") if not reproduced.empty else "",
     }
+
+
+def _by_method(frame: pd.DataFrame) -> pd.Series:
+    return frame.method
+
+
+def _every_row(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame
+
+
+def _per_size(*templates: tuple[str, str]) -> Callable[[pd.DataFrame], list[tuple[str, str, str | None]]]:
+    """Row pairs for every paper model size, from (published, reproduced) names with ``{size}`` in them."""
+    return lambda _: [(p.format(size=size), r.format(size=size), size) for size in PAPER_MODELS for p, r in templates]
+
+
+@dataclass(frozen=True)
+class ComparedRows:
+    """A block of compared rows, declared once: the published file and how its rows are keyed, the reproduced
+    artifact file and how its rows are keyed, which published row pairs with which reproduced row (and the
+    model size the pair is judged at), and the (published, reproduced) columns compared."""
+
+    artifact: str
+    published_file: str
+    reproduced_file: str
+    published_key: Callable[[pd.DataFrame], pd.Series]
+    pairs: Callable[[pd.DataFrame], list[tuple[str, str, str | None]]]
+    reproduced_key: Callable[[pd.DataFrame], pd.Series] = _by_method
+    columns: tuple[tuple[str, str], ...] = SCORE_PAIRS
+    reproduced_rows: Callable[[pd.DataFrame], pd.DataFrame] = _every_row
+    report_gaps: bool = True
+    margin_key: str | None = None  # a count judged by a fixed tolerance under this key (Table 4's steps)
+    optional: bool = False  # compared only when the config produced it (the contrastive family)
+
+    def cells(self, published: Path, reproduced: pd.DataFrame, context: Context) -> list[dict[str, Any]]:
+        pub = pd.read_csv(published / self.published_file)
+        pub = pub.assign(key=self.published_key(pub))
+        rep = self.reproduced_rows(reproduced)
+        rep = rep.assign(key=self.reproduced_key(rep))
+        pairs, columns = self.pairs(pub), list(self.columns)
+        return _cells(self.artifact, pub, rep, pairs, columns, context, self.report_gaps, self.margin_key)
+
+
+@dataclass(frozen=True)
+class StatedCells:
+    """Cells that a procedure builds from one reproduced file: the stand-in's own published scores, the values
+    the paper states in its text for Figures 4 and 5."""
+
+    artifact: str
+    reproduced_file: str
+    build: Callable[[pd.DataFrame, Path, Context], list[dict[str, Any]]]
+    optional: bool = False
+
+    def cells(self, published: Path, reproduced: pd.DataFrame, context: Context) -> list[dict[str, Any]]:
+        return self.build(reproduced, published, context)
+
+
+def _base_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[frame["size"] == "base"]
+
+
+def _by_batch_size(frame: pd.DataFrame) -> pd.Series:
+    return frame.batch_size.astype(str)
+
+
+def _same_keys(published: pd.DataFrame) -> list[tuple[str, str, str | None]]:
+    return [(key, key, "base") for key in published.key]
+
+
+def _whitening_pairs(published: pd.DataFrame) -> list[tuple[str, str, str | None]]:
+    """BERT-whitening's Table 1 rows against Table 2's whitening rows of the same pooling."""
+    return [(m, f"{m} ({p})", "base") for m, p in zip(published.method, published.pooling, strict=True)]
+
+
+def _table2_pairs(_: pd.DataFrame) -> list[tuple[str, str, str | None]]:
+    pairs = [("Avg. GloVe embeddings", "Avg. GloVe embeddings", None)]
+    return pairs + _per_size(
+        ("BERT-{size}", "BERT-{size} (mean:-2,-1)"),
+        ("BERT-{size}-flow", "BERT-{size}-flow"),
+        ("ConSERT-{size}", "ConSERT-{size}"),
+    )(_)
+
+
+def read_reproduced(results: Path) -> dict[str, pd.DataFrame | None]:
+    """Every reproduced file the comparison reads (None where it is missing). Loading only loads."""
+    files = dict.fromkeys(block.reproduced_file for block in COMPARED)
+    return {name: pd.read_csv(results / name) if (results / name).is_file() else None for name in files}
 
 
 def compare(
@@ -381,7 +471,7 @@ def compare(
     margins: dict[str, float] | None = None,
     seed_noise: dict[str, float] | None = None,
 ) -> pd.DataFrame:
-    """The comparison table of the reproduced artifacts under ``results``.
+    """The comparison table of the reproduced artifacts under ``results``, block by block of :data:`COMPARED`.
 
     Every published row the harness reproduces gives cells (``status`` ``compared``) or a gap row:
     ``not run`` when it matches one of ``not_run`` (``artifact:row`` glob patterns a config declares,
@@ -389,81 +479,21 @@ def compare(
     gap row per comparison artifact it feeds. ``margins`` and ``seed_noise`` override ``decision.yaml``.
     """
     context = Context(load_aggregates(published), RowKinds(published), load_decision(published, margins, seed_noise))
+    reproduced = read_reproduced(results)
     rows: list[dict[str, Any]] = []
-    score_columns = [(c, c) for c in SCORE_COLUMNS]
-
-    def load(name: str) -> pd.DataFrame | None:
-        path = results / name
-        if path.is_file():
-            return pd.read_csv(path).copy()  # one block per dtype: wide tables read as many blocks
-        rows.extend(gap_row(artifact, "*", f"{path} not found") for artifact in ARTIFACT_FILES[name])
-        return None
-
-    table2 = load("table2_unsup.csv")
-    if table2 is not None:
-        rows += _table2_cells(table2, published, context, score_columns)
-        rows += _stand_in_cells(table2, published, context)
-    table3 = load("table3_sup.csv")
-    if table3 is not None:
-        pub = pd.read_csv(published / "consert_table3_sup.csv")
-        pub = pub.assign(key=pub.method + " | " + pub.training_data)
-        rep = table3.assign(key=table3.method)
-        pairs = []
-        for size in PAPER_MODELS:
-            pairs += [
-                (f"SBERT-{size}-NLI (re-impl.) | nli", f"ConSERT-{size} sup", size),
-                (f"ConSERT-{size} joint | nli", f"ConSERT-{size} joint", size),
-                (f"ConSERT-{size} sup-unsup | nli+sts_unlabeled", f"ConSERT-{size} sup-unsup", size),
-                (f"ConSERT-{size} joint-unsup | nli+sts_unlabeled", f"ConSERT-{size} joint-unsup", size),
-                (f"BERT-{size}-flow | nli+sts_unlabeled", f"BERT-{size}-flow (NLI)", size),
-            ]
-        rows += _cells("table3", pub, rep, pairs, score_columns, context)
-    table4 = load("table4_batch_size.csv")
-    if table4 is not None:
-        pub = pd.read_csv(published / "consert_table4_batch_size.csv")
-        pub = pub.assign(key=pub.batch_size.astype(str))
-        rep = table4[table4["size"] == "base"]
-        rep = rep.assign(key=rep.batch_size.astype(str))
-        pairs = [(k, k, "base") for k in pub.key]
-        rows += _cells("table4", pub, rep, pairs, [("avg_spearman", "Avg")], context)
-        rows += _cells("table4", pub, rep, pairs, [("steps", "best_step")], context, False, "table4_steps")
-    # optional: only configs whose `family.methods` lists a method produce it
-    family = load("table_contrastive_family.csv") if (results / "table_contrastive_family.csv").is_file() else None
-    if family is not None:
-        pub = pd.read_csv(published / "contrastive_family.csv").assign(key=lambda f: f.method)
-        rep = family.assign(key=family.method)
-        rows += _cells("family", pub, rep, list(FAMILY_ROWS), score_columns, context)
-    rows += _text_values(load, published, context)
+    reported: set[str] = set()
+    for block in COMPARED:
+        frame = reproduced[block.reproduced_file]
+        if frame is not None:
+            rows += block.cells(published, frame, context)
+        elif not block.optional and block.reproduced_file not in reported:
+            reported.add(block.reproduced_file)
+            why = f"{results / block.reproduced_file} not found"
+            rows += [gap_row(artifact, "*", why) for artifact in ARTIFACT_FILES[block.reproduced_file]]
     frame = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
     declared = frame.apply(lambda r: any(fnmatch(f"{r.artifact}:{r.row}", p) for p in not_run), axis=1)
     frame.loc[(frame.status == "missing") & declared.astype(bool), ["status", "verdict"]] = "not run"
     return decide(frame, context.decision)
-
-
-def _table2_cells(table2: pd.DataFrame, published: Path, context: Context, score_columns) -> list[dict[str, Any]]:
-    """Table 2's rows, BERT-whitening's Table 1 and SG-OPT's Table 1 (all reproduced in table2_unsup.csv)."""
-    pub = pd.read_csv(published / "consert_table2_unsup.csv").assign(key=lambda f: f.method)
-    rep = table2.assign(key=table2.method)
-    pairs: list[tuple[str, str, str | None]] = [("Avg. GloVe embeddings", "Avg. GloVe embeddings", None)]
-    for size in PAPER_MODELS:
-        pairs += [
-            (f"BERT-{size}", f"BERT-{size} (mean:-2,-1)", size),
-            (f"BERT-{size}-flow", f"BERT-{size}-flow", size),
-            (f"ConSERT-{size}", f"ConSERT-{size}", size),
-        ]
-    rows = _cells("table2", pub, rep, pairs, score_columns, context)
-    whitening = pd.read_csv(published / "bert_whitening_table1.csv")
-    whitening = whitening.assign(key=whitening.method)
-    pairs = [(m, f"{m} ({p})", "base") for m, p in zip(whitening.method, whitening.pooling, strict=True)]
-    rows += _cells("whitening_table1", whitening, rep, pairs, score_columns, context)
-    sgopt = pd.read_csv(published / "sgopt_table1_bert_base.csv")
-    sgopt = sgopt.assign(key=sgopt.model + " | " + sgopt.pooling.astype(str))
-    pairs = [
-        ("BERT-base + contrastive (SG-OPT) | cls", "BERT-base-SG-OPT", "base"),
-        ("BERT-base no tuning | cls", "BERT-base (cls)", "base"),
-        ("BERT-base no tuning | mean", "BERT-base (mean)", "base"),
-    ]
-    return rows + _cells("sgopt_table1", sgopt, rep, pairs, score_columns, context)
 
 
 STAND_IN_FILE = "stand_in_mteb.csv"
@@ -569,49 +599,53 @@ def repeats_another_run(comparison: pd.DataFrame) -> pd.Series:
     return named.notna() & (named.astype(str).str.strip() != "") & (named.astype(str) != "nan")
 
 
-def _text_values(load, published: Path, context: Context) -> list[dict[str, Any]]:
-    """The numbers the paper states in its text for Figures 4 and 5."""
+def _stated(published: Path) -> dict[str, float]:
     text = pd.read_csv(published / "consert_text_values.csv")
-    stated = dict(zip(text.quantity, text.value, strict=True))
+    return dict(zip(text.quantity, text.value, strict=True))
+
+
+def _figure4_text_cells(curve: pd.DataFrame, published: Path, context: Context) -> list[dict[str, Any]]:
+    """What the paper states of Figure 4: BERT-base's Avg with nothing removed, at its best k, and that k."""
+    stated = _stated(published)
+    bert = curve[curve.model == "BERT-base"].set_index("k")
+    if bert.empty:
+        return [gap_row("figure4_topk", "BERT-base", "no BERT-base curve in figure4_topk.csv")]
     rows = []
-    curve = load("figure4_topk.csv")
-    if curve is not None:
-        bert = curve[curve.model == "BERT-base"].set_index("k")
-        if bert.empty:
-            rows.append(gap_row("figure4_topk", "BERT-base", "no BERT-base curve in figure4_topk.csv"))
-        else:
-            published_k = int(stated["best k for BERT-base"])
-            reproduced = {  # at the paper's k, not the curve's maximum (an argmax is biased upwards)
-                "BERT-base avg spearman with no tokens removed": bert.Avg.get(0, np.nan),
-                "BERT-base best avg spearman (k=34 most frequent tokens removed)": bert.Avg.get(
-                    published_k + 1, np.nan
-                ),
-            }
-            for quantity, value in reproduced.items():
-                if pd.isna(value):  # the curve stops short of the paper's k (a small topk_max)
-                    rows.append(
-                        gap_row("figure4_topk", quantity, f"the BERT-base curve stops at k = {bert.index.max()}")
-                    )
-                    continue
-                rows.append(_text_row("figure4_topk", quantity, stated[quantity], value, context, bert.iloc[0]))
-            rows.append(best_k_row(bert.Avg, published_k, bert.iloc[0], context))
-    heat = load("figure5_heatmap.csv")
-    if heat is not None:
-        heat = heat[heat["size"] == "base"].set_index(["view1", "view2"])
-        pairs = {
-            "None-None avg spearman": ("none", "none"),
-            "best pair (Shuffle + Feature Cutoff) avg spearman": ("shuffle", "feature_cutoff"),
-        }
-        for quantity, cell in pairs.items():
-            if cell not in heat.index:
-                rows.append(gap_row("figure5_heatmap", quantity, f"no base heatmap cell {cell}"))
-            else:
-                row = heat.loc[cell]
-                rows.append(_text_row("figure5_heatmap", quantity, stated[quantity], row.Avg, context, row))
+    published_k = int(stated["best k for BERT-base"])
+    reproduced = {  # at the paper's k, not the curve's maximum (an argmax is biased upwards)
+        "BERT-base avg spearman with no tokens removed": bert.Avg.get(0, np.nan),
+        "BERT-base best avg spearman (k=34 most frequent tokens removed)": bert.Avg.get(published_k + 1, np.nan),
+    }
+    for quantity, value in reproduced.items():
+        if pd.isna(value):  # the curve stops short of the paper's k (a small topk_max)
+            rows.append(gap_row("figure4_topk", quantity, f"the BERT-base curve stops at k = {bert.index.max()}"))
+            continue
+        rows.append(_text_row("figure4_topk", quantity, stated[quantity], value, context, bert.iloc[0]))
+    rows.append(best_k_row(bert.Avg, published_k, bert.iloc[0], context))
     return [r for r in rows if r is not None]
 
 
-def best_k_row(curve: pd.Series, published_k: int, source: pd.Series, context: Context) -> dict[str, Any] | None:
+def _figure5_text_cells(heat: pd.DataFrame, published: Path, context: Context) -> list[dict[str, Any]]:
+    """What the paper states of Figure 5: the None-None cell and the best pair (Shuffle + Feature Cutoff)."""
+    stated = _stated(published)
+    heat = heat[heat["size"] == "base"].set_index(["view1", "view2"])
+    cells = {
+        "None-None avg spearman": ("none", "none"),
+        "best pair (Shuffle + Feature Cutoff) avg spearman": ("shuffle", "feature_cutoff"),
+    }
+    rows = []
+    for quantity, cell in cells.items():
+        if cell not in heat.index:
+            rows.append(gap_row("figure5_heatmap", quantity, f"no base heatmap cell {cell}"))
+        else:
+            row = heat.loc[cell]
+            rows.append(_text_row("figure5_heatmap", quantity, stated[quantity], row.Avg, context, row))
+    return [r for r in rows if r is not None]
+
+
+def best_k_row(
+    curve: pd.Series, published_k: int, reproduced_row: pd.Series, context: Context
+) -> dict[str, Any] | None:
     """Figure 4's best k, in the authors' convention: reproduced when the published k is one of the
     near-best k, those whose Avg lies within the untrained margin of the curve's maximum (a flat top has
     several; which one wins the argmax is then a matter of rounding); else not reproduced. The margin
@@ -621,8 +655,8 @@ def best_k_row(curve: pd.Series, published_k: int, source: pd.Series, context: C
     best = authors_topk_k(int(curve.idxmax()))
     if best is None:  # nothing removed is best: no k
         best = -1
-    row = cell_row("figure4_topk", "best k for BERT-base", "value", published_k, best, source, context, PRIMARY,
-                   not_comparable_reason(source, "base"), "all", "k")  # fmt: skip
+    row = cell_row("figure4_topk", "best k for BERT-base", "value", published_k, best, reproduced_row, context,
+                   PRIMARY, not_comparable_reason(reproduced_row, "base"), "all", "k")  # fmt: skip
     if row is None:
         return None
     reach = max((abs(k - best) for k in near), default=0)
@@ -638,10 +672,12 @@ def best_k_row(curve: pd.Series, published_k: int, source: pd.Series, context: C
 
 
 def _text_row(
-    artifact: str, quantity: str, published: Any, reproduced: Any, context: Context, source: pd.Series
+    artifact: str, quantity: str, published: Any, reproduced: Any, context: Context, reproduced_row: pd.Series
 ) -> dict[str, Any] | None:
-    reason = not_comparable_reason(source, "base")
-    return cell_row(artifact, quantity, "value", published, reproduced, source, context, PRIMARY, reason, "all", "Avg")
+    reason = not_comparable_reason(reproduced_row, "base")
+    return cell_row(
+        artifact, quantity, "value", published, reproduced, reproduced_row, context, PRIMARY, reason, "all", "Avg"
+    )
 
 
 def primary_cells(comparison: pd.DataFrame) -> pd.DataFrame:
@@ -729,3 +765,67 @@ def gate(comparison: pd.DataFrame, allow_stand_in: bool = False, inconclusive: s
     shift_text = f"; shared shift {shift.verdict.iloc[0]}" if len(shift) else ""
     undecided = " (inconclusive cells are not shown equivalent: more seeds decide them)" if counts[INCONCLUSIVE] else ""
     return 0, f"primary cells: {summary}{shift_text}{undecided}"
+
+
+#: Every compared block, in the order of the comparison's rows.
+COMPARED: tuple[ComparedRows | StatedCells, ...] = (
+    ComparedRows("table2", "consert_table2_unsup.csv", "table2_unsup.csv", _by_method, _table2_pairs),
+    ComparedRows("whitening_table1", "bert_whitening_table1.csv", "table2_unsup.csv", _by_method, _whitening_pairs),
+    ComparedRows(
+        "sgopt_table1",
+        "sgopt_table1_bert_base.csv",
+        "table2_unsup.csv",
+        lambda f: f.model + " | " + f.pooling.astype(str),
+        lambda _: [
+            ("BERT-base + contrastive (SG-OPT) | cls", "BERT-base-SG-OPT", "base"),
+            ("BERT-base no tuning | cls", "BERT-base (cls)", "base"),
+            ("BERT-base no tuning | mean", "BERT-base (mean)", "base"),
+        ],
+    ),
+    StatedCells("stand_in_mteb", "table2_unsup.csv", _stand_in_cells),
+    ComparedRows(
+        "table3",
+        "consert_table3_sup.csv",
+        "table3_sup.csv",
+        lambda f: f.method + " | " + f.training_data,
+        _per_size(
+            ("SBERT-{size}-NLI (re-impl.) | nli", "ConSERT-{size} sup"),
+            ("ConSERT-{size} joint | nli", "ConSERT-{size} joint"),
+            ("ConSERT-{size} sup-unsup | nli+sts_unlabeled", "ConSERT-{size} sup-unsup"),
+            ("ConSERT-{size} joint-unsup | nli+sts_unlabeled", "ConSERT-{size} joint-unsup"),
+            ("BERT-{size}-flow | nli+sts_unlabeled", "BERT-{size}-flow (NLI)"),
+        ),
+    ),
+    ComparedRows(
+        "table4",
+        "consert_table4_batch_size.csv",
+        "table4_batch_size.csv",
+        _by_batch_size,
+        _same_keys,
+        reproduced_key=_by_batch_size,
+        columns=(("avg_spearman", "Avg"),),
+        reproduced_rows=_base_rows,
+    ),  # fmt: skip
+    ComparedRows(
+        "table4",
+        "consert_table4_batch_size.csv",
+        "table4_batch_size.csv",
+        _by_batch_size,
+        _same_keys,
+        reproduced_key=_by_batch_size,
+        columns=(("steps", "best_step"),),
+        reproduced_rows=_base_rows,
+        report_gaps=False,
+        margin_key="table4_steps",
+    ),  # fmt: skip
+    ComparedRows(
+        "family",
+        "contrastive_family.csv",
+        "table_contrastive_family.csv",
+        _by_method,
+        lambda _: list(FAMILY_ROWS),
+        optional=True,
+    ),  # fmt: skip
+    StatedCells("figure4_topk", "figure4_topk.csv", _figure4_text_cells),
+    StatedCells("figure5_heatmap", "figure5_heatmap.csv", _figure5_text_cells),
+)
