@@ -1,7 +1,7 @@
 """ConSERT reproduction harness, one subpackage per stage of the pipeline.
 
 Data flows ``data -> encode -> train -> evaluate -> paper``; imports point the other way, downwards only
-(``tests/test_architecture.py`` keeps it so):
+(``tests/workflow/test_architecture.py`` keeps it so):
 
 - :mod:`consert.data`: the STS sets and NLI files, read from disk (and downloaded, for users online);
 - :mod:`consert.encode`: models, pooling, precision and engines, sentence encoding, the vector cache;

@@ -45,3 +45,13 @@ def real_data(real_data_dir):
 def tiny_tree(tmp_path) -> Path:
     """A complete, tiny SentEval tree written fresh for each test."""
     return write_senteval_tree(tmp_path / "senteval")
+
+
+@pytest.fixture(scope="session")
+def encoder():
+    """The stand-in in fp32 PyTorch: vectors of different batch compositions agree to float rounding (bf16 only
+    to its own)."""
+    from consert.encode.encoder import SentenceEncoder
+    from consert.encode.models import STAND_IN_MODEL
+
+    return SentenceEncoder.load(STAND_IN_MODEL, device="cpu", dtype="fp32", engine="torch")

@@ -54,3 +54,23 @@ def write_senteval_tree(root: Path, pairs_per_file: int = 6, seed: int = 0) -> P
         ]
         (sick / filename).write_text("\n".join([header, *rows]) + "\n")
     return root
+
+
+def tiny_bert(
+    vocab_size: int, hidden_size: int, layers: int, heads: int, intermediate_size: int, dropout: bool = False
+):
+    """A randomly initialised BERT of the given shape (torch seeded with 0 first), dropout 0 unless asked."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    rates = {} if dropout else {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+    config = BertConfig(
+        vocab_size=vocab_size,
+        hidden_size=hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=intermediate_size,
+        **rates,
+    )
+    return config, BertModel(config)

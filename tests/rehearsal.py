@@ -12,7 +12,7 @@ jsonl files, SimCSE's wiki1m file and glove.840B.300d.txt. :func:`build` puts in
 * the real STS data (``data/senteval``, a link to the SentEval folder beside the checkout).
 
 ``python -m tests.rehearsal DIR`` builds the folder and prints the command that runs the rehearsal;
-``tests/test_rehearsal.py`` (slow suite) runs it to its last job.
+``tests/workflow/test_rehearsal.py`` (slow suite) runs it to its last job.
 """
 
 from __future__ import annotations

@@ -18,9 +18,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.conftest import ROOT
 from tests.rehearsal import build
-
-from .conftest import ROOT
 
 TABLES = ("table1_datasets", "table2_unsup", "table3_sup", "table4_batch_size", "table_contrastive_family",
           "figure1_scatter", "figure4_topk", "figure5_heatmap", "figure6_fewshot", "figure7_temperature",

@@ -10,14 +10,7 @@ from baselines.run import build_baseline, evaluate_baseline, fit_corpora
 from consert.cli import main
 from consert.data.senteval import load_senteval
 from consert.encode.cache import VectorCache, cache_key
-from consert.encode.encoder import SentenceEncoder
 from consert.encode.models import STAND_IN_MODEL
-
-
-@pytest.fixture(scope="module")
-def encoder():
-    # fp32 PyTorch: vectors of different batch compositions agree to float rounding (bf16 only to its own)
-    return SentenceEncoder.load(STAND_IN_MODEL, device="cpu", dtype="fp32", engine="torch")
 
 
 def test_cache_round_trip_and_key_check(tiny_tree, tmp_path, encoder):

@@ -15,8 +15,7 @@ import pytest
 from consert.paper.compare import COMPARISON_COLUMNS, decide, load_decision
 from consert.paper.gate_rates import error_rates, paper_design, simulate
 from consert.train.config import read_workflow_config
-
-from .conftest import PUBLISHED, ROOT
+from tests.conftest import PUBLISHED, ROOT
 
 REPLICATES = 4000
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: The issue's bound on a function's length, in source lines (decorators and docstring included).
 MAX_FUNCTION_LINES = 120
 PYTHON_TREES = ("consert", "baselines", "workflow/scripts", "tests")

@@ -12,17 +12,14 @@ from consert.train.graphs import GraphedStep
 from consert.train.losses import nt_xent
 from consert.train.packed import Packing
 from consert.train.views import PackedPass, two_view_forward
+from tests import fixtures
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
 
 
 def _tiny_bert():
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=300, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=128, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)  # fmt: skip
-    return BertModel(config).cuda().train()
+    _, model = fixtures.tiny_bert(vocab_size=300, hidden_size=64, layers=2, heads=4, intermediate_size=128)
+    return model.cuda().train()
 
 
 def _batch(lengths: list[int], length: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -20,6 +20,7 @@ from consert.encode.precision import (
     training_precision,
 )
 from consert.hardware import cpu_model_name, hardware_summary
+from tests import fixtures
 
 
 @pytest.fixture()
@@ -33,12 +34,10 @@ def fresh_cache(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def tiny_model():
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=2000, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64)  # fmt: skip
-    return BertModel(config).eval()
+    _, model = fixtures.tiny_bert(
+        vocab_size=2000, hidden_size=32, layers=2, heads=2, intermediate_size=64, dropout=True
+    )
+    return model.eval()
 
 
 class CountingProbe:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from consert.cli import main
-
-from .conftest import PUBLISHED
+from tests.conftest import PUBLISHED
 
 
 def test_table1_matches_published_byte_for_byte(real_data_dir, tmp_path):

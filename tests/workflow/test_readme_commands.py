@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.fixtures import write_senteval_tree
-
-from .conftest import ROOT
 
 README = ROOT / "README.md"
 #: The pages whose commands users copy: the README, the config's README and every page of the docs site.

@@ -12,8 +12,7 @@ from consert.cli import main
 from consert.encode.models import STAND_IN_MODEL
 from consert.paper.compare import NO_COMPARABLE_EXIT, STAND_IN_ALLOWED, compare, failures
 from consert.paper.tables import MULTI_SUBSET
-
-from .conftest import PUBLISHED
+from tests.conftest import PUBLISHED
 
 PAPER = {"setting": "paper setting (model as named)", "nli": "", "base_model": "bert-base-uncased"}
 

@@ -10,8 +10,7 @@ from snakemake.utils import validate
 from consert.paper.plan import plan_runs
 from consert.train.config import load_train_config
 from consert.train.recipes import stage_defaults
-
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 CONFIG = ROOT / "config"
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"

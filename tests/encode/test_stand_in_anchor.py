@@ -72,7 +72,6 @@ def test_the_paths_auto_can_pick_stay_within_0_03_of_pytorch_fp32(fp32_csv, real
     from consert.evaluate.protocol import evaluate_model
     from consert.paper.yardstick import PRECISION_ALLOWANCE
 
-    assert PRECISION_ALLOWANCE == 0.03  # the bound the yardstick of untrained rows states (README)
     paths = {("bf16", "torch"), ("fp32", "onnxruntime")}
     reference = _set_level(fp32_csv)
     for dtype, engine in sorted(paths):
@@ -80,3 +79,5 @@ def test_the_paths_auto_can_pick_stay_within_0_03_of_pytorch_fp32(fp32_csv, real
         assert set(frame.dtype) == {dtype} and set(frame.engine) == {engine}
         difference = (_set_level(frame) - reference).abs()
         assert (difference.to_numpy() <= PRECISION_ALLOWANCE).all(), (dtype, engine, difference.max().to_dict())
+        if dtype == "bf16":  # a path that really computes otherwise: the bound is measured, not met by identity
+            assert difference.to_numpy().max() > 0

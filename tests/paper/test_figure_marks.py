@@ -13,7 +13,7 @@ import pytest
 from consert.paper import figures
 from consert.paper.marks import PublishedMarks
 
-PUBLISHED = Path(__file__).resolve().parents[1] / "results" / "published"
+PUBLISHED = Path(__file__).resolve().parents[2] / "results" / "published"
 SETTING = "test (offline stand-in)"
 
 

@@ -9,17 +9,14 @@ from consert.encode.pooling import Pooling
 from consert.train.augment import AugmentationRatios
 from consert.train.packed import Packing, packed_encoder
 from consert.train.views import PackedPass, two_view_forward
+from tests import fixtures
 
 
 @pytest.fixture(scope="module")
 def tiny_bert():
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=500, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-                        intermediate_size=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)  # fmt: skip
+    config, model = fixtures.tiny_bert(vocab_size=500, hidden_size=32, layers=3, heads=4, intermediate_size=64)
     config._attn_implementation = "eager"  # the reference pass: the Hugging Face eager attention
-    return BertModel(config).double().train()  # float64: the two passes agree far below float32 rounding
+    return model.double().train()  # float64: the two passes agree far below float32 rounding
 
 
 def _batch():

@@ -11,7 +11,6 @@ from baselines.topk import topk_collector, topk_curve
 from consert.cli import main
 from consert.data.senteval import load_senteval
 from consert.encode.cache import VectorCache, cache_key
-from consert.encode.encoder import SentenceEncoder
 from consert.encode.models import STAND_IN_MODEL
 from consert.encode.rank_sums import RankSumCollector
 
@@ -56,12 +55,6 @@ def test_collector_refuses_cls_pooling_and_repeated_ids():
         RankSumCollector(["x"], [1, 2], pooling="cls")
     with pytest.raises(ValueError, match="twice"):
         RankSumCollector(["x"], [1, 1])
-
-
-@pytest.fixture(scope="module")
-def encoder():
-    # fp32 PyTorch: vectors of different batch compositions agree to float rounding (bf16 only to its own)
-    return SentenceEncoder.load(STAND_IN_MODEL, device="cpu", dtype="fp32", engine="torch")
 
 
 def test_topk_curve_from_the_cache_equals_encoding_and_runs_no_model(tiny_tree, tmp_path, encoder):

@@ -17,8 +17,7 @@ from scipy import stats
 from consert.data.senteval import DATASETS
 from consert.paper.claims import CLAIMS_FILE, evaluate_claims, load_claims
 from consert.train.config import read_workflow_config
-
-from .conftest import PAPERS, PUBLISHED, ROOT
+from tests.conftest import PAPERS, PUBLISHED, ROOT
 
 PAPER = {"setting": "paper setting (model as named)", "nli": ""}
 SETS = [*DATASETS, "Avg"]

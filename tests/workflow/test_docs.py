@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 PAGES = [ROOT / "README.md", ROOT / "config" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 #: Words of the project's history rather than its use (who reviewed what, whose report, which lease).

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import yaml
+from snakemake.utils import validate
 
 from consert.paper.plan import RunSpec, plan_runs, train_overrides, unique_runs
 from consert.train.config import TrainConfig
-
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 
 def _config(name: str) -> dict:
-    return yaml.safe_load((ROOT / "config" / name).read_text())
+    """A workflow config as the workflow sees it: validated, the schema's defaults filled in."""
+    config = yaml.safe_load((ROOT / "config" / name).read_text())
+    validate(config, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
+    return config
 
 
 def test_paper_config_plans_every_run_once():

@@ -19,8 +19,7 @@ from consert.paper.card import recipe_card, unexplained
 from consert.paper.compare import compare
 from consert.paper.tables import authors_topk_k, topk_table
 from consert.train.loop import LoopSettings, run_loop
-
-from .conftest import PUBLISHED, ROOT
+from tests.conftest import PUBLISHED, ROOT
 
 PAPER = {"setting": "paper setting (model as named)", "nli": "", "base_model": "bert-base-uncased"}
 

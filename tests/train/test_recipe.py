@@ -13,8 +13,7 @@ from consert.paper.card import UNEXPLAINED, recipe_card, unexplained
 from consert.train.config import TrainConfig
 from consert.train.loop import LoopSettings, evaluation_grid, run_loop
 from consert.train.losses import NliHead, nt_xent, paired_nt_xent
-
-from .conftest import PUBLISHED, ROOT
+from tests.conftest import PUBLISHED, ROOT
 
 #: Unlabeled STS texts (Table 1): the authors' unsupervised training set.
 N_TEXTS = 89_192

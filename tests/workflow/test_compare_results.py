@@ -6,7 +6,7 @@ import importlib.util
 
 import pandas as pd
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 spec = importlib.util.spec_from_file_location("compare_results", ROOT / "scripts" / "compare_results.py")
 compare_results = importlib.util.module_from_spec(spec)

@@ -19,9 +19,8 @@ from consert.cli import main as cli_main
 from consert.paper import artifacts
 from consert.paper.summary import primary_summary
 from consert.train.config import read_yaml
+from tests.conftest import ROOT
 from tests.fixtures import write_senteval_tree
-
-from .conftest import ROOT
 
 ARTIFACTS = [
     "table1_datasets",
@@ -177,9 +176,10 @@ def test_every_artifact_is_produced_and_labelled(dag_run):
         assert len(frame), name
         if name not in ("table1_datasets", "comparison"):
             assert frame.setting.astype(str).str.contains("offline stand-in").all(), name
-    for name in FIGURES:
-        for ext in ("png", "pdf"):
-            assert (workdir / "figures" / f"{name}.{ext}").stat().st_size > 1000
+    for name in FIGURES:  # real images: a PNG and a PDF file by their signatures, with content
+        png, pdf = ((workdir / "figures" / f"{name}.{ext}").read_bytes() for ext in ("png", "pdf"))
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000, name
+        assert pdf[:5] == b"%PDF-" and b"%%EOF" in pdf[-64:], name
 
 
 def test_the_recipe_card_lists_every_trained_run_with_nothing_unexplained(dag_run):
