@@ -32,10 +32,10 @@ from torch import nn
 from consert.data.senteval import SentEvalData, load_senteval
 from consert.encode.models import default_device, resolve_model
 from consert.encode.precision import training_precision
-from consert.provenance import git_commit, package_versions
 from consert.train.encoder import load_trainable, set_seed
 from consert.train.export import export_model
 from consert.train.loop import LoopResult, loop_settings, run_loop
+from consert.train.record import loop_record, provenance_record
 
 
 @dataclass(frozen=True)
@@ -187,16 +187,9 @@ def train_sgopt(config: SgOptConfig, data: SentEvalData | None = None, progress:
         "method": "sg-opt",
         "base_model": trainer.resolved.name,
         "setting": trainer.resolved.setting,
-        "best_step": outcome.best_step,
-        "best_dev_spearman": outcome.best_dev,
-        "exported_step": outcome.final_step,
+        **loop_record(outcome),
         "eval_pooling": "cls",
-        "dtype": trainer.precision.dtype,
-        "precision": trainer.precision.describe(),
-        "config": asdict(config),
-        "data_sha256": data.fingerprint,
-        "harness_commit": git_commit(),
-        "packages": package_versions(),
+        **provenance_record(trainer.precision, trainer.device, asdict(config), data),
     }
     output = export_model(
         trainer.tuned,

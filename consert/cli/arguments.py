@@ -109,3 +109,14 @@ def add_topk_max_argument(parser: argparse.ArgumentParser, where: str) -> None:
         metavar="K",
         help=f"also collect the top-k masking statistics (k <= K) of the evaluation sentences {where}",
     )
+
+
+def add_cached_model_arguments(parser: argparse.ArgumentParser, vectors_help: str) -> None:
+    """A model, the pooling it is read with, a vector cache it may be read from, and the encoder's options: the
+    arguments of the commands that draw a figure's data from one model (``topk``, ``predictions``)."""
+    from consert.encode.pooling import PAPER_POOLING
+
+    parser.add_argument("model")
+    parser.add_argument("--pooling", default=PAPER_POOLING, metavar="P")
+    parser.add_argument("--vectors", default=None, metavar="CACHE.npz", help=vectors_help)
+    add_encoder_arguments(parser)

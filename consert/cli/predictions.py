@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from consert.cli.arguments import add_encoder_arguments
+from consert.cli.arguments import add_cached_model_arguments
 from consert.cli.common import load_cache, load_encoder
-from consert.encode.pooling import PAPER_POOLING
+from consert.data.senteval import DATASETS
 
 NAME = "predictions"
 HELP = "per-pair gold and cosine of one dataset (Figure 1)"
@@ -14,14 +14,9 @@ HELP = "per-pair gold and cosine of one dataset (Figure 1)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``consert predictions``."""
-    parser.add_argument("model")
-    parser.add_argument(
-        "--dataset", default="STSb", choices=("STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R")
-    )
-    parser.add_argument("--pooling", default=PAPER_POOLING, metavar="P")
+    add_cached_model_arguments(parser, "read vectors from a vector cache")
+    parser.add_argument("--dataset", default="STSb", choices=DATASETS)
     parser.add_argument("--output", required=True, metavar="FILE.csv")
-    parser.add_argument("--vectors", default=None, metavar="CACHE.npz", help="read vectors from a vector cache")
-    add_encoder_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from consert.cli.arguments import add_encoder_arguments, non_negative_int
+from consert.cli.arguments import add_cached_model_arguments, non_negative_int
 from consert.cli.common import load_cache, load_encoder
-from consert.encode.pooling import PAPER_POOLING
 
 NAME = "topk"
 HELP = "Figure 4: Spearman vs k most frequent tokens removed"
@@ -14,12 +13,9 @@ HELP = "Figure 4: Spearman vs k most frequent tokens removed"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``consert topk``."""
-    parser.add_argument("model")
+    add_cached_model_arguments(parser, "read the statistics from a vector cache")
     parser.add_argument("--max-k", type=non_negative_int, default=50)
-    parser.add_argument("--pooling", default=PAPER_POOLING, metavar="P")
     parser.add_argument("--output", default=None, metavar="FILE.csv")
-    parser.add_argument("--vectors", default=None, metavar="CACHE.npz", help="read the statistics from a vector cache")
-    add_encoder_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

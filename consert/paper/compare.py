@@ -58,33 +58,33 @@ class ComparisonRow:
     """One row of ``comparison.csv``, its columns in order: a compared cell, a gap, or the shared shift. The
     defaults are a row with nothing set: numbers unset, texts empty."""
 
-    artifact: str = _UNSET
-    row: str = _UNSET
-    column: str = ""
-    aggregate: str = ""
-    role: str = ""
+    artifact: str = _UNSET  # the compared table or figure (table2, whitening_table1, figure4_topk, ...)
+    row: str = _UNSET  # its published row
+    column: str = ""  # its published column (a set, Avg, a stated value)
+    aggregate: str = ""  # SentEval's aggregate the published value used (all, mean, wmean)
+    role: str = ""  # primary (decides the row), diagnostic, or the shared shift
     published: float = _UNSET
     reproduced: float = _UNSET
-    delta: float = _UNSET
-    n_seeds: int = _UNSET
-    seed_std: float = _UNSET
-    published_runs: int = _UNSET
-    same_run_as: str = ""
-    noise: str = ""
-    sigma: float = _UNSET
-    sigma_df: float = _UNSET
-    sigma_source: str = ""
-    margin: float = _UNSET
-    margin_source: str = ""
-    diff_low: float = _UNSET
+    delta: float = _UNSET  # reproduced - published
+    n_seeds: int = _UNSET  # the reproduced runs the value averages
+    seed_std: float = _UNSET  # their standard deviation
+    published_runs: int = _UNSET  # the runs the published value averages
+    same_run_as: str = ""  # the row whose run this is again (decided, neither pooled nor averaged twice)
+    noise: str = ""  # the seed-noise kind the interval is built with
+    sigma: float = _UNSET  # the seed SD of one run used for the interval
+    sigma_df: float = _UNSET  # its degrees of freedom (inf: declared)
+    sigma_source: str = ""  # pooled over which rows, or which declaration
+    margin: float = _UNSET  # the equivalence margin
+    margin_source: str = ""  # and its reason
+    diff_low: float = _UNSET  # the decision interval of reproduced - published
     diff_high: float = _UNSET
-    verdict: str = _UNSET
-    test_ci_low: float = _UNSET
+    verdict: str = _UNSET  # reproduced, not reproduced, inconclusive, not comparable, missing, not run
+    test_ci_low: float = _UNSET  # the test-pair bootstrap interval of the reproduced value (shown, not decided on)
     test_ci_high: float = _UNSET
-    comparable: bool = _UNSET
-    reason: str = _UNSET
-    setting: str = ""
-    status: str = _UNSET
+    comparable: bool = _UNSET  # the reproduced row ran in the paper's setting
+    reason: str = _UNSET  # why it is not comparable, or missing
+    setting: str = ""  # the reproduced row's setting (paper, rehearsal, stand-in)
+    status: str = _UNSET  # compared, missing, not run, no published value
 
 
 COMPARISON_COLUMNS = tuple(f.name for f in fields(ComparisonRow))
@@ -440,6 +440,14 @@ def _by_batch_size(frame: pd.DataFrame) -> pd.Series:
     return frame.batch_size.astype(str)
 
 
+def _table4_rows(columns: tuple[str, str], **options: Any) -> ComparedRows:
+    """Table 4 (base, by batch size): one published column against one reproduced column."""
+    return ComparedRows(
+        "table4", "consert_table4_batch_size.csv", "table4_batch_size.csv", _by_batch_size, _same_keys,
+        reproduced_key=_by_batch_size, columns=(columns,), reproduced_rows=_base_rows, **options,
+    )  # fmt: skip
+
+
 def _same_keys(published: pd.DataFrame) -> list[tuple[str, str, str | None]]:
     return [(key, key, "base") for key in published.key]
 
@@ -461,7 +469,8 @@ def _table2_pairs(_: pd.DataFrame) -> list[tuple[str, str, str | None]]:
 def read_reproduced(results: Path) -> dict[str, pd.DataFrame | None]:
     """Every reproduced file the comparison reads (None where it is missing). Loading only loads."""
     files = dict.fromkeys(block.reproduced_file for block in COMPARED)
-    return {name: pd.read_csv(results / name) if (results / name).is_file() else None for name in files}
+    # .copy(): one block per dtype (a wide table is read as many blocks, and keying it would fragment it)
+    return {name: pd.read_csv(results / name).copy() if (results / name).is_file() else None for name in files}
 
 
 def compare(
@@ -796,28 +805,8 @@ COMPARED: tuple[ComparedRows | StatedCells, ...] = (
             ("BERT-{size}-flow | nli+sts_unlabeled", "BERT-{size}-flow (NLI)"),
         ),
     ),
-    ComparedRows(
-        "table4",
-        "consert_table4_batch_size.csv",
-        "table4_batch_size.csv",
-        _by_batch_size,
-        _same_keys,
-        reproduced_key=_by_batch_size,
-        columns=(("avg_spearman", "Avg"),),
-        reproduced_rows=_base_rows,
-    ),  # fmt: skip
-    ComparedRows(
-        "table4",
-        "consert_table4_batch_size.csv",
-        "table4_batch_size.csv",
-        _by_batch_size,
-        _same_keys,
-        reproduced_key=_by_batch_size,
-        columns=(("steps", "best_step"),),
-        reproduced_rows=_base_rows,
-        report_gaps=False,
-        margin_key="table4_steps",
-    ),  # fmt: skip
+    _table4_rows(("avg_spearman", "Avg")),
+    _table4_rows(("steps", "best_step"), report_gaps=False, margin_key="table4_steps"),
     ComparedRows(
         "family",
         "contrastive_family.csv",

@@ -16,8 +16,6 @@ from pathlib import Path
 from torch import nn
 
 from consert.data.senteval import SentEvalData, load_senteval
-from consert.hardware import hardware_summary
-from consert.provenance import git_commit, package_versions
 from consert.train.config import TrainConfig
 from consert.train.encoder import TrainedEncoder, set_seed
 from consert.train.execution import StepExecution
@@ -25,6 +23,7 @@ from consert.train.export import export_model
 from consert.train.loop import loop_settings, planned_step_count, run_loop
 from consert.train.objectives import objective_for
 from consert.train.recipes import FIRST_STAGE
+from consert.train.record import loop_record, provenance_record
 
 
 @dataclass
@@ -75,27 +74,18 @@ def train_stage(config: TrainConfig, data: SentEvalData, progress: bool) -> Trai
         "mode": config.mode,
         **objective.record(),
         "setting": encoder.resolved.setting,
-        "best_step": outcome.best_step,
-        "best_dev_spearman": outcome.best_dev,
+        **loop_record(outcome),
         "final_state": config.final_state,  # the exported state: the best dev one, or the last
-        "exported_step": outcome.final_step,
-        "exported_dev_spearman": outcome.final_dev,
         "steps_run": outcome.steps,
         "planned_steps": outcome.planned,
         "train_items": len(items),
         "text_augmentations": objective.augmentation_rates,
         "dev_pooling": config.dev_pooling,
         "eval_pooling": config.eval_pooling,
-        "dtype": encoder.dtype,
-        "precision": encoder.precision.describe(),
         "compiled": execution.compiled,
         "packed": execution.packed,
         "cuda_graphs": len(execution.graphed.captured) if execution.graphed else 0,  # graphs captured (shapes seen)
-        "hardware": hardware_summary(encoder.device),
-        "config": config.to_dict(),
-        "data_sha256": data.fingerprint,
-        "harness_commit": git_commit(),
-        "packages": package_versions(),
+        **provenance_record(encoder.precision, encoder.device, config.to_dict(), data),
     }
     execution.release()
     output = export_model(
