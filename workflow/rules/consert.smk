@@ -1,3 +1,7 @@
+localrules:
+    run_config,  # a file written from the plan: never worth a cluster job
+
+
 rule run_config:
     """A training run's resolved config, every key (the authors' defaults filled in): what `consert train` or
     `consert sgopt` trains with. A reviewer diffs two runs' files to see what differs."""
