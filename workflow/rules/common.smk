@@ -11,7 +11,7 @@ from consert.data.download import locate_senteval
 from consert.data.senteval import DataFormatError
 from consert.paper import artifacts
 from consert.paper.plan import flow_nli_run, plan_runs, unique_runs
-from consert.paper.run_configs import consert_run_config, sgopt_run_config
+from consert.paper.run_configs import consert_run_config, sgopt_run_config, write_run_config
 from consert.train.recipes import COMMON
 
 
