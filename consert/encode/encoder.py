@@ -16,7 +16,7 @@ from consert.encode.batching import TokenCache, pad_multiple
 from consert.encode.models import ResolvedModel, default_device, load_tokenizer_and_model, resolve_model
 from consert.encode.ort_engine import OrtEncoderSession
 from consert.encode.pooling import PAPER_POOLING, Pooling
-from consert.encode.precision import Precision, autocast, inference_precision
+from consert.encode.precision import Precision, autocast, configure_cuda_matmul, inference_precision
 
 BatchObserver = Callable[[Sequence[str], tuple[torch.Tensor, ...], dict[str, torch.Tensor]], None]
 
@@ -63,6 +63,8 @@ class SentenceEncoder:
         engine: str = "torch",
     ):
         self.tokenizer, self.model = tokenizer, model
+        if torch.device(self.device).type == "cuda":
+            configure_cuda_matmul()  # fp32 on CUDA is TF32 in every process, as the precision probe measures it
         limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
         if limit is not None and max_length > limit:
             raise ValueError(f"max_length {max_length} exceeds the model's limit of {limit} positions")

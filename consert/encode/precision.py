@@ -11,9 +11,13 @@ and keep the fastest, as FFTW's wisdom or cuDNN's benchmark mode do:
 * CUDA (both): bf16 autocast (where supported), fp16 autocast (a gradient scaler in training), fp32.
 
 The winner is cached in ``precision.json`` (``$CONSERT_CACHE_DIR``, else ``~/.cache/consert``), keyed by
-the CPU or GPU model, thread count, torch and onnxruntime versions, the model's shape, what the choice
-is for, and the environment variables that change kernel dispatch. The probe keeps the global RNG
-state as it found it, so results do not depend on whether the cache was warm. A candidate within 5%
+the CPU or GPU model, torch and onnxruntime versions, the model's shape, what the choice is for, and the
+environment variables that change kernel dispatch. One (model, device, purpose) has one choice in every
+process: the probe runs under fixed :data:`MEASUREMENT_POLICY` conditions (one thread, TF32 on CUDA, the
+library defaults for the rest), whatever the process has set (the trainer turns TF32 on; a workflow job
+runs on one thread, an interactive command on all), so a vector cache written under ``auto`` is read under
+``auto`` by every reader. The probe keeps the global RNG state and those settings as it found them, so
+results do not depend on whether the cache was warm. A candidate within 5%
 of the fastest wins if it comes first in the device's order of preference (CPU: the exact fp32
 paths first; CUDA: bf16, which needs no loss scaling).
 
@@ -54,6 +58,9 @@ CACHE_ENV = "CONSERT_CACHE_DIR"
 DISPATCH_ENV = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")
 #: A candidate this close to the fastest wins if it comes first in the order of preference.
 TIE = 0.05
+#: The conditions every probe runs under, whatever the process has set; part of the cache key. fp32 on CUDA
+#: means TF32 matmuls in every process (:func:`configure_cuda_matmul`: the trainer and the encoder set it).
+MEASUREMENT_POLICY = "probe: 1 thread; fp32 matmuls TF32 on CUDA, full fp32 on CPU; cuDNN benchmark off"
 PURPOSES = ("inference", "training")
 
 
@@ -156,8 +163,9 @@ def cache_path() -> Path:
 def cache_key(
     device: str, purpose: str, model: torch.nn.Module, candidates: list[tuple[str, str]], variant: str = ""
 ) -> str:
-    """What the fastest candidate depends on: hardware, threads, library versions, model shape, dispatch,
-    and how the work runs (``variant``: e.g. ``cuda graphs``)."""
+    """What the fastest candidate depends on: hardware, library versions, model shape, dispatch, and how the
+    work runs (``variant``: e.g. ``cuda graphs``); never a setting of the process (threads, TF32), which the
+    probe fixes (:func:`measurement_conditions`)."""
     config = getattr(model, "config", None)
     shape = "x".join(
         str(getattr(config, name, "?"))
@@ -170,11 +178,9 @@ def cache_key(
     except Exception:  # noqa: BLE001 - not installed
         ort = "absent"
     dispatch = ",".join(f"{name}={os.environ[name]}" for name in DISPATCH_ENV if os.environ.get(name))
-    if torch.device(device).type == "cuda":  # fp32's speed depends on whether matmuls may use TF32
-        dispatch += f"{',' if dispatch else ''}tf32={torch.backends.cuda.matmul.allow_tf32}"
     parts = [
         hardware_summary(device, with_threads=False),
-        f"threads={torch.get_num_threads()}",
+        MEASUREMENT_POLICY,
         f"torch={torch.__version__}",
         f"onnxruntime={ort}",
         f"model={type(model).__name__}:{shape}",
@@ -183,6 +189,51 @@ def cache_key(
         dispatch,
     ]
     return " | ".join(part for part in parts if part)
+
+
+def _kernel_knobs() -> list[tuple[object, str, object, object]]:
+    """The process-level settings that change which kernels run, as ``(namespace, attribute, policy on a CPU,
+    policy on CUDA)``: the per-backend fp32 precisions where this torch has them (2.9 and newer), else the
+    TF32 switches; cuDNN's benchmark mode."""
+    backends = torch.backends
+    if hasattr(backends.cuda.matmul, "fp32_precision"):
+        knobs = [
+            (backends.cuda.matmul, "fp32_precision", "ieee", "tf32"),
+            (backends.cudnn.conv, "fp32_precision", "tf32", "tf32"),
+            (backends.cudnn.rnn, "fp32_precision", "tf32", "tf32"),
+            (backends.mkldnn.matmul, "fp32_precision", "ieee", "ieee"),
+            (backends.mkldnn.conv, "fp32_precision", "ieee", "ieee"),
+        ]
+    else:
+        knobs = [(backends.cuda.matmul, "allow_tf32", False, True), (backends.cudnn, "allow_tf32", True, True)]
+    return [*knobs, (backends.cudnn, "benchmark", False, False)]
+
+
+def kernel_settings() -> tuple:
+    """This process's values of the settings :func:`measurement_conditions` fixes (threads, fp32 precisions,
+    cuDNN benchmark, deterministic algorithms)."""
+    knobs = tuple(getattr(namespace, name) for namespace, name, _, _ in _kernel_knobs())
+    return (torch.get_num_threads(), *knobs, torch.are_deterministic_algorithms_enabled())
+
+
+@contextlib.contextmanager
+def measurement_conditions(device: str) -> Iterator[None]:
+    """Run the probe under :data:`MEASUREMENT_POLICY`, then give the process its own settings back."""
+    cuda = torch.device(device).type == "cuda"
+    knobs = _kernel_knobs()
+    saved = [getattr(namespace, name) for namespace, name, _, _ in knobs]
+    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    try:
+        torch.set_num_threads(1)
+        torch.use_deterministic_algorithms(False)
+        for namespace, name, on_cpu, on_cuda in knobs:
+            setattr(namespace, name, on_cuda if cuda else on_cpu)
+        yield
+    finally:
+        for (namespace, name, _, _), value in zip(knobs, saved, strict=True):
+            setattr(namespace, name, value)
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(deterministic)
 
 
 @contextlib.contextmanager
@@ -214,7 +265,8 @@ def _measured(
             return Precision(cached["dtype"], cached["engine"], "measured (cached)", cached["timings"])
         cuda = torch.device(device).type == "cuda"
         with torch.random.fork_rng(devices=[torch.device(device).index or 0] if cuda else []):
-            timings = probe(candidates, device, purpose, model)
+            with measurement_conditions(device):
+                timings = probe(candidates, device, purpose, model)
         dtype, engine = fastest(timings, candidates)
         labels = {f"{d}/{e}": timings[(d, e)] for d, e in candidates if (d, e) in timings}
         entries = _read_cache(path)
@@ -337,6 +389,12 @@ def autocast(device: str, dtype: str, cache: bool = True):
 
 
 def configure_cuda_matmul() -> None:
-    """Let fp32 matmuls and convolutions use TF32 tensor cores on CUDA (Ampere and newer)."""
-    torch.backends.cuda.matmul.allow_tf32 = True
-    torch.backends.cudnn.allow_tf32 = True
+    """Let fp32 matmuls and convolutions use TF32 tensor cores on CUDA (Ampere and newer), as the precision
+    probe measures them (:data:`MEASUREMENT_POLICY`)."""
+    cuda = torch.backends.cuda.matmul
+    if hasattr(cuda, "fp32_precision"):
+        cuda.fp32_precision = torch.backends.cudnn.conv.fp32_precision = torch.backends.cudnn.rnn.fp32_precision = (
+            "tf32"
+        )
+    else:
+        cuda.allow_tf32 = torch.backends.cudnn.allow_tf32 = True

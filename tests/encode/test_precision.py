@@ -59,7 +59,7 @@ def test_the_fastest_candidate_wins_unless_a_preferred_one_ties():
     assert fastest({order[0]: 1.04, order[1]: 2.0, order[2]: 1.0}, order) == ("fp32", "onnxruntime")  # 4% tie
 
 
-def test_a_measured_choice_is_cached_per_machine_threads_and_model(fresh_cache, tiny_model):
+def test_a_measured_choice_is_cached_per_machine_and_model(fresh_cache, tiny_model):
     probe = CountingProbe({("fp32", "onnxruntime"): 7.5, ("fp32", "torch"): 8.3, ("bf16", "torch"): 11.7})
     chosen = precision._choose("auto", "auto", "cpu", "inference", tiny_model, probe)
     assert (chosen.dtype, chosen.engine, chosen.how) == ("fp32", "onnxruntime", "measured") and probe.calls == 1
@@ -68,16 +68,81 @@ def test_a_measured_choice_is_cached_per_machine_threads_and_model(fresh_cache, 
     assert again.timings == {"fp32/onnxruntime": 7.5, "fp32/torch": 8.3, "bf16/torch": 11.7}
     stored = json.loads(fresh_cache.read_text())
     (key,) = stored
-    assert f"threads={torch.get_num_threads()}" in key and f"torch={torch.__version__}" in key
+    assert f"torch={torch.__version__}" in key and cpu_model_name() in key
     assert "BertModel:2x32x2x64" in key and "inference" in key
-    # another thread count is another machine as far as speed goes: measured again
-    threads = torch.get_num_threads()
-    torch.set_num_threads(threads + 1)
-    try:
-        precision._choose("auto", "auto", "cpu", "inference", tiny_model, probe)
-    finally:
-        torch.set_num_threads(threads)
+    bigger = fixtures.tiny_bert(vocab_size=2000, hidden_size=48, layers=2, heads=2, intermediate_size=64)[1]
+    precision._choose("auto", "auto", "cpu", "inference", bigger, probe)  # another shape: measured again
     assert probe.calls == 2 and len(json.loads(fresh_cache.read_text())) == 2
+
+
+#: The measurement policy's settings on a CPU (MEASUREMENT_POLICY), as kernel_settings() reads them.
+CPU_POLICY = (1, "ieee", "tf32", "tf32", "ieee", "ieee", False, False)
+
+
+class ConditionProbe:
+    """Times as the process settings would make it: fp32 wins under the measurement policy, bf16 under
+    anything else; records the settings each call saw."""
+
+    def __init__(self):
+        self.seen: list[tuple] = []
+
+    def __call__(self, candidates, device, purpose, model):
+        self.seen.append(precision.kernel_settings())
+        policy = self.seen[-1] == CPU_POLICY
+        return {c: (1.0 if (c[0] == "fp32") == policy else 2.0) for c in candidates}
+
+
+def _restore_precisions(saved: tuple) -> None:
+    for (namespace, name, _, _), value in zip(precision._kernel_knobs(), saved[1:-1], strict=True):
+        setattr(namespace, name, value)
+
+
+def _flip(name: str):
+    """Set one process-level setting the trainer or a job flips; return the function that undoes it."""
+    if name == "threads":
+        threads = torch.get_num_threads()
+        torch.set_num_threads(threads + 1)
+        return lambda: torch.set_num_threads(threads)
+    if name == "tf32":  # what the trainer and a CUDA encoder set; settable without a GPU
+        saved = precision.kernel_settings()
+        precision.configure_cuda_matmul()
+        return lambda: _restore_precisions(saved)
+    if name == "matmul precision":  # the global switch (bf16 matmuls in oneDNN on a CPU)
+        saved = precision.kernel_settings()
+        torch.set_float32_matmul_precision("medium")
+        return lambda: _restore_precisions(saved)
+    if name == "cudnn benchmark":
+        torch.backends.cudnn.benchmark = True
+        return lambda: setattr(torch.backends.cudnn, "benchmark", False)
+    torch.use_deterministic_algorithms(True)
+    return lambda: torch.use_deterministic_algorithms(False)
+
+
+@pytest.mark.parametrize("setting", ["threads", "tf32", "matmul precision", "cudnn benchmark", "deterministic"])
+def test_one_choice_per_model_device_and_purpose_whatever_the_process_has_set(fresh_cache, tiny_model, setting):
+    """The class of the CUDA vector-cache refusal: a training job measured with TF32 on and cached fp32 vectors;
+    a reader measured in a fresh process without it, chose bf16 and refused the cache. With each process-level
+    setting flipped: the key is the same, the probe runs under the policy's settings, the choice is the same,
+    and the process keeps its own setting."""
+    candidates = [("fp32", "torch"), ("bf16", "torch")]
+    reference_key = precision.cache_key("cpu", "inference", tiny_model, candidates)
+    reference_probe = ConditionProbe()
+    reference = precision._choose("auto", "torch", "cpu", "inference", tiny_model, reference_probe)
+    fresh_cache.unlink()
+    own = precision.kernel_settings()
+    undo = _flip(setting)
+    try:
+        flipped = precision.kernel_settings()
+        key = precision.cache_key("cpu", "inference", tiny_model, candidates)
+        probe = ConditionProbe()
+        chosen = precision._choose("auto", "torch", "cpu", "inference", tiny_model, probe)
+        after = precision.kernel_settings()
+    finally:
+        undo()
+    assert flipped != own and after == flipped  # the flip was in force, and is again after the probe
+    assert key == reference_key
+    assert probe.seen == reference_probe.seen == [CPU_POLICY]
+    assert chosen.label == reference.label == "fp32/torch"
 
 
 def test_explicit_values_and_the_environment_override_the_measurement(fresh_cache, tiny_model, monkeypatch):
