@@ -5,13 +5,11 @@ reads its file (``consert train --config``, ``consert sgopt --config``) rather t
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from baselines.sgopt import SgOptConfig
-from consert.io import write_text
 from consert.paper.artifacts import run_model, sgopt_run
 from consert.paper.plan import RunSpec, train_overrides
 from consert.train.config import TrainConfig, dataclass_from_dict
@@ -35,7 +33,7 @@ def sgopt_run_config(size: str, seed: int, config: dict[str, Any]) -> dict[str, 
     return {**resolved, "data": config["data_dir"]}
 
 
-def write_run_config(values: dict[str, Any], path: str | Path) -> Path:
-    """Write a resolved config as YAML (keys in the config's order, tuples as lists), atomically."""
+def run_config_text(values: dict[str, Any]) -> str:
+    """A resolved config as YAML text (keys in the config's order, tuples as lists)."""
     plain = {key: list(value) if isinstance(value, tuple) else value for key, value in values.items()}
-    return write_text(yaml.safe_dump(plain, sort_keys=False, default_flow_style=None), path)
+    return yaml.safe_dump(plain, sort_keys=False, default_flow_style=None)

@@ -4,22 +4,25 @@ localrules:
 
 rule run_config:
     """A training run's resolved config, every key (the authors' defaults filled in): what `consert train` or
-    `consert sgopt` trains with. A reviewer diffs two runs' files to see what differs. Written inside the
-    snakemake process (a file from the plan: no interpreter to start)."""
+    `consert sgopt` trains with. A reviewer diffs two runs' files to see what differs. Rendered by a template
+    engine, inside the snakemake process: a `run:` job would start a snakemake process of its own (seconds
+    each, for a hundred runs)."""
+    input:
+        template=RUN_CONFIG_TEMPLATE,
     output:
         artifacts.run_config("{run}"),
     log:
         "logs/configs/{run}.log",
     params:
-        values=run_config_values,
-    run:
-        write_run_config(params.values, output[0])
-        Path(log[0]).write_text(f"wrote {output[0]}\n")
+        text=run_config,
+    template_engine:
+        "jinja2"
 
 
 rule consert_train:
     """One ConSERT run (any setting, any sweep point), then its evaluation on the 7 sets."""
     input:
+        senteval=DATA,
         config=artifacts.run_config("{run}"),
         stage1=stage1_model,
     output:
