@@ -26,8 +26,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``consert download-data`` on parsed ``args``; return its exit status."""
     from consert.data.download import download_senteval, download_wiki1m
+    from consert.data.senteval import DATA_ENV_VAR
 
-    print(f"SentEval data ready in {download_senteval(Path(args.dest))}")
+    try:
+        print(f"SentEval data ready in {download_senteval(Path(args.dest))}")
+    except OSError as err:  # no network: URLError is an OSError
+        raise OSError(
+            f"downloading SentEval's STS files failed ({str(err).splitlines()[0]}); without network, put a SentEval "
+            f"data folder at {args.dest} or name one with ${DATA_ENV_VAR} (a workflow: --config data_dir=DIR)"
+        ) from None
     if args.wiki1m:
         print(f"SimCSE's Wikipedia sentences ready in {download_wiki1m(Path(args.wiki1m))}")
     return 0

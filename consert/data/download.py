@@ -131,14 +131,13 @@ def _holds_senteval(path: Path) -> bool:
     return (path / "downstream" / "STS").is_dir() or (path / "STS").is_dir()
 
 
-def locate_senteval(configured: str | Path, checkout: Path, download: bool = True) -> Path:
-    """The SentEval data folder a workflow run reads, for the config's ``data_dir``.
+def find_senteval(configured: str | Path, checkout: Path) -> Path | None:
+    """The SentEval data folder for the config's ``data_dir``, if one is on disk; never downloads.
 
-    A ``data_dir`` other than the default (``data/senteval``) is used as given. The default is looked for in
-    order: ``$CONSERT_DATA``, ``data/senteval`` itself, a folder of :data:`BESIDE_CHECKOUT` next to
-    ``checkout``; otherwise SentEval's STS files are downloaded into it (checked against the shipped manifest
-    when loaded). With no data and no network, a :class:`~consert.data.senteval.DataFormatError` says in one
-    line what to do.
+    A ``data_dir`` other than the default (``data/senteval``) is used as given (a
+    :class:`~consert.data.senteval.DataFormatError` when it holds no data). The default is looked for in order:
+    ``$CONSERT_DATA``, ``data/senteval`` itself, a folder of :data:`BESIDE_CHECKOUT` next to ``checkout``;
+    ``None`` when none holds data.
     """
     configured = Path(configured)
     if configured != DEFAULT_DATA_DIR:
@@ -149,6 +148,18 @@ def locate_senteval(configured: str | Path, checkout: Path, download: bool = Tru
     for candidate in (configured, *beside):
         if _holds_senteval(candidate):
             return resolve_data_dir(candidate)
+    return None
+
+
+def locate_senteval(configured: str | Path, checkout: Path, download: bool = True) -> Path:
+    """The SentEval data folder a run reads, for the config's ``data_dir``: :func:`find_senteval`'s, else
+    SentEval's STS files downloaded into the default folder (checked against the shipped manifest when loaded).
+    With no data and no network, a :class:`~consert.data.senteval.DataFormatError` says in one line what to do.
+    """
+    found = find_senteval(configured, checkout)
+    if found is not None:
+        return found
+    configured = Path(configured)
     if download:
         try:
             return resolve_data_dir(download_senteval(configured))
@@ -156,7 +167,7 @@ def locate_senteval(configured: str | Path, checkout: Path, download: bool = Tru
             reason = f"the download failed: {str(err).splitlines()[0]}"
     else:
         reason = "downloading is off"
-    looked = ", ".join([str(configured), *map(str, beside)])
+    looked = ", ".join([str(configured), *(str((checkout / relative).resolve()) for relative in BESIDE_CHECKOUT)])
     raise DataFormatError(
         configured,
         f"no SentEval data (looked in ${DATA_ENV_VAR}, {looked}) and {reason}. Run `consert download-data` "

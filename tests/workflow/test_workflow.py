@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -407,6 +408,34 @@ def test_paper_dry_run_lists_every_job_offline(tmp_path):
     assert counts["consert_train_keeping_vectors"] == 1 + 2 * 3  # the figures' run, the NLI encoders flow reuses
     assert counts["train_sgopt"] == 2 * 8 and counts["encode_corpus"] == 2  # SG-OPT's 8 seeds per size
     assert counts["paper_figure"] == 5 and counts["paper_table"] == 4  # Tables 2-4 and the contrastive family
+
+
+def test_a_dry_run_needs_no_data_and_lists_the_download_as_a_job(tmp_path):
+    """A clone with no SentEval data beside it and no $CONSERT_DATA: the paper's dry run lists every job, the
+    data's download among them, and touches neither the network nor the disk."""
+    clone = tmp_path / "machine" / "repo"
+    for part in ("Snakefile", "workflow", "config", "profiles", "results/published"):
+        source = ROOT / part
+        if source.is_dir():
+            shutil.copytree(source, clone / part)
+        else:
+            clone.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source, clone / part)
+    env = {key: value for key, value in os.environ.items() if key != "CONSERT_DATA"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--quiet", "rules", "--configfile", "config/config.yaml"],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    text = result.stdout + result.stderr
+    assert result.returncode == 0, text[-3000:]
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)\s*$", text, re.M))
+    assert counts["senteval_data"] == "1" and counts["run_config"] == "105" and int(counts["consert_train"]) > 80
+    assert not (clone / "data").exists() and not (clone / "runs").exists()
 
 
 def test_table1_counts_the_fixture_by_its_construction(dag_run):

@@ -1,6 +1,8 @@
 rule encode_corpus:
     """Every distinct STS text encoded once with every pooling (and, for the figures' size, the top-k
     statistics): poolings, whitening, flow, the top-k curve and the predictions reuse it."""
+    input:
+        senteval=DATA,
     output:
         artifacts.vector_cache("{size}"),
     log:
@@ -8,7 +10,6 @@ rule encode_corpus:
     benchmark:
         "benchmarks/baselines/{size}/encode.tsv"
     params:
-        data=DATA,
         encoder=ENCODER_FLAGS,
         model=lambda wc: config["models"][wc.size],
         poolings=pooling_flags(cache=True),
@@ -25,7 +26,8 @@ rule encode_corpus:
 rule eval_poolings:
     """BERT without training: every pooling of the config, read from the corpus cache."""
     input:
-        artifacts.vector_cache("{size}"),
+        senteval=DATA,
+        vectors=artifacts.vector_cache("{size}"),
     output:
         artifacts.baseline_eval("{size}", "poolings"),
     log:
@@ -33,7 +35,6 @@ rule eval_poolings:
     benchmark:
         "benchmarks/baselines/{size}/poolings.tsv"
     params:
-        data=DATA,
         encoder=ENCODER_FLAGS,
         model=lambda wc: config["models"][wc.size],
         poolings=pooling_flags(),
@@ -41,13 +42,14 @@ rule eval_poolings:
     conda:
         "../envs/consert.yaml"
     shell:
-        consert_shell("evaluate {params.model} {params.poolings} --vectors {input}")
+        consert_shell("evaluate {params.model} {params.poolings} --vectors {input.vectors}")
 
 
 rule eval_whitening:
     """BERT-whitening, one kernel per task fitted on that task's scored pairs (the authors')."""
     input:
-        artifacts.vector_cache("{size}"),
+        senteval=DATA,
+        vectors=artifacts.vector_cache("{size}"),
     output:
         artifacts.baseline_eval("{size}", "whitening-{pooling}-k{k}"),
     wildcard_constraints:
@@ -57,7 +59,6 @@ rule eval_whitening:
     benchmark:
         "benchmarks/baselines/{size}/whitening-{pooling}-k{k}.tsv"
     params:
-        data=DATA,
         encoder=ENCODER_FLAGS,
         model=lambda wc: config["models"][wc.size],
         pooling=lambda wc: shlex.quote(WHITENING_POOLINGS[wc.pooling]),
@@ -68,7 +69,7 @@ rule eval_whitening:
     shell:
         consert_shell(
             "baseline whitening --model {params.model} --pooling {params.pooling} {params.k} --fit-on task "
-            "--vectors {input}"
+            "--vectors {input.vectors}"
         )
 
 
@@ -76,6 +77,7 @@ rule eval_flow:
     """BERT-flow, one flow per task fitted on that task's scored pairs (the authors' "target,
     train+dev+test"), on their first-last pooling."""
     input:
+        senteval=DATA,
         vectors=artifacts.vector_cache("{size}"),
     output:
         artifacts.baseline_eval("{size}", "flow"),
@@ -84,7 +86,6 @@ rule eval_flow:
     benchmark:
         "benchmarks/baselines/{size}/flow.tsv"
     params:
-        data=DATA,
         encoder=ENCODER_FLAGS,
         model=lambda wc: config["models"][wc.size],
         pooling=shlex.quote(FLOW_POOLING),
@@ -103,6 +104,7 @@ rule eval_flow:
 
 use rule eval_flow as eval_flow_nli with:
     input:
+        senteval=DATA,
         model=lambda wc: artifacts.run_model(FLOW_NLI_RUNS[wc.size, int(wc.seed)]),
         vectors=lambda wc: artifacts.run_vectors(FLOW_NLI_RUNS[wc.size, int(wc.seed)]),
     output:
@@ -112,7 +114,6 @@ use rule eval_flow as eval_flow_nli with:
     benchmark:
         "benchmarks/baselines/{size}/flow-nli-seed{seed}.tsv"
     params:
-        data=DATA,
         encoder=ENCODER_FLAGS,
         model=lambda wc, input: input.model,
         pooling=shlex.quote(FLOW_POOLING),
@@ -120,6 +121,8 @@ use rule eval_flow as eval_flow_nli with:
 
 
 rule eval_glove:
+    input:
+        senteval=DATA,
     output:
         artifacts.glove_eval(),
     log:
@@ -127,7 +130,6 @@ rule eval_glove:
     benchmark:
         artifacts.benchmark(artifacts.glove_eval())
     params:
-        data=DATA,
         glove=f"--glove {config['baselines']['glove']}" if config["baselines"].get("glove") else "",
     conda:
         "../envs/consert.yaml"
@@ -137,6 +139,7 @@ rule eval_glove:
 
 rule train_sgopt:
     input:
+        senteval=DATA,
         config=artifacts.run_config(artifacts.sgopt_run("{size}", "{seed}")),
     output:
         model=model_output(artifacts.run_model(artifacts.sgopt_run("{size}", "{seed}"))),
@@ -169,7 +172,6 @@ rule topk_curve:
     benchmark:
         "benchmarks/topk/{size}-{which}.tsv"
     params:
-        data=DATA,
         encoder=ENCODER_FLAGS,
         model=topk_model,
         max_k=config["baselines"]["topk_max"],
@@ -191,7 +193,6 @@ rule stsb_predictions:
     benchmark:
         artifacts.benchmark(artifacts.predictions_eval("{size}", "{which}"))
     params:
-        data=DATA,
         encoder=ENCODER_FLAGS,
         model=topk_model,
     threads: config["threads"]

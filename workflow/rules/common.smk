@@ -7,11 +7,11 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from consert.data.download import locate_senteval
+from consert.data.download import find_senteval
 from consert.data.senteval import DataFormatError
 from consert.paper import artifacts
 from consert.paper.plan import flow_nli_run, plan_runs, unique_runs
-from consert.paper.run_configs import consert_run_config, sgopt_run_config, write_run_config
+from consert.paper.run_configs import consert_run_config, run_config_text, sgopt_run_config
 from consert.train.recipes import COMMON
 
 
@@ -22,10 +22,13 @@ if not config:
     )
 validate(config, "../schemas/config.schema.yaml")
 
-try:  # the configured folder; for the default one, $CONSERT_DATA, a SentEval folder beside the checkout, or a download
-    DATA = config["data_dir"] = str(locate_senteval(config["data_dir"], Path(workflow.basedir)))
+try:  # the configured folder; for the default one, $CONSERT_DATA or a SentEval folder beside the checkout
+    FOUND_DATA = find_senteval(config["data_dir"], Path(workflow.basedir))
 except DataFormatError as err:
     raise WorkflowError(str(err)) from None
+#: The STS data every evaluation and training reads (an input of each such rule): the folder found on disk,
+#: else the default folder, where rule senteval_data downloads it. Reading the config needs no data.
+DATA = config["data_dir"] = str(FOUND_DATA or Path(config["data_dir"]) / "downstream")
 PLAN = plan_runs(config)
 RUNS = unique_runs(PLAN)
 SGOPT_RUNS = {  # SG-OPT's runs, by run id: (size, seed)
@@ -43,6 +46,8 @@ GPU_PER_JOB = 0 if config["share_gpu"] else 1
 ENCODER_FLAGS = f"--dtype {DTYPE} --max-length {config.get('train', {}).get('max_length', COMMON['max_length'])}"
 FIGURE_SIZE = artifacts.figure_size(config)
 PUBLISHED = str(Path(workflow.basedir) / "results" / "published")
+#: A run's config file is this template filled with its YAML text (rule run_config).
+RUN_CONFIG_TEMPLATE = str(Path(workflow.basedir) / "workflow" / "templates" / "run_config.yaml.jinja")
 TABLES = {"table2_unsup": "table2", "table3_sup": "table3", "table4_batch_size": "table4"}
 if config["family"]["methods"]:  # SimCSE and AugCSE beside ConSERT
     TABLES["table_contrastive_family"] = "family"
@@ -60,17 +65,18 @@ DIAGNOSTIC_FIGURES = {"training_curves": "curves", "diagnostics": "diagnostics"}
 def consert_shell(arguments, encoder=True):
     """The shell line that runs one `consert` command on the STS data: its threads, the data and
     encoder flags, its output, and its log."""
-    flags = " --data {params.data} {params.encoder}" if encoder else " --data {params.data}"
+    flags = " --data {input.senteval} {params.encoder}" if encoder else " --data {input.senteval}"
     threads = "OMP_NUM_THREADS={threads} " if encoder else ""
     return f"{threads}consert {arguments}{flags} --output {{output}} > {{log}} 2>&1"
 
 
-def run_config_values(wildcards):
-    """The resolved config of a training run: ConSERT and its family's, BERT-flow's BERT-NLI, or SG-OPT's."""
+def run_config(wildcards):
+    """The resolved config of a training run as YAML text: ConSERT and its family's, BERT-flow's BERT-NLI,
+    or SG-OPT's."""
     if wildcards.run in RUNS:
-        return consert_run_config(wildcards.run, RUNS[wildcards.run], config)
+        return run_config_text(consert_run_config(wildcards.run, RUNS[wildcards.run], config))
     size, seed = SGOPT_RUNS[wildcards.run]
-    return sgopt_run_config(size, seed, config)
+    return run_config_text(sgopt_run_config(size, seed, config))
 
 
 def model_output(path):
@@ -93,11 +99,11 @@ def topk_model(wildcards):
 
 
 def figure_model_inputs(wildcards):
-    """The vector cache of a figure's model (and, for ConSERT, the exported model)."""
+    """The STS data and the vector cache of a figure's model (and, for ConSERT, the exported model)."""
     if wildcards.which == "bert":
-        return {"vectors": artifacts.vector_cache(wildcards.size)}
+        return {"senteval": DATA, "vectors": artifacts.vector_cache(wildcards.size)}
     run = artifacts.table2_consert_run(config, wildcards.size)
-    return {"model": artifacts.run_model(run), "vectors": artifacts.run_vectors(run)}
+    return {"senteval": DATA, "model": artifacts.run_model(run), "vectors": artifacts.run_vectors(run)}
 
 
 # the runs whose evaluation vectors other rules read: the figures' run, and the NLI runs that
