@@ -32,6 +32,7 @@ from consert.cli import (
 )
 from consert.data.senteval import DataFormatError
 from consert.encode.models import ModelNotAvailableError
+from consert.gpu_pool import device_from_pool
 from consert.train.config import ConfigError
 from consert.train.loop import TrainingFault
 
@@ -114,7 +115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--topk-max statistics are kept in the --save-vectors cache: pass --save-vectors CACHE.npz too")
     try:
         _check_outputs_writable(args)
-        return args.run(args)
+        with device_from_pool() as device:  # a workflow job on a box with several GPUs: its own card
+            if device is not None:
+                print(f"consert {args.command}: on GPU {device} (CUDA_VISIBLE_DEVICES)", file=sys.stderr)
+            return args.run(args)
     except EXPECTED_FAILURES as err:
         if args.debug:
             raise

@@ -20,7 +20,7 @@ rule encode_corpus:
     conda:
         "../envs/consert.yaml"
     shell:
-        consert_shell("encode {params.model} {params.poolings} {params.topk}")
+        consert_shell("encode {params.model} {params.poolings} {params.topk}", share=GPU_SHARE)
 
 
 rule eval_poolings:
@@ -98,7 +98,8 @@ rule eval_flow:
     shell:
         consert_shell(
             "baseline flow --model {params.model} --pooling {params.pooling} {params.flow} --fit-on task "
-            "--vectors {input.vectors}"
+            "--vectors {input.vectors}",
+            share=GPU_SHARE,
         )
 
 
@@ -157,7 +158,8 @@ rule train_sgopt:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert sgopt --config {input.config} --evaluate {output.evaluation} "
+        device_env(GPU_SHARE)
+        + "consert sgopt --config {input.config} --evaluate {output.evaluation} "
         "--curve {output.curve} --eval-dtype {params.dtype} > {log} 2>&1"
 
 

@@ -62,12 +62,23 @@ FIGURES = {
 DIAGNOSTIC_FIGURES = {"training_curves": "curves", "diagnostics": "diagnostics"}
 
 
-def consert_shell(arguments, encoder=True):
-    """The shell line that runs one `consert` command on the STS data: its threads, the data and
+#: On a box with several GPUs each job that may use one claims a card of this pool (consert.gpu_pool): a job
+#: that counts a `gpu` resource holds its card whole (unless the config shares cards), the others share one.
+GPU_POOL = ".snakemake/gpu-pool"
+GPU_SHARE = "shared" if config["share_gpu"] else "whole"
+
+
+def device_env(share="shared"):
+    """The environment of a job that encodes or trains: its threads, and its claim on a card of the pool."""
+    return f"OMP_NUM_THREADS={{threads}} CONSERT_GPU_POOL={GPU_POOL} CONSERT_GPU_SHARE={share} "
+
+
+def consert_shell(arguments, encoder=True, share="shared"):
+    """The shell line that runs one `consert` command on the STS data: its threads and card, the data and
     encoder flags, its output, and its log."""
     flags = " --data {input.senteval} {params.encoder}" if encoder else " --data {input.senteval}"
-    threads = "OMP_NUM_THREADS={threads} " if encoder else ""
-    return f"{threads}consert {arguments}{flags} --output {{output}} > {{log}} 2>&1"
+    env = device_env(share) if encoder else ""
+    return f"{env}consert {arguments}{flags} --output {{output}} > {{log}} 2>&1"
 
 
 def run_config(wildcards):

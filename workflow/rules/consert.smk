@@ -44,7 +44,8 @@ rule consert_train:
     conda:
         "../envs/consert.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} consert train --config {input.config} --evaluate {output.evaluation} "
+        device_env(GPU_SHARE)
+        + "consert train --config {input.config} --evaluate {output.evaluation} "
         "--curve {output.curve} --eval-dtype {params.dtype} {params.keep_vectors} > {log} 2>&1"
 
 

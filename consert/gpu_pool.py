@@ -1,0 +1,102 @@
+"""Which GPU a workflow job trains on, on a box with several: a pool of device ids, one lock file each.
+
+``snakemake --resources gpu=4`` lets four jobs run at once, but nothing tells them apart: each would train on
+``cuda:0``. So a job of the workflow claims a card before CUDA starts: it takes a lock on one id's file
+under the pool folder (``.snakemake/gpu-pool``) and sets ``CUDA_VISIBLE_DEVICES`` to that id. A whole-card
+job takes an exclusive lock, a job that shares a card a shared one (several shared jobs on one card, never
+beside a whole-card job). The lock is the kernel's (``flock``): it ends with the process, whether the job
+finished, failed or was killed, so no id is held twice and none is lost.
+
+The ids are ``$CUDA_VISIBLE_DEVICES``'s entries where it is set, else one per GPU the NVIDIA driver lists.
+Under SLURM (``$SLURM_JOB_ID``) the scheduler has assigned the card already and the pool stands aside.
+The workflow turns the pool on per job with ``$CONSERT_GPU_POOL`` (the folder) and ``$CONSERT_GPU_SHARE``
+(``whole`` or ``shared``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+POOL_ENV, SHARE_ENV = "CONSERT_GPU_POOL", "CONSERT_GPU_SHARE"
+SHARES = ("whole", "shared")
+#: Where the NVIDIA driver lists one folder per GPU.
+NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")
+#: Seconds between two tries while every card is taken.
+RETRY_SECONDS = 0.2
+
+
+def visible_ids(environ: dict[str, str] | None = None, driver: Path = NVIDIA_GPUS) -> list[str]:
+    """The ids a pool hands out: ``$CUDA_VISIBLE_DEVICES``'s entries, else ``0..n-1`` for the driver's GPUs."""
+    environ = os.environ if environ is None else environ
+    listed = environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [entry.strip() for entry in listed.split(",") if entry.strip() and entry.strip() != "-1"]
+    count = len(list(driver.iterdir())) if driver.is_dir() else 0
+    return [str(index) for index in range(count)]
+
+
+class GpuPool:
+    """Device ids, each with a lock file under ``folder``."""
+
+    def __init__(self, folder: str | os.PathLike, ids: Sequence[str]):
+        if not ids:
+            raise ValueError("a GPU pool needs at least one device id")
+        self.folder, self.ids = Path(folder), list(ids)
+
+    def try_claim(self, share: str) -> tuple[str, int] | None:
+        """``(id, open file descriptor holding its lock)`` of an id free for ``share``, else ``None``: the first
+        free one for a whole-card job; for a shared job, the ids are tried from one that depends on the process
+        id, so that shared jobs spread over the cards."""
+        if share not in SHARES:
+            raise ValueError(f"unknown GPU share {share!r}; expected one of {SHARES}")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        mode = (fcntl.LOCK_EX if share == "whole" else fcntl.LOCK_SH) | fcntl.LOCK_NB
+        first = 0 if share == "whole" else os.getpid() % len(self.ids)
+        for device in self.ids[first:] + self.ids[:first]:
+            descriptor = os.open(self.folder / f"{device}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+            try:
+                fcntl.flock(descriptor, mode)
+            except BlockingIOError:
+                os.close(descriptor)
+                continue
+            return device, descriptor
+        return None
+
+    @contextlib.contextmanager
+    def claim(self, share: str, timeout: float | None = None) -> Iterator[str]:
+        """Hold one id for ``share`` while the block runs, waiting for one to be free (``timeout`` seconds at
+        most: then a ``TimeoutError``)."""
+        start, told = time.monotonic(), False
+        while (claimed := self.try_claim(share)) is None:
+            if timeout is not None and time.monotonic() - start > timeout:
+                raise TimeoutError(f"no GPU of {self.ids} free for a {share} job after {timeout:g} s")
+            if not told:
+                print(f"waiting for a GPU of {self.ids} ({share} job)", file=sys.stderr, flush=True)
+                told = True
+            time.sleep(RETRY_SECONDS)
+        device, descriptor = claimed
+        try:
+            yield device
+        finally:
+            os.close(descriptor)  # closing the last descriptor releases the lock
+
+
+@contextlib.contextmanager
+def device_from_pool(environ: dict[str, str] | None = None) -> Iterator[str | None]:
+    """Claim a card for this process as the workflow asked (``$CONSERT_GPU_POOL``, ``$CONSERT_GPU_SHARE``) and
+    make it the only one CUDA sees; hold it until the block ends. ``None`` where no pool applies: not asked
+    for, under SLURM, or no GPU. Call before anything starts CUDA."""
+    environ = os.environ if environ is None else environ
+    folder, ids = environ.get(POOL_ENV), visible_ids(environ)
+    if not folder or environ.get("SLURM_JOB_ID") or not ids:
+        yield None
+        return
+    with GpuPool(folder, ids).claim(environ.get(SHARE_ENV, "whole")) as device:
+        environ["CUDA_VISIBLE_DEVICES"] = device
+        yield device

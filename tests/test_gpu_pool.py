@@ -1,0 +1,112 @@
+"""The GPU pool: concurrent jobs on fake device ids never share a whole card, and a killed job's card returns."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from consert.gpu_pool import GpuPool, device_from_pool, visible_ids
+from tests.conftest import ROOT
+
+#: A job of the workflow: claims a card, notes when it held which, holds it a while.
+JOB = textwrap.dedent(
+    """
+    import os, sys, time
+    from consert.gpu_pool import GpuPool
+    folder, log, ids, hold = sys.argv[1], sys.argv[2], sys.argv[3].split(","), float(sys.argv[4])
+    with GpuPool(folder, ids).claim("whole", timeout=60) as device:
+        with open(log, "a") as out:
+            out.write(f"start {device} {os.getpid()} {time.monotonic()}\\n")
+        time.sleep(hold)
+        with open(log, "a") as out:
+            out.write(f"end {device} {os.getpid()} {time.monotonic()}\\n")
+    """
+)
+
+
+def _events(log: Path) -> list[tuple[str, str, int, float]]:
+    lines = log.read_text().splitlines() if log.exists() else []
+    return [(kind, device, int(pid), float(at)) for kind, device, pid, at in (line.split() for line in lines)]
+
+
+def test_concurrent_jobs_never_hold_one_card_twice_and_a_killed_job_loses_no_card(tmp_path):
+    """Eight whole-card jobs on three fake ids, one killed with SIGKILL while it holds its card: every card is
+    held by one job at a time, the other seven all run (the killed job's card went back to the pool), and
+    afterwards all three cards are free at once."""
+    folder, log, ids = tmp_path / "pool", tmp_path / "events.log", ["a", "b", "c"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    jobs = [
+        subprocess.Popen([sys.executable, "-c", JOB, str(folder), str(log), ",".join(ids), "0.6"], env=env)
+        for _ in range(8)
+    ]
+    deadline = time.monotonic() + 60
+    while not _events(log) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    _, victim_device, victim_pid, _ = _events(log)[0]
+    os.kill(victim_pid, signal.SIGKILL)
+    killed_at = time.monotonic()
+    for job in jobs:
+        job.wait(timeout=120)
+    events = _events(log)
+    starts = {pid: (device, at) for kind, device, pid, at in events if kind == "start"}
+    ends = {pid: at for kind, _, pid, at in events if kind == "end"}
+    held = {pid: (device, start, ends.get(pid, killed_at)) for pid, (device, start) in starts.items()}
+    assert len(held) == 8 and sum(kind == "end" for kind, *_ in events) == 7
+    assert held[victim_pid][0] == victim_device
+    for device in ids:
+        spans = sorted((start, end) for d, start, end in held.values() if d == device)
+        assert all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(spans)), (device, spans)
+    assert {device for device, _, _ in held.values()} == set(ids)
+    pool = GpuPool(folder, ids)
+    claims = [pool.try_claim("whole") for _ in ids]
+    assert sorted(device for device, _ in claims) == ids and pool.try_claim("whole") is None
+    for _, descriptor in claims:
+        os.close(descriptor)
+
+
+def test_shared_jobs_share_a_card_that_a_whole_card_job_then_waits_for(tmp_path):
+    pool = GpuPool(tmp_path / "pool", ["0"])
+    first, second = pool.try_claim("shared"), pool.try_claim("shared")
+    assert first and second and first[0] == second[0] == "0"
+    assert pool.try_claim("whole") is None
+    with pytest.raises(TimeoutError, match="no GPU of"):
+        with pool.claim("whole", timeout=0.3):
+            pass
+    os.close(first[1])
+    os.close(second[1])
+    with pool.claim("whole", timeout=1) as device:
+        assert device == "0" and pool.try_claim("shared") is None
+
+
+def test_the_job_sees_only_its_card_and_the_pool_stands_aside_under_slurm_or_without_gpus(tmp_path):
+    environ = {"CONSERT_GPU_POOL": str(tmp_path / "pool"), "CUDA_VISIBLE_DEVICES": "3,5"}
+    with device_from_pool(environ) as device:
+        assert device == "3" and environ["CUDA_VISIBLE_DEVICES"] == "3"
+        other = {"CONSERT_GPU_POOL": str(tmp_path / "pool"), "CUDA_VISIBLE_DEVICES": "3,5"}
+        with device_from_pool(other) as second:
+            assert second == "5"
+    slurm = {"CONSERT_GPU_POOL": str(tmp_path / "pool"), "CUDA_VISIBLE_DEVICES": "7", "SLURM_JOB_ID": "12"}
+    with device_from_pool(slurm) as device:
+        assert device is None and slurm["CUDA_VISIBLE_DEVICES"] == "7"
+    with device_from_pool({"CUDA_VISIBLE_DEVICES": "3,5"}) as device:  # not a workflow job
+        assert device is None
+    with device_from_pool({"CONSERT_GPU_POOL": str(tmp_path / "pool"), "CUDA_VISIBLE_DEVICES": ""}) as device:
+        assert device is None  # no GPU: the job runs on the CPU
+
+
+def test_the_ids_are_the_visible_devices_else_the_drivers_gpus(tmp_path):
+    driver = tmp_path / "gpus"
+    for address in ("0000:17:00.0", "0000:65:00.0"):
+        (driver / address).mkdir(parents=True)
+    assert visible_ids({}, driver) == ["0", "1"]
+    assert visible_ids({"CUDA_VISIBLE_DEVICES": "GPU-1a2b, GPU-3c4d"}, driver) == ["GPU-1a2b", "GPU-3c4d"]
+    assert visible_ids({"CUDA_VISIBLE_DEVICES": "-1"}, driver) == []
+    assert visible_ids({}, tmp_path / "no-driver") == []
