@@ -46,7 +46,8 @@ def topk_curve(
     """Per-dataset and average Spearman for every k (rows: k, dataset, spearman, ...).
 
     With ``rank_sums`` (from a vector cache of the same model and data) nothing is encoded;
-    otherwise the evaluation sentences are encoded once and every k is derived from that pass.
+    otherwise the evaluation sentences are encoded once and every k is derived from that pass. The curve
+    carries no representation diagnostics (the model's own evaluation has them).
     """
     sentences = evaluation_sentences(data)
     ranking = stsb_test_ranking(encoder, data)
@@ -59,7 +60,7 @@ def topk_curve(
         raise KeyError(f"{len(missing)} evaluation sentences have no top-k statistics, e.g. {missing[0]!r}")
     frames = []
     for k, means in rank_sums.masked_means(ks):
-        frame = evaluate_vectors(data, {s: means[row_of[s]] for s in sentences}, resamples=0)
+        frame = evaluate_vectors(data, {s: means[row_of[s]] for s in sentences}, resamples=0, with_diagnostics=False)
         removed = encoder.tokenizer.convert_ids_to_tokens(list(ranking[:k]))
         frames.append(frame[frame.subset == "all"].assign(k=k, removed_tokens=" ".join(removed[-1:]) if k else ""))
     return pd.concat(frames, ignore_index=True)

@@ -95,14 +95,19 @@ def encode_and_score(encoder, pairs: Sequence[ScoredPair], pooling: str) -> tupl
 
 
 def evaluate_vectors(
-    data: SentEvalData, vectors: dict[str, np.ndarray], resamples: int = DEFAULT_RESAMPLES
+    data: SentEvalData,
+    vectors: dict[str, np.ndarray],
+    resamples: int = DEFAULT_RESAMPLES,
+    with_diagnostics: bool = True,
 ) -> pd.DataFrame:
     """Result frame for sentence vectors given as ``{sentence: vector}`` covering every eval sentence.
 
     One row per dataset (``subset == 'all'``), one per subset, and a final ``Avg`` row; see
-    :data:`RESULT_COLUMNS` and, for the intervals, :func:`evaluate_task_vectors`.
+    :data:`RESULT_COLUMNS` and, for the intervals and diagnostics, :func:`evaluate_task_vectors`.
     """
-    return evaluate_task_vectors(data, {name: vectors for name in data.sets}, resamples)
+    return evaluate_task_vectors(
+        data, {name: vectors for name in data.sets}, resamples, with_diagnostics=with_diagnostics
+    )
 
 
 def evaluate_task_vectors(
@@ -110,6 +115,7 @@ def evaluate_task_vectors(
     vectors: dict[str, dict[str, np.ndarray]],
     resamples: int = DEFAULT_RESAMPLES,
     bootstrap_seed: int = BOOTSTRAP_SEED,
+    with_diagnostics: bool = True,
 ) -> pd.DataFrame:
     """As :func:`evaluate_vectors`, with each dataset's own ``{sentence: vector}`` (``vectors[dataset]``).
 
@@ -121,7 +127,8 @@ def evaluate_task_vectors(
     (paired). The replicates are kept in ``frame.attrs["replicates"]`` (``{dataset: {aggregate: B}}``).
     Every dataset row also gets the representation diagnostics of its test sentences
     (:data:`~consert.evaluate.diagnostics.DIAGNOSTIC_COLUMNS`); the Avg row, the mean over the sets of
-    anisotropy, alignment and uniformity.
+    anisotropy, alignment and uniformity. ``with_diagnostics=False`` leaves them out (their all-pairs
+    uniformity costs seconds a set: Figure 4's curve, 51 evaluations of one model, does without).
     """
     names = [n for n in DATASETS if n in data.sets]
     scored = {
@@ -150,7 +157,8 @@ def evaluate_task_vectors(
             bounds = [b for key in AGGREGATE_KEYS for b in interval(replicates["Avg"][key])]
         frame = pd.concat([frame, pd.DataFrame([[*average, *_or_nan(bounds)]], columns=list(RESULT_COLUMNS))])
         frame = frame.reset_index(drop=True)
-    frame = _with_diagnostics(frame, data, vectors, scored)
+    if with_diagnostics:
+        frame = _with_diagnostics(frame, data, vectors, scored)
     frame.attrs["replicates"] = replicates
     return frame
 
