@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from consert.data.senteval import SentEvalData
-from consert.encode.batching import TokenCache, pad_multiple, to_device
+from consert.encode.batching import TokenCache, pad_multiple
 from consert.encode.encoder import SentenceEncoder
 from consert.encode.models import ResolvedModel, attention_implementation, default_device, resolve_model
 from consert.encode.pooling import Pooling
@@ -93,10 +93,6 @@ class TrainedEncoder:
             resolved=self.resolved,
             engine="torch",  # the model changes every step: no ONNX export
         )
-
-    def tokenize(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Padded ``(input_ids, attention_mask)`` on the device, from ids tokenized once per text."""
-        return to_device(self.tokens.batch(texts, self.pad_multiple), self.device)
 
     def prefill(self, texts: list[str], planned_texts: int) -> None:
         """Tokenize every training text in one call when the run will see them all (one call over the

@@ -4,11 +4,13 @@ replayed as CUDA graphs. Chosen once per stage, when the plan (its step count) i
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
+from consert.encode.batching import to_device
 from consert.encode.precision import training_precision
 from consert.train.graphs import GraphedStep, graphed_probe_runner
 from consert.train.packed import Packing, packed_encoder
@@ -16,6 +18,18 @@ from consert.train.views import PackedPass
 
 if TYPE_CHECKING:
     from consert.train.encoder import TrainedEncoder
+
+
+@dataclass(frozen=True)
+class DeviceBatch:
+    """A batch of texts padded and on the device, its mask's host copy (a packing is computed from it without
+    reading the device back), and its packing as one pass over its rows when the step packs."""
+
+    ids: torch.Tensor
+    mask: torch.Tensor
+    host_mask: torch.Tensor
+    packed: PackedPass | None
+
 
 #: A loss of a tokenized batch on the device, packed on its real tokens, with no host reads.
 GraphedLoss = Callable[[torch.Tensor, torch.Tensor, PackedPass], torch.Tensor]
@@ -33,7 +47,8 @@ class StepExecution:
         self.forward_model: nn.Module = encoder.model  # compiled by compile_forward when asked
         self.compiled = False
         # off by default: on the H100 the padded compiled step measured faster (30.0 against 27.6 steps/s);
-        # both are bound by kernel launches, and the packed one has a third less GPU work (docs/performance.md)
+        # both are bound by kernel launches, and the packed one has a third less GPU work (docs/performance.md).
+        # Every objective's passes pack when on (the views, the NLI pairs, AugCSE's three texts)
         self.packed = self.config.packed == "on" and encoder.train_pooling.layers == (-1,)
         self.packed_encoder = packed_encoder
         self.graphed: GraphedStep | None = None  # the step as CUDA graphs (settle)
@@ -105,11 +120,20 @@ class StepExecution:
             self.forward_model = torch.compile(self.encoder.model, dynamic=False)
         self.compiled = True
 
-    def packed_pass(self, mask: torch.Tensor) -> PackedPass | None:
-        """The packing of a batch's two views (from the host copy of its mask), or None when not packing."""
+    def packed_pass(self, mask: torch.Tensor, copies: int = 2) -> PackedPass | None:
+        """The packing of a batch's rows, ``copies`` times over (2: a contrastive batch's two views in one pass;
+        1: a pass over the rows as they are), from the host copy of its mask; None when not packing."""
         if not self.packed:
             return None
-        return PackedPass(Packing.of(mask.repeat(2, 1)).to(self.encoder.device), self.packed_encoder)
+        rows = mask.repeat(copies, 1) if copies > 1 else mask
+        return PackedPass(Packing.of(rows).to(self.encoder.device), self.packed_encoder)
+
+    def tokenized(self, texts: list[str]) -> DeviceBatch:
+        """``texts`` padded (each tokenized once a run) and on the device, packed as one pass when packing."""
+        ids, mask = self.encoder.tokens.batch(texts, self.encoder.pad_multiple)
+        packed = self.packed_pass(mask, copies=1)
+        device_ids, device_mask = to_device((ids, mask), self.encoder.device)
+        return DeviceBatch(device_ids, device_mask, mask, packed)
 
     def release(self) -> None:
         """Free the graphs' memory now, not when the cycle collector finds it."""

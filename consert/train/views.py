@@ -93,12 +93,14 @@ def pooled_forward(
     return pooling(hidden, attention_mask)
 
 
-def forward_with_embedding_grad(model: nn.Module, input_ids, attention_mask, pooling: Pooling):
+def forward_with_embedding_grad(
+    model: nn.Module, input_ids, attention_mask, pooling: Pooling, packed: PackedPass | None = None
+):
     """Clean forward pass that also returns the embedding output, kept in the graph for FGV."""
     hook = editor(model)
     hook.captured = []
     try:
-        pooled = pooled_forward(model, input_ids, attention_mask, pooling)
+        pooled = pooled_forward(model, input_ids, attention_mask, pooling, packed=packed)
         return pooled, hook.captured[0]
     finally:
         hook.captured = None
@@ -119,8 +121,9 @@ def view_forward(
     pooling: Pooling,
     ratios: AugmentationRatios,
     perturbation: torch.Tensor | None = None,
+    packed: PackedPass | None = None,
 ) -> torch.Tensor:
-    """Pooled vectors (B x d) of one augmented view of every sentence."""
+    """Pooled vectors (B x d) of one augmented view of every sentence (``packed``: its packing covers the B rows)."""
     if view == "adversarial" and perturbation is None:
         raise ValueError("the adversarial augmentation needs a supervised loss (modes joint/joint-unsup)")
     dim = model.config.hidden_size
@@ -128,7 +131,7 @@ def view_forward(
     scale = embedding_scale(view, attention_mask, dim, ratios)
     shift = perturbation if view == "adversarial" else None
     with editor(model).applying(scale, shift):
-        return pooled_forward(model, input_ids, attention_mask, pooling, position_ids=positions)
+        return pooled_forward(model, input_ids, attention_mask, pooling, position_ids=positions, packed=packed)
 
 
 def two_view_forward(

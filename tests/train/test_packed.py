@@ -75,3 +75,74 @@ def test_packing_keeps_only_the_last_layer():
 
     with pytest.raises(ValueError, match="last layer only"):
         packed_pool(Pooling.parse("mean:-2,-1"), torch.zeros(3, 2), Packing.of(torch.ones(1, 3)))
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    from consert.bench.paper_cost import TINY_SHAPE, random_bert
+
+    return random_bert(tmp_path_factory.mktemp("tiny-bert"), TINY_SHAPE)
+
+
+def _objective_step(model_dir: str, data_dir, packed: str, values: dict):
+    """One batch of the objective a config trains, through the real trainer's parts: its loss, and the
+    gradients of the encoder and the heads."""
+    from consert.data.senteval import load_senteval
+    from consert.train.config import TrainConfig
+    from consert.train.encoder import TrainedEncoder
+    from consert.train.execution import StepExecution
+    from consert.train.objectives import objective_for
+
+    config = TrainConfig.from_dict(
+        {"model": model_dir, "device": "cpu", "packed": packed, "remove_dropout": True, "data": str(data_dir),
+         "nli_source": "sick-e", **values}
+    )  # fmt: skip
+    data = load_senteval(data_dir)
+    encoder = TrainedEncoder(config, data)
+    execution = StepExecution(encoder)
+    torch.manual_seed(0)  # the heads' initial weights
+    objective = objective_for(config)(config, encoder, execution)
+    items = objective.training_items(data, progress=False)[:6]
+    torch.manual_seed(1)  # the views' draws
+    loss = objective.loss(items)
+    loss.backward()
+    modules = {"encoder": encoder.model, **{f"head{i}": head for i, head in enumerate(objective.heads())}}
+    grads = {
+        f"{owner}.{name}": p.grad.clone()
+        for owner, module in modules.items()
+        for name, p in module.named_parameters()
+        if p.grad is not None
+    }
+    return execution.packed, loss.detach(), grads
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"mode": "unsup", "views": ["shuffle", "feature_cutoff"]},
+        {"mode": "simcse", "views": ["shuffle", "feature_cutoff"]},  # its dropout views are off here: BERT's
+        {"mode": "sup"},
+        {"mode": "joint"},  # the authors' none + token cutoff: the classifier's pass is the first view
+        {"mode": "joint", "views": ["shuffle", "token_cutoff"]},  # both views in one packed pass of 2 x 2B rows
+        {"mode": "bertflow-nli"},
+        pytest.param(
+            {"mode": "augcse", "spacy_model": None, "text_augmentations": ["random_swap", "sentence_reordering"]},
+            marks=pytest.mark.gradient_tolerance(2e-3),  # temperature 0.05 and a batch norm over 6 rows amplify
+        ),  # float32 rounding: its loss still agrees to 1e-5
+    ],
+    ids=["unsup", "simcse", "sup", "joint", "joint-two-views", "bertflow-nli", "augcse"],
+)
+def test_every_objectives_packed_step_equals_its_padded_step(tiny_model_dir, tiny_tree, values, request):
+    """A step of each objective packed on its real tokens gives the padded step's loss and gradients, to float32
+    rounding (the packed sums run in another order): a packing error moves them by their own size."""
+    padded_packs, padded_loss, padded_grads = _objective_step(tiny_model_dir, tiny_tree, "off", values)
+    packs, packed_loss, packed_grads = _objective_step(tiny_model_dir, tiny_tree, "on", values)
+    assert packs and not padded_packs  # the step did pack, and the reference did not
+    assert torch.allclose(packed_loss, padded_loss, rtol=1e-5, atol=1e-6), (packed_loss, padded_loss)
+    assert packed_grads.keys() == padded_grads.keys() and any(k.startswith("encoder.") for k in packed_grads)
+    marker = request.node.get_closest_marker("gradient_tolerance")
+    tolerance = marker.args[0] if marker else 1e-4  # relative to the step's largest gradient entry: rounding
+    scale = max(grad.abs().max() for grad in padded_grads.values())  # scales with the step, not with one
+    for name, grad in padded_grads.items():  # parameter's gradient, which may nearly cancel
+        difference = (packed_grads[name] - grad).abs().max()
+        assert difference <= tolerance * scale, (name, difference, scale)

@@ -46,8 +46,10 @@ class AugCSE(Objective):
     def loss(self, batch: list[AugmentedText]) -> torch.Tensor:
         config, encoder, count = self.config, self.encoder, len(batch)
         texts = [item.text for item in batch]
-        ids, mask = encoder.tokenize(texts + [item.augmented for item in batch] + texts)
-        pooled = pooled_forward(self.execution.forward_model, ids, mask, encoder.train_pooling)
+        tokens = self.execution.tokenized(texts + [item.augmented for item in batch] + texts)
+        pooled = pooled_forward(
+            self.execution.forward_model, tokens.ids, tokens.mask, encoder.train_pooling, packed=tokens.packed
+        )
         projected = self.projection(pooled) if self.projection is not None else pooled
         anchor, augmented, positive = projected.split(count)
         contrastive = CONTRASTIVE_LOSSES[config.loss](anchor, positive, config.temperature)

@@ -3,7 +3,7 @@ the contrastive loss over views of the NLI texts."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 from torch import nn
@@ -15,6 +15,18 @@ from consert.train.config import SUPERVISED_MODES, TrainConfig
 from consert.train.losses import NliHead, paired_nt_xent
 from consert.train.objectives.base import Objective
 from consert.train.views import forward_with_embedding_grad, pooled_forward, two_view_forward, view_forward
+
+if TYPE_CHECKING:
+    from consert.train.execution import DeviceBatch
+
+
+class Classified(NamedTuple):
+    """A batch of NLI pairs through the encoder and the classifier."""
+
+    tokens: DeviceBatch
+    pooled: torch.Tensor
+    cross_entropy: torch.Tensor
+    embedded: torch.Tensor | None
 
 
 class NliClassification(Objective):
@@ -48,21 +60,25 @@ class NliClassification(Objective):
         source = self.config.nli_source
         return {"nli": SICK_E_LABEL if source == "sick-e" else source}
 
-    def classify(self, batch: list[NliPair], with_embedding_grad: bool = False):
-        """The tokenized pairs, their pooled vectors, the cross entropy, and (``with_embedding_grad``) the
-        embedding output the adversarial view perturbs."""
+    def classify(self, batch: list[NliPair], with_embedding_grad: bool = False) -> Classified:
+        """The tokenized pairs (premises, then hypotheses), their pooled vectors, the cross entropy, and
+        (``with_embedding_grad``) the embedding output the adversarial view perturbs."""
         encoder, count = self.encoder, len(batch)
-        ids, mask = encoder.tokenize([p.premise for p in batch] + [p.hypothesis for p in batch])
+        tokens = self.execution.tokenized([p.premise for p in batch] + [p.hypothesis for p in batch])
         labels = torch.tensor([LABEL_INDEX[p.label] for p in batch], device=encoder.device)
         embedded = None
         if with_embedding_grad:
-            pooled, embedded = forward_with_embedding_grad(encoder.model, ids, mask, encoder.train_pooling)
+            pooled, embedded = forward_with_embedding_grad(
+                encoder.model, tokens.ids, tokens.mask, encoder.train_pooling, tokens.packed
+            )
         else:
-            pooled = pooled_forward(self.execution.forward_model, ids, mask, encoder.train_pooling)
-        return ids, mask, pooled, self.head.loss(pooled[:count], pooled[count:], labels), embedded
+            pooled = pooled_forward(
+                self.execution.forward_model, tokens.ids, tokens.mask, encoder.train_pooling, packed=tokens.packed
+            )
+        return Classified(tokens, pooled, self.head.loss(pooled[:count], pooled[count:], labels), embedded)
 
     def loss(self, batch: list[NliPair]) -> torch.Tensor:
-        return self.classify(batch)[3]
+        return self.classify(batch).cross_entropy
 
 
 class JointNli(NliClassification):
@@ -81,15 +97,20 @@ class JointNli(NliClassification):
     def loss(self, batch: list[NliPair]) -> torch.Tensor:
         config, encoder, count = self.config, self.encoder, len(batch)
         adversarial = "adversarial" in config.views
-        ids, mask, pooled, cross_entropy, embedded = self.classify(batch, with_embedding_grad=adversarial)
+        classified = self.classify(batch, with_embedding_grad=adversarial)
+        tokens, cross_entropy = classified.tokens, classified.cross_entropy
         perturbation = None
         if adversarial:
-            (gradient,) = torch.autograd.grad(cross_entropy, embedded, retain_graph=True)
+            (gradient,) = torch.autograd.grad(cross_entropy, classified.embedded, retain_graph=True)
             perturbation = fgv_perturbation(gradient.detach(), config.adversarial_epsilon)
         model, pooling, ratios = self.execution.forward_model, encoder.train_pooling, encoder.ratios
         first, second = config.views
         if first == "none":  # the classifier's clean pass is the first view, as the authors' rep_a
-            view1, view2 = pooled, view_forward(model, ids, mask, second, pooling, ratios, perturbation)
+            view1 = classified.pooled
+            view2 = view_forward(model, tokens.ids, tokens.mask, second, pooling, ratios, perturbation, tokens.packed)
         else:
-            view1, view2 = two_view_forward(model, ids, mask, config.views, pooling, ratios, perturbation)
+            twice = self.execution.packed_pass(tokens.host_mask, copies=2)
+            view1, view2 = two_view_forward(
+                model, tokens.ids, tokens.mask, config.views, pooling, ratios, perturbation, packed=twice
+            )
         return cross_entropy + config.contrastive_weight * paired_nt_xent(view1, view2, count, config.temperature)
