@@ -133,14 +133,19 @@ class SgOptTrainer:
         return contrastive + self.config.regularization * squared_distance(self.tuned, self.frozen)
 
     def training_texts(self) -> list[str]:
-        stsb = self.data.sets["STSb"]
-        if self.config.train_texts == "stsb":
+        return self.texts_of(self.config.train_texts, self.data)
+
+    @staticmethod
+    def texts_of(train_texts: str, data: SentEvalData) -> list[str]:
+        """SG-OPT's training texts for its ``train_texts`` setting."""
+        stsb = data.sets["STSb"]
+        if train_texts == "stsb":
             return stsb.scored_texts()
-        if self.config.train_texts == "stsb-train":
+        if train_texts == "stsb-train":
             return [s for p in stsb.groups["train"] for s in (p.sent1, p.sent2)]
-        if self.config.train_texts == "sts":
-            return self.data.unlabeled_texts()
-        raise ValueError(f"SG-OPT train_texts must be 'stsb', 'stsb-train' or 'sts', got {self.config.train_texts!r}")
+        if train_texts == "sts":
+            return data.unlabeled_texts()
+        raise ValueError(f"SG-OPT train_texts must be 'stsb', 'stsb-train' or 'sts', got {train_texts!r}")
 
 
 @dataclass

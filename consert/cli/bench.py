@@ -8,7 +8,7 @@ from pathlib import Path
 from consert.cli.arguments import add_data_argument, at_least
 
 NAME = "bench"
-HELP = "benchmark evaluation and training against their references"
+HELP = "benchmark evaluation and training against their references; --config: what a workflow config's DAG costs"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +21,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="cpu: against sentence-transformers; cuda: the paper-scale trainer, a plain loop, the compiled ceiling",
     )
     parser.add_argument("--json", default=None, metavar="FILE.json", help="also write the raw numbers")
+    parser.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE.yaml",
+        help="a workflow config (config/config.yaml: the paper): time each of its job kinds on --device and "
+        "project its DAG's GPU-hours and wall time, kind by kind",
+    )
+    parser.add_argument("--steps", type=at_least(6), default=300, help="--config: training steps timed per kind")
+    parser.add_argument("--gpus", type=at_least(1), default=1, help="--config: the cards of --resources gpu=N")
+    parser.add_argument(
+        "--shape",
+        choices=("hub", "tiny"),
+        default="hub",
+        help="--config: random BERTs of the hub configs' shapes (hub), or 2-layer ones to try the command (tiny)",
+    )
+    parser.add_argument("--output", default=None, metavar="FILE.csv", help="--config: the cost table as CSV")
     add_data_argument(parser)
 
 
@@ -31,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
     from consert.data.senteval import load_senteval
 
     data = load_senteval(args.data)
+    if args.config:
+        return _paper_cost(args, data)
     if args.device == "cuda":
         from consert.bench import cuda
 
@@ -42,4 +60,30 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
         print(f"wrote {args.json}")
+    return 0
+
+
+def _paper_cost(args: argparse.Namespace, data) -> int:
+    """``--config``: the workflow config's job kinds timed here and its DAG's cost projected."""
+    import yaml
+    from snakemake.utils import validate
+
+    from consert.bench import paper_cost
+    from consert.hardware import hardware_summary
+    from consert.io import write_csv
+
+    workflow = yaml.safe_load(Path(args.config).read_text(encoding="utf-8"))
+    schema = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+    if schema.is_file():  # a checkout: the workflow's defaults filled in, as snakemake does
+        validate(workflow, str(schema))
+    workflow["data_dir"] = str(data.root)
+    table, totals = paper_cost.run(workflow, data, args.device, args.steps, args.gpus, args.shape)
+    if args.output:
+        table = table.assign(
+            hardware=hardware_summary(args.device),
+            shape=args.shape,
+            gpus=args.gpus,
+            **{f"total_{name}": value for name, value in totals.items()},
+        )
+        print(f"wrote {write_csv(table, args.output)}")
     return 0

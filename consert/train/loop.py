@@ -32,7 +32,10 @@ CUDA_SYNC_EVERY = 50
 
 
 class TrainingFault(RuntimeError):
-    """Training produced a non-finite loss or a collapsed embedding; nothing is exported."""
+    """Training produced a non-finite loss or a collapsed embedding; nothing is exported. A fault raised by a
+    dev evaluation carries the steps' log so far (``log``)."""
+
+    log: list[dict] | None = None
 
 
 def loop_settings(config: object, dtype: str, **fixed: object) -> LoopSettings:
@@ -202,7 +205,11 @@ def run_loop(
         """Score on dev (``times`` evaluations of the same model), keep the best state; True when patience runs out."""
         nonlocal misses, previous
         flush()
-        score = dev_fn()
+        try:
+            score = dev_fn()
+        except TrainingFault as fault:  # the steps' log goes with it (a benchmark times the steps all the same)
+            fault.log = log
+            raise
         for _ in range(times):
             log.append({"step": step, "dev_spearman": score, "seconds": time.perf_counter() - started})
             improved = score > best["dev"]

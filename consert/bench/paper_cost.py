@@ -1,0 +1,270 @@
+"""``consert bench --config FILE``: what a workflow config's DAG costs on the device at hand, measured job kind
+by job kind.
+
+Every training run of the config (``runs/<run>/train.yaml``'s values, SG-OPT's too) is planned as the trainer
+plans it: the items of one epoch of the paper's run (the 89,192 STS texts, the 942,069 SNLI + MultiNLI pairs,
+SimCSE's 1,000,000 Wikipedia sentences, a few-shot sample upsampled as the authors'), the batch size, the
+epochs, ``max_steps``; the dev evaluations on its evaluation grid; and the 7-set evaluation that follows it.
+Runs that train alike (model size, mode, batch size, max length) form a job kind, and each kind is timed once:
+the harness's own trainer for ``steps`` steps on a randomly initialised BERT of the size's hub shape
+(bert-base-uncased's or bert-large-uncased's configuration, no download; the same arithmetic, for timing
+only), its steady steps per second after a warm-up, and one dev evaluation and one 7-set evaluation per size.
+
+The projection runs every run to its planned length: an upper bound. The runs whose recipe stops early (the
+authors' ``patience`` evaluations without a gain; SG-OPT's dev declines) may end sooner; the table says which
+rule each kind follows. ``--resources gpu=N`` is projected as the GPU-hours over N cards or the longest chain
+of one run (its NLI stage, itself, its evaluation), whichever is longer. BERT-flow's and whitening's fits, and
+the CPU jobs, are not timed here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from consert.data.senteval import SentEvalData
+from consert.encode.models import STAND_IN_MODEL, resolve_model
+from consert.paper.artifacts import sgopt_run, sgopt_seeds
+from consert.paper.card import NLI_PAIRS, STS_TEXTS
+from consert.paper.plan import plan_runs, unique_runs
+from consert.paper.run_configs import consert_run_config, sgopt_run_config
+from consert.train.config import SUPERVISED_MODES, TrainConfig
+from consert.train.loop import evaluation_grid, loop_settings, planned_step_count
+from consert.train.recipes import FIRST_STAGE
+
+#: The hub configurations' shapes (layers, hidden size, heads, feed-forward size), by the config's size keys.
+HUB_SHAPES = {
+    "base": {"num_hidden_layers": 12, "hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 3072},
+    "large": {"num_hidden_layers": 24, "hidden_size": 1024, "num_attention_heads": 16, "intermediate_size": 4096},
+}
+#: A 2-layer BERT for trying the command on a small machine (``--shape tiny``).
+TINY_SHAPE = {"num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 64}
+#: Lines of SimCSE's wiki1m_for_simcse.txt (its data/download_wiki.sh).
+WIKI1M_TEXTS = 1_000_000
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    """One training run as the trainer plans it, and the kind of step it repeats."""
+
+    run: str
+    kind: str
+    steps: int
+    dev_evaluations: int
+    stopping: str
+    after: str | None = None  # the run whose exported model it starts from (a two-stage mode's NLI run)
+
+
+def _items(config: TrainConfig) -> int:
+    """Items of one epoch of the paper's run of ``config`` (the card's counts; a text file: its lines if here)."""
+    if config.mode in SUPERVISED_MODES:
+        return NLI_PAIRS
+    if config.train_texts != "sts":
+        path = Path(config.train_texts)
+        return sum(1 for _ in path.open(encoding="utf-8")) if path.is_file() else WIKI1M_TEXTS
+    if config.n_texts:  # few-shot: the sample repeated int(corpus / n) times (main.py --do_upsampling)
+        return config.n_texts * int(STS_TEXTS / config.n_texts) if config.upsample else config.n_texts
+    return STS_TEXTS
+
+
+def _stopping(patience: int | None, counts: str = "evaluations without a gain") -> str:
+    return "full length" if patience is None else f"patience {patience} ({counts}; the recipe's)"
+
+
+def planned_jobs(workflow: dict[str, Any], data: SentEvalData) -> tuple[list[PlannedJob], dict[str, Any]]:
+    """Every training run of the workflow config, planned; and one config per job kind, the kind's first run's
+    (a :class:`TrainConfig`, or SG-OPT's config), to time the kind with. ``data``: SG-OPT's texts."""
+    from baselines.sgopt import SgOptConfig, SgOptTrainer
+
+    jobs, kinds = [], {}
+    for run_id, spec in unique_runs(plan_runs(workflow)).items():
+        config = TrainConfig.from_dict(consert_run_config(run_id, spec, workflow), source=run_id)
+        kind = f"{spec.size} {spec.mode} b{config.batch_size} L{config.max_length}"
+        kinds.setdefault(kind, config)
+        items, settings = _items(config), loop_settings(config, "fp32")
+        steps = planned_step_count(items, config.batch_size, config.epochs, config.max_steps)
+        grid = evaluation_grid(items, settings)
+        after = spec.stage1.run_id if spec.stage1 else None
+        jobs.append(PlannedJob(run_id, kind, steps, sum(grid.values()), _stopping(config.patience), after))
+    for size in workflow["models"]:
+        for seed in sgopt_seeds(workflow):
+            values = sgopt_run_config(size, seed, workflow)
+            config = SgOptConfig(**{k: v for k, v in values.items() if k != "data"})
+            kind = f"{size} sgopt b{config.batch_size} L{config.max_length}"
+            kinds.setdefault(kind, config)
+            items = len(SgOptTrainer.texts_of(config.train_texts, data))
+            steps = planned_step_count(items, config.batch_size, config.epochs, config.max_steps)
+            evaluations = steps // config.eval_every + (steps % config.eval_every > 0)
+            stopping = _stopping(config.patience, "dev declines, never reset")
+            jobs.append(PlannedJob(sgopt_run(size, seed), kind, steps, evaluations, stopping))
+    return jobs, kinds
+
+
+def random_bert(folder: Path, shape: dict[str, int]) -> str:
+    """A randomly initialised BERT of ``shape`` with the stand-in's uncased 30,522-token WordPiece vocabulary,
+    saved to ``folder``; its path."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    BertModel(BertConfig(**shape)).save_pretrained(folder)
+    vocabulary = resolve_model(STAND_IN_MODEL).path
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        if (Path(vocabulary) / name).is_file():
+            shutil.copy(Path(vocabulary) / name, folder / name)
+    return str(folder)
+
+
+@dataclass(frozen=True)
+class KindRate:
+    """A job kind's measured steady training rate and how it ran."""
+
+    kind: str
+    steps_per_s: float
+    steps_timed: int
+    how: str
+
+
+def _timed_config(config, model: str, steps: int, device: str, workdir: Path, data_dir: str | None):
+    """The kind's config for a timing run, and what was swapped: the random model, ``steps`` steps, no dev
+    evaluation inside the timed steps, and inputs that are here (the STS texts for a missing text file;
+    SICK-E's pairs, the trainer's own fallback, for missing NLI files; AugCSE's augmentations that need no
+    parser when its spaCy model is not installed)."""
+    from baselines.sgopt import SgOptConfig
+    from consert.train.text_augment import WITHOUT_PARSER
+
+    # epochs enough that max_steps, not a small data set, ends the timing run
+    common = {"model": model, "max_steps": steps, "epochs": steps, "device": device, "output_dir": str(workdir / "out")}
+    if isinstance(config, SgOptConfig):
+        return dataclasses.replace(config, **common, eval_every=10 * steps), []
+    changes: dict[str, Any] = {**common, "eval_every": 10 * steps, "data": data_dir}
+    if config.mode in FIRST_STAGE:  # its second stage alone, from the random model as from its NLI run's export
+        changes["stage1_model"] = model
+    swapped = []
+    if config.train_texts != "sts" and not Path(config.train_texts).is_file():
+        changes["train_texts"] = "sts"
+        swapped.append(f"STS texts for the missing {config.train_texts}")
+    if config.nli_files and not all(Path(p).is_file() for p in config.nli_files):
+        changes.update(nli_source="sick-e", nli_files=[])
+        swapped.append("SICK-E's pairs for the missing NLI files")
+    if config.spacy_model and importlib.util.find_spec(config.spacy_model) is None:
+        changes.update(
+            spacy_model=None, text_augmentations=[n for n in config.text_augmentations if n in WITHOUT_PARSER]
+        )
+        swapped.append(f"no parser-based augmentations ({config.spacy_model} is not installed)")
+    return dataclasses.replace(config, **changes), swapped
+
+
+def measure_kind(kind: str, config, model: str, data: SentEvalData, steps: int, device: str) -> KindRate:
+    """Train ``steps`` steps of ``config`` on ``model``; the steady rate after a third of them (warm-up, graph
+    captures, compilation)."""
+    from baselines.sgopt import SgOptConfig, train_sgopt
+    from consert.bench.cuda import steady_rate
+    from consert.train.loop import TrainingFault
+    from consert.train.trainer import train
+
+    with tempfile.TemporaryDirectory(prefix="consert-cost-") as scratch:
+        timed, swapped = _timed_config(config, model, steps, device, Path(scratch), str(data.root))
+        try:
+            if isinstance(timed, SgOptConfig):
+                log = train_sgopt(timed, data, progress=False).loop.log
+            else:
+                log = train(timed, data, progress=False).log
+        except TrainingFault as fault:  # random weights may pool to one direction: the steps ran all the same
+            if fault.log is None:
+                raise
+            log = fault.log
+            swapped.append("the random model's dev vectors collapsed (timed steps are unaffected)")
+    rate, _, _ = steady_rate(log, skip=max(1, steps // 3))
+    return KindRate(kind, rate, steps - max(1, steps // 3) - 1, "; ".join(swapped) or "as configured")
+
+
+def evaluation_seconds(model: str, data: SentEvalData, device: str, dev_pairs: int | None = None) -> float:
+    """Seconds of one evaluation of ``model`` as a training job's: the 7 sets with the paper's pooling (or the
+    first ``dev_pairs`` STS-B dev pairs: a dev evaluation), after a warm-up pass."""
+    from consert.encode.encoder import SentenceEncoder
+    from consert.evaluate.protocol import encode_and_score, evaluate_model
+
+    encoder = SentenceEncoder.load(model, device=device)
+    if dev_pairs is not None:
+        pairs = data.sets["STSb"].groups["dev"][:dev_pairs]
+        encode_and_score(encoder, pairs, "mean")
+        started = time.perf_counter()
+        encode_and_score(encoder, pairs, "mean")
+        return time.perf_counter() - started
+    started = time.perf_counter()
+    evaluate_model(model, data=data, encoder=encoder, device=device, progress=False)
+    return time.perf_counter() - started
+
+
+def projection(
+    jobs: list[PlannedJob],
+    rates: dict[str, float],
+    dev_seconds: dict[str, float],
+    test_seconds: dict[str, float],
+    gpus: int,
+) -> tuple[pd.DataFrame, dict[str, float]]:
+    """Per job kind: runs, steps, dev evaluations, the stopping rule, the rate and the GPU-hours; and the
+    totals: GPU-hours, and the projected wall hours on ``gpus`` cards (GPU-hours / cards, or the longest
+    chain of runs, whichever is longer)."""
+    seconds = {}
+    for job in jobs:
+        size = job.kind.split()[0]
+        seconds[job.run] = job.steps / rates[job.kind] + job.dev_evaluations * dev_seconds[size] + test_seconds[size]
+    chain = {job.run: seconds[job.run] + (seconds.get(job.after, 0.0) if job.after else 0.0) for job in jobs}
+    rows = []
+    for kind in dict.fromkeys(job.kind for job in jobs):
+        mine = [job for job in jobs if job.kind == kind]
+        rows.append(
+            {
+                "kind": kind,
+                "runs": len(mine),
+                "steps": sum(job.steps for job in mine),
+                "dev_evaluations": sum(job.dev_evaluations for job in mine),
+                "stopping": mine[0].stopping,
+                "steps_per_s": rates[kind],
+                "gpu_hours": sum(seconds[job.run] for job in mine) / 3600,
+            }
+        )
+    table = pd.DataFrame(rows).sort_values("gpu_hours", ascending=False, ignore_index=True)
+    total = table.gpu_hours.sum()
+    longest = max(chain.values()) / 3600
+    return table, {"gpu_hours": total, "wall_hours": max(total / gpus, longest), "longest_chain_hours": longest}
+
+
+def run(
+    workflow: dict[str, Any], data: SentEvalData, device: str, steps: int, gpus: int, shape: str = "hub"
+) -> tuple[pd.DataFrame, dict[str, float]]:
+    """Plan, time every job kind and each size's evaluations, and project; printed as it goes."""
+    from consert.hardware import hardware_summary
+
+    jobs, kinds = planned_jobs(workflow, data)
+    print(f"{len(jobs)} training runs in {len(kinds)} job kinds; timing on {hardware_summary(device)}", flush=True)
+    rates, notes, dev_seconds, test_seconds = {}, {}, {}, {}
+    with tempfile.TemporaryDirectory(prefix="consert-cost-models-") as scratch:
+        models = {}
+        for size in workflow["models"]:
+            models[size] = random_bert(Path(scratch) / size, TINY_SHAPE if shape == "tiny" else HUB_SHAPES[size])
+            dev_seconds[size] = evaluation_seconds(models[size], data, device, dev_pairs=1500)
+            test_seconds[size] = evaluation_seconds(models[size], data, device)
+            print(f"  {size}: dev evaluation {dev_seconds[size]:.2f} s, 7-set evaluation {test_seconds[size]:.1f} s")
+        for kind, config in kinds.items():
+            rate = measure_kind(kind, config, models[kind.split()[0]], data, steps, device)
+            rates[kind], notes[kind] = rate.steps_per_s, rate.how
+            print(f"  {kind}: {rate.steps_per_s:.2f} steps/s ({rate.steps_timed} steps timed; {rate.how})", flush=True)
+    table, totals = projection(jobs, rates, dev_seconds, test_seconds, gpus)
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    table["timed_as"] = table.kind.map(notes)
+    print(
+        f"total {totals['gpu_hours']:.1f} GPU-hours; on {gpus} card(s) {totals['wall_hours']:.1f} h "
+        f"(longest chain {totals['longest_chain_hours']:.1f} h); every run at its planned length (an upper bound)"
+    )
+    return table, totals

@@ -1,0 +1,84 @@
+"""What a workflow config's DAG costs: every run planned as the authors' scripts plan it, the projection's
+arithmetic, and the command end to end on tiny random BERTs."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+import yaml
+
+from consert.bench.paper_cost import PlannedJob, planned_jobs, projection
+from consert.cli import main as cli_main
+from tests.conftest import ROOT
+from tests.fixtures import write_senteval_tree
+
+
+@pytest.fixture(scope="module")
+def paper_plan(real_data):
+    workflow = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    workflow["data_dir"] = str(real_data.root)
+    jobs, kinds = planned_jobs(workflow, real_data)
+    return {job.run: job for job in jobs}, kinds
+
+
+def test_every_run_of_the_paper_is_planned_as_the_authors_scripts_plan_it(paper_plan):
+    jobs, kinds = paper_plan
+    assert len(jobs) == 105  # the paper config's run configs (its dry run lists as many run_config jobs)
+    # unsup-consert-base.sh: 89,192 STS texts, batch 96, 10 epochs
+    assert jobs["base-unsup-seed1"].steps == 10 * math.ceil(89_192 / 96)
+    # BERT-flow's run_siamese.py: the 942,069 SNLI + MultiNLI pairs, batch 16, one epoch, no early stop
+    flow_nli = jobs["base-bertflow-nli-seed1"]
+    assert flow_nli.steps == math.ceil(942_069 / 16) and flow_nli.stopping == "full length"
+    # SG-OPT: STS-B's 8,628 scored pairs (Table 1: 5,749 + 1,500 + 1,379), both texts, batch 16
+    assert jobs["sgopt-base-seed1"].steps == math.ceil(2 * 8_628 / 16)
+    # SimCSE's 1,000,000 Wikipedia sentences, batch 64, one epoch
+    assert jobs["base-simcse-seed1"].steps == math.ceil(1_000_000 / 64)
+    assert jobs["large-sup-unsup-seed1"].after == "large-sup-seed1"  # a two-stage run follows its NLI run
+    assert jobs["base-unsup-seed1"].stopping.startswith("patience 10")
+    assert {job.kind for job in jobs.values()} == set(kinds)
+
+
+def test_the_projection_adds_steps_evaluations_and_chains_by_hand():
+    jobs = [
+        PlannedJob("a", "base k1", steps=3600, dev_evaluations=10, stopping="full length"),
+        PlannedJob("b", "base k1", steps=1800, dev_evaluations=0, stopping="full length"),
+        PlannedJob("c", "large k2", steps=720, dev_evaluations=2, stopping="full length", after="a"),
+    ]
+    rates, dev, test = {"base k1": 2.0, "large k2": 0.5}, {"base": 0.5, "large": 3.0}, {"base": 20.0, "large": 90.0}
+    table, totals = projection(jobs, rates, dev, test, gpus=2)
+    seconds = {"a": 1800 + 5 + 20, "b": 900 + 20, "c": 1440 + 6 + 90}
+    by_kind = table.set_index("kind")
+    assert by_kind.loc["base k1", "gpu_hours"] == pytest.approx((seconds["a"] + seconds["b"]) / 3600)
+    assert by_kind.loc["large k2", "gpu_hours"] == pytest.approx(seconds["c"] / 3600)
+    assert list(table.kind) == ["base k1", "large k2"]  # the costliest kind first
+    assert totals["gpu_hours"] == pytest.approx(sum(seconds.values()) / 3600)
+    chain = (seconds["a"] + seconds["c"]) / 3600  # c starts from a's export
+    assert totals["longest_chain_hours"] == pytest.approx(chain)
+    assert totals["wall_hours"] == pytest.approx(max(sum(seconds.values()) / 3600 / 2, chain))
+    _, one_card = projection(jobs, rates, dev, test, gpus=1)
+    assert one_card["wall_hours"] == pytest.approx(sum(seconds.values()) / 3600)
+
+
+def test_the_command_times_every_kind_of_the_test_config_and_writes_its_table(tmp_path, capsys):
+    data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
+    output = tmp_path / "cost.csv"
+    status = cli_main(
+        [
+            "bench", "--config", str(ROOT / "config" / "test.yaml"), "--shape", "tiny", "--steps", "6",
+            "--gpus", "2", "--data", str(data), "--output", str(output),
+        ]
+    )  # fmt: skip
+    assert status == 0
+    table = pd.read_csv(output)
+    workflow = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    workflow["data_dir"] = str(data)
+    from consert.data.senteval import load_senteval
+
+    jobs, kinds = planned_jobs(workflow, load_senteval(data))
+    assert set(table.kind) == set(kinds) and table.runs.sum() == len(jobs)
+    assert (table.steps_per_s > 0).all() and (table.gpu_hours > 0).all()
+    assert table.total_gpu_hours.iloc[0] == pytest.approx(table.gpu_hours.sum())
+    assert table.hardware.iloc[0] and set(table.gpus) == {2}
+    assert "GPU-hours; on 2 card(s)" in capsys.readouterr().out
