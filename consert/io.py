@@ -15,10 +15,12 @@ import pandas as pd
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds."""
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds. The file
+    gets the permissions an ordinary file gets under the user's umask (``mkstemp`` makes it 0600)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.fchmod(handle, 0o666 & ~current_umask())
     os.close(handle)
     try:
         yield Path(temporary)
@@ -26,6 +28,13 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
+
+
+def current_umask() -> int:
+    """The process's umask (read by setting it and setting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_csv(frame: pd.DataFrame, path: str | os.PathLike) -> Path:

@@ -17,6 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. --set model=bert-base-uncased"
     )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an earlier export in output_dir (never other files)"
+    )
     add_evaluate_arguments(parser)
 
 
@@ -25,11 +28,13 @@ def run(args: argparse.Namespace) -> int:
     from baselines.sgopt import SgOptConfig, train_sgopt
     from consert.data.senteval import load_senteval
     from consert.train.config import dataclass_from_dict, parse_overrides, read_yaml
+    from consert.train.export import check_export_target
 
     values = read_yaml(args.config) if args.config else {}
     values.update(parse_overrides(args.set))
     data_dir = values.pop("data", None)
     config = dataclass_from_dict(SgOptConfig, values, source=args.config or "--set")
+    check_export_target(config.output_dir, args.overwrite)
     data = load_senteval(data_dir)
     result = train_sgopt(config, data)
     print(

@@ -23,6 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="override a config key (repeatable), e.g. --set mode=joint --set max_steps=30",
     )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an earlier export in output_dir (never other files)"
+    )
     add_evaluate_arguments(parser)
 
 
@@ -30,9 +33,14 @@ def run(args: argparse.Namespace) -> int:
     """Run ``consert train`` on parsed ``args``; return its exit status."""
     from consert.data.senteval import load_senteval
     from consert.train.config import load_train_config
+    from consert.train.export import check_export_target
+    from consert.train.recipes import FIRST_STAGE
     from consert.train.trainer import train
 
     config = load_train_config(args.config, args.set)
+    for stage in (config.first_stage(),) if config.mode in FIRST_STAGE and not config.stage1_model else ():
+        check_export_target(stage.output_dir, args.overwrite)
+    check_export_target(config.output_dir, args.overwrite)
     data = load_senteval(config.data)
     result = train(config, data)
     print(

@@ -11,9 +11,33 @@ from typing import Any
 from torch import nn
 
 from consert.encode.pooling import Pooling
+from consert.io import current_umask
 
 TRAINING_RECORD = "consert_training.json"
 TRAINING_LOG = "training_log.json"
+
+
+def check_export_target(output_dir: str | Path, overwrite: bool = False) -> Path:
+    """Refuse, before any training, a folder an export may not replace: it must be absent, empty, or (with
+    ``overwrite``) an earlier export of the harness (its training record says so). Then probe that the
+    folder's parent takes a folder. A folder holding anything else is never deleted."""
+    target = Path(output_dir)
+    if target.exists() and not target.is_dir():
+        raise OSError(f"output_dir {target}: is a file, not a folder")
+    if target.is_dir() and any(target.iterdir()):
+        if not (target / TRAINING_RECORD).is_file():
+            raise OSError(
+                f"output_dir {target}: holds files the harness did not write (no {TRAINING_RECORD}); "
+                "choose another folder, or empty this one yourself"
+            )
+        if not overwrite:
+            raise OSError(f"output_dir {target}: holds an earlier export; pass --overwrite to replace it")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryDirectory(prefix=f".{target.name}.", suffix=".probe", dir=target.parent).cleanup()
+    except OSError as err:
+        raise OSError(f"output_dir {target}: cannot be written there ({err.strerror or err})") from None
+    return target
 
 
 def sentence_transformers_pooling(spec: Pooling, transformer, models) -> list[nn.Module]:
@@ -79,13 +103,25 @@ def export_model(
         (staging / TRAINING_RECORD).write_text(json.dumps(record, indent=2, default=str))
         (staging / TRAINING_LOG).write_text(json.dumps(log, indent=1))
         (staging / CARD).write_text(model_card(record), encoding="utf-8")
-        if target.exists():
+        _readable_as_umask_says(staging)
+        if target.exists():  # only an export of the harness (check_export_target refused anything else)
+            if any(target.iterdir()) and not (target / TRAINING_RECORD).is_file():
+                raise OSError(f"output_dir {target}: holds files the harness did not write; not replaced")
             shutil.rmtree(target)
         staging.rename(target)
     finally:
         if staging.exists():
             shutil.rmtree(staging)
     return target
+
+
+def _readable_as_umask_says(folder: Path) -> None:
+    """Folders and files as ``mkdir`` and ``open`` make them under the user's umask: ``mkdtemp`` made the folder
+    0700 and transformers writes the weights 0600, which would keep colleagues from loading the model."""
+    mask = current_umask()
+    folder.chmod(0o777 & ~mask)
+    for path in folder.rglob("*"):
+        path.chmod((0o777 if path.is_dir() else 0o666) & ~mask)
 
 
 def write_model_card(folder: str | Path, scores=None) -> Path:
