@@ -14,7 +14,10 @@ from consert.train.packed import Packing
 from consert.train.views import PackedPass, two_view_forward
 from tests import fixtures
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device"),
+]
 
 
 def _tiny_bert():
