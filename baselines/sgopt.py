@@ -133,19 +133,19 @@ class SgOptTrainer:
         return contrastive + self.config.regularization * squared_distance(self.tuned, self.frozen)
 
     def training_texts(self) -> list[str]:
-        return self.texts_of(self.config.train_texts, self.data)
+        return sgopt_texts(self.config.train_texts, self.data)
 
-    @staticmethod
-    def texts_of(train_texts: str, data: SentEvalData) -> list[str]:
-        """SG-OPT's training texts for its ``train_texts`` setting."""
-        stsb = data.sets["STSb"]
-        if train_texts == "stsb":
-            return stsb.scored_texts()
-        if train_texts == "stsb-train":
-            return [s for p in stsb.groups["train"] for s in (p.sent1, p.sent2)]
-        if train_texts == "sts":
-            return data.unlabeled_texts()
-        raise ValueError(f"SG-OPT train_texts must be 'stsb', 'stsb-train' or 'sts', got {train_texts!r}")
+
+def sgopt_texts(train_texts: str, data: SentEvalData) -> list[str]:
+    """SG-OPT's training texts for its ``train_texts`` setting."""
+    stsb = data.sets["STSb"]
+    if train_texts == "stsb":
+        return stsb.scored_texts()
+    if train_texts == "stsb-train":
+        return [s for p in stsb.groups["train"] for s in (p.sent1, p.sent2)]
+    if train_texts == "sts":
+        return data.unlabeled_texts()
+    raise ValueError(f"SG-OPT train_texts must be 'stsb', 'stsb-train' or 'sts', got {train_texts!r}")
 
 
 @dataclass

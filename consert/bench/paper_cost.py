@@ -82,7 +82,7 @@ def _stopping(patience: int | None, counts: str = "evaluations without a gain") 
 def planned_jobs(workflow: dict[str, Any], data: SentEvalData) -> tuple[list[PlannedJob], dict[str, Any]]:
     """Every training run of the workflow config, planned; and one config per job kind, the kind's first run's
     (a :class:`TrainConfig`, or SG-OPT's config), to time the kind with. ``data``: SG-OPT's texts."""
-    from baselines.sgopt import SgOptConfig, SgOptTrainer
+    from baselines.sgopt import SgOptConfig, sgopt_texts
 
     jobs, kinds = [], {}
     for run_id, spec in unique_runs(plan_runs(workflow)).items():
@@ -100,7 +100,7 @@ def planned_jobs(workflow: dict[str, Any], data: SentEvalData) -> tuple[list[Pla
             config = SgOptConfig(**{k: v for k, v in values.items() if k != "data"})
             kind = f"{size} sgopt b{config.batch_size} L{config.max_length}"
             kinds.setdefault(kind, config)
-            items = len(SgOptTrainer.texts_of(config.train_texts, data))
+            items = len(sgopt_texts(config.train_texts, data))
             steps = planned_step_count(items, config.batch_size, config.epochs, config.max_steps)
             evaluations = steps // config.eval_every + (steps % config.eval_every > 0)
             stopping = _stopping(config.patience, "dev declines, never reset")
