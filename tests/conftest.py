@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,31 @@ os.environ.setdefault("CONSERT_ALLOW_UNVERIFIED_DATA", "1")
 # the measured precision choices of this session go to a fresh folder (the probe runs for real once per
 # model shape, and the suite leaves the user's ~/.cache/consert alone)
 os.environ.setdefault("CONSERT_CACHE_DIR", tempfile.mkdtemp(prefix="consert-precision-"))
+
+
+#: The end-to-end runs first, in this order (the paper rehearsed, the DAG resumed, on SLURM, in a browser): where CI's
+#: time runs short (CONSERT_CI_DEADLINE), what is left out is the cheaper checks of single commands.
+SLOW_ORDER = ("tests/workflow/test_rehearsal.py", "tests/workflow/test_workflow.py")
+#: Epoch seconds after which no slow test starts: .ci/run sets it so that its run ends within CI's 90 minutes on
+#: a slow machine (a slow test may take 25 minutes on 2 AVX2 cores); unset, every selected test runs.
+DEADLINE_ENV = "CONSERT_CI_DEADLINE"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Slow tests in :data:`SLOW_ORDER` (the rest after them, as collected); the default suite as collected."""
+
+    def rank(item) -> int:
+        path = item.nodeid.split("::")[0]
+        return SLOW_ORDER.index(path) if item.get_closest_marker("slow") and path in SLOW_ORDER else len(SLOW_ORDER)
+
+    items.sort(key=rank)
+
+
+def pytest_runtest_setup(item):
+    """Past CI's deadline a slow test does not start: it is skipped, and says why."""
+    deadline = os.environ.get(DEADLINE_ENV)
+    if deadline and item.get_closest_marker("slow") and time.time() > float(deadline):
+        pytest.skip(f"${DEADLINE_ENV}: CI's time budget leaves too little for another end-to-end run on this machine")
 
 
 @pytest.fixture(scope="session")
