@@ -37,24 +37,30 @@ from consert.train.losses import nt_xent
 PAPER_BATCH, PAPER_LENGTH = 96, 64
 
 
+def random_bert(folder: Path, shape: dict[str, int]) -> str:
+    """A randomly initialised BERT of ``shape`` (BertConfig's keys; torch seeded with 0) with the stand-in's uncased
+    30,522-token WordPiece vocabulary, saved to ``folder``; its path."""
+    import shutil
+
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    BertModel(BertConfig(**shape)).save_pretrained(folder)
+    vocabulary = Path(resolve_model(STAND_IN_MODEL).path)
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        if (vocabulary / name).is_file():
+            shutil.copy(vocabulary / name, Path(folder) / name)
+    return str(folder)
+
+
 def paper_shape_model(workdir: Path) -> tuple[str, str]:
     """``(path or hub id, label)`` of a BERT-base to time: bert-base-uncased if it is here, else a random one."""
     try:
         return str(resolve_model("bert-base-uncased").path), "bert-base-uncased"
     except ModelNotAvailableError:
         pass
-    import shutil
-
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(0)
-    target = workdir / "bert-base-random"
-    BertModel(BertConfig()).save_pretrained(target)
-    tokenizer_files = resolve_model(STAND_IN_MODEL).path
-    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
-        if (Path(tokenizer_files) / name).is_file():
-            shutil.copy(Path(tokenizer_files) / name, target / name)
-    return str(target), "randomly initialised BERT-base (bert-base-uncased's shape, timing only)"
+    path = random_bert(workdir / "bert-base-random", {})  # BertConfig's defaults: bert-base-uncased's shape
+    return path, "randomly initialised BERT-base (bert-base-uncased's shape, timing only)"
 
 
 def steady_rate(log: list[dict], skip: int) -> tuple[float, float, int]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -30,8 +29,8 @@ from typing import Any
 
 import pandas as pd
 
+from consert.bench.cuda import random_bert
 from consert.data.senteval import SentEvalData
-from consert.encode.models import STAND_IN_MODEL, resolve_model
 from consert.paper.artifacts import sgopt_run, sgopt_seeds
 from consert.paper.card import NLI_PAIRS, STS_TEXTS
 from consert.paper.plan import plan_runs, unique_runs
@@ -106,21 +105,6 @@ def planned_jobs(workflow: dict[str, Any], data: SentEvalData) -> tuple[list[Pla
             stopping = _stopping(config.patience, "dev declines, never reset")
             jobs.append(PlannedJob(sgopt_run(size, seed), kind, steps, evaluations, stopping))
     return jobs, kinds
-
-
-def random_bert(folder: Path, shape: dict[str, int]) -> str:
-    """A randomly initialised BERT of ``shape`` with the stand-in's uncased 30,522-token WordPiece vocabulary,
-    saved to ``folder``; its path."""
-    import torch
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(0)
-    BertModel(BertConfig(**shape)).save_pretrained(folder)
-    vocabulary = resolve_model(STAND_IN_MODEL).path
-    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
-        if (Path(vocabulary) / name).is_file():
-            shutil.copy(Path(vocabulary) / name, folder / name)
-    return str(folder)
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,8 @@ def test_packing_keeps_only_the_last_layer():
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory):
-    from consert.bench.paper_cost import TINY_SHAPE, random_bert
+    from consert.bench.cuda import random_bert
+    from consert.bench.paper_cost import TINY_SHAPE
 
     return random_bert(tmp_path_factory.mktemp("tiny-bert"), TINY_SHAPE)
 
