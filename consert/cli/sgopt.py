@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     data_dir = values.pop("data", None)
     config = dataclass_from_dict(SgOptConfig, values, source=args.config or "--set")
     check_export_target(config.output_dir, args.overwrite)
-    data = load_senteval(data_dir)
+    data = load_senteval(data_dir, flag="--set data=DIR")
     result = train_sgopt(config, data)
     print(
         f"best STS-B dev Spearman {result.loop.best_dev:.2f} at step {result.loop.best_step}; "

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     for stage in (config.first_stage(),) if config.mode in FIRST_STAGE and not config.stage1_model else ():
         check_export_target(stage.output_dir, args.overwrite)
     check_export_target(config.output_dir, args.overwrite)
-    data = load_senteval(config.data)
+    data = load_senteval(config.data, flag="--set data=DIR")
     result = train(config, data)
     print(
         f"best STS-B dev Spearman {result.best_dev_spearman:.2f} at step {result.best_step} "

@@ -11,7 +11,6 @@ possible; the evaluation records the sha256 of every file it reads so such diffe
 from __future__ import annotations
 
 import io
-import os
 import shutil
 import tarfile
 import tempfile
@@ -20,13 +19,18 @@ import zipfile
 from pathlib import Path
 
 from consert.data.senteval import (
+    BESIDE_CHECKOUT,
     DATA_ENV_VAR,
     DEFAULT_DATA_DIR,
     SICK_SPLITS,
     STS_YEAR_SUBSETS,
     DataFormatError,
+    find_data_dir,
     resolve_data_dir,
 )
+
+#: How the workflow names a data folder (the hint of its data errors).
+WORKFLOW_FLAG = "--config data_dir=DIR"
 
 _STS_ARCHIVES = {
     "STS12": ("http://ixa2.si.ehu.es/stswiki/images/4/40/STS2012-en-test.zip", "test-gold"),
@@ -122,33 +126,16 @@ def download_wiki1m(path: Path) -> Path:
     return path
 
 
-#: SentEval data folders beside a checkout, found without being named: this project's shared data folder,
-#: and the ``data`` folder of a SentEval clone.
-BESIDE_CHECKOUT = ("../shared/data/senteval", "../SentEval/data")
-
-
-def _holds_senteval(path: Path) -> bool:
-    return (path / "downstream" / "STS").is_dir() or (path / "STS").is_dir()
-
-
 def find_senteval(configured: str | Path, checkout: Path) -> Path | None:
-    """The SentEval data folder for the config's ``data_dir``, if one is on disk; never downloads.
+    """The SentEval data folder for the workflow config's ``data_dir``, if one is on disk; never downloads.
 
     A ``data_dir`` other than the default (``data/senteval``) is used as given (a
-    :class:`~consert.data.senteval.DataFormatError` when it holds no data). The default is looked for in order:
-    ``$CONSERT_DATA``, ``data/senteval`` itself, a folder of :data:`BESIDE_CHECKOUT` next to ``checkout``;
-    ``None`` when none holds data.
+    :class:`~consert.data.senteval.DataFormatError` when it holds no data); the default is looked for as
+    every command looks (:func:`~consert.data.senteval.find_data_dir`); ``None`` when none holds data.
     """
-    configured = Path(configured)
-    if configured != DEFAULT_DATA_DIR:
-        return resolve_data_dir(configured)
-    if os.environ.get(DATA_ENV_VAR):
-        return resolve_data_dir()
-    beside = [(checkout / relative).resolve() for relative in BESIDE_CHECKOUT]
-    for candidate in (configured, *beside):
-        if _holds_senteval(candidate):
-            return resolve_data_dir(candidate)
-    return None
+    if Path(configured) != DEFAULT_DATA_DIR:
+        return resolve_data_dir(configured, flag=WORKFLOW_FLAG)
+    return find_data_dir(checkout, flag=WORKFLOW_FLAG)
 
 
 def locate_senteval(configured: str | Path, checkout: Path, download: bool = True) -> Path:
@@ -171,5 +158,5 @@ def locate_senteval(configured: str | Path, checkout: Path, download: bool = Tru
     raise DataFormatError(
         configured,
         f"no SentEval data (looked in ${DATA_ENV_VAR}, {looked}) and {reason}. Run `consert download-data` "
-        f"where there is network, or point at a SentEval data folder with ${DATA_ENV_VAR} or --config data_dir=DIR",
+        f"where there is network, or point at a SentEval data folder with ${DATA_ENV_VAR} or {WORKFLOW_FLAG}",
     )

@@ -167,27 +167,68 @@ def normalize_sentence(text: str) -> str:
     return " ".join(text.split())
 
 
-def resolve_data_dir(path: str | os.PathLike | None = None) -> Path:
-    """Find the SentEval data directory: ``path``, else ``$CONSERT_DATA``, else ``./data/senteval``.
+#: SentEval data folders beside a checkout, found without being named: this project's shared data folder,
+#: and the ``data`` folder of a SentEval clone.
+BESIDE_CHECKOUT = ("../shared/data/senteval", "../SentEval/data")
+#: The folder this package is installed from (a clone, for an editable install).
+PACKAGE_CHECKOUT = Path(__file__).resolve().parents[2]
 
-    Returns the folder that contains ``STS/`` and ``SICK/`` (accepting either the SentEval ``data``
-    folder or its ``downstream`` subfolder). Never downloads: a missing directory raises a
-    :class:`DataFormatError` that says how to get the data.
-    """
-    if path is not None:
-        source, candidate = "the given path", Path(path)
-    elif os.environ.get(DATA_ENV_VAR):
-        source, candidate = f"${DATA_ENV_VAR}", Path(os.environ[DATA_ENV_VAR])
-    else:
-        source, candidate = "the default location", DEFAULT_DATA_DIR
+
+def _data_root(candidate: Path) -> Path | None:
+    """The folder holding ``STS/`` and ``SICK/``: ``candidate`` or its ``downstream`` subfolder."""
     for root in (candidate / "downstream", candidate):
         if (root / "STS").is_dir():
             return root
+    return None
+
+
+def _given_data_dir(candidate: Path, source: str, flag: str) -> Path:
+    root = _data_root(candidate)
+    if root is not None:
+        return root
+    if candidate.is_file():
+        raise DataFormatError(candidate, f"a file, not a folder ({source}): {flag} expects the SentEval data folder")
     raise DataFormatError(
         candidate,
-        f"no SentEval data directory here ({source}); expected STS/ and SICK/ below it or below "
-        f"downstream/. Pass --data DIR, set ${DATA_ENV_VAR}, or run `consert download-data` "
-        "(needs network) to fill ./data/senteval.",
+        f"no SentEval data directory here ({source}); expected STS/ and SICK/ below it or below downstream/",
+    )
+
+
+def find_data_dir(checkout: Path | None = None, flag: str = "--data DIR") -> Path | None:
+    """The SentEval data folder found without being named, or ``None``: ``$CONSERT_DATA`` when set (it must
+    hold the data), else ``data/senteval``, else a folder of :data:`BESIDE_CHECKOUT` next to the working
+    directory or to ``checkout`` (default: the clone this package is installed from)."""
+    if os.environ.get(DATA_ENV_VAR):
+        return _given_data_dir(Path(os.environ[DATA_ENV_VAR]), f"${DATA_ENV_VAR}", flag)
+    roots = dict.fromkeys([Path.cwd().resolve(), (checkout or PACKAGE_CHECKOUT).resolve()])
+    for candidate in (DEFAULT_DATA_DIR, *((root / beside).resolve() for root in roots for beside in BESIDE_CHECKOUT)):
+        root = _data_root(candidate)
+        if root is not None:
+            return root
+    return None
+
+
+def resolve_data_dir(
+    path: str | os.PathLike | None = None, flag: str = "--data DIR", checkout: Path | None = None
+) -> Path:
+    """The SentEval data directory: ``path`` if given, else the one :func:`find_data_dir` finds.
+
+    Returns the folder that contains ``STS/`` and ``SICK/`` (accepting either the SentEval ``data``
+    folder or its ``downstream`` subfolder). Never downloads: no data raises a one-line
+    :class:`DataFormatError` that names where it looked and how to get the data (``flag``: the option of
+    the command at hand that names a folder).
+    """
+    if path is not None:
+        return _given_data_dir(Path(path), "the given path", flag)
+    found = find_data_dir(checkout, flag)
+    if found is not None:
+        return found
+    beside = [str(((checkout or PACKAGE_CHECKOUT) / relative).resolve()) for relative in BESIDE_CHECKOUT]
+    looked = ", ".join([str(DEFAULT_DATA_DIR), *beside])
+    raise DataFormatError(
+        DEFAULT_DATA_DIR,
+        f"no SentEval data (looked in {looked}, and beside the working directory); pass {flag}, "
+        f"set ${DATA_ENV_VAR}, or run `consert download-data` (needs network) to fill ./data/senteval",
     )
 
 
@@ -323,16 +364,20 @@ def manifest_mismatches(file_hashes: dict[str, str]) -> list[str]:
 
 
 def load_senteval(
-    path: str | os.PathLike | None = None, datasets: tuple[str, ...] = DATASETS, allow_unverified: bool | None = None
+    path: str | os.PathLike | None = None,
+    datasets: tuple[str, ...] = DATASETS,
+    allow_unverified: bool | None = None,
+    flag: str = "--data DIR",
 ) -> SentEvalData:
     """Load the STS evaluation sets from a SentEval data directory (see :func:`resolve_data_dir`).
 
     Every file is checked against the sha256 manifest of the files the paper used: a truncated
     download or a different tokenization raises :class:`DataIntegrityError` naming each file,
     unless ``allow_unverified`` (default: ``$CONSERT_ALLOW_UNVERIFIED_DATA``) is set, in which
-    case the data loads with ``verified = False`` and every result says so.
+    case the data loads with ``verified = False`` and every result says so. ``flag`` names the option that
+    gives ``path`` in the command at hand (the hint of a missing folder).
     """
-    root = resolve_data_dir(path)
+    root = resolve_data_dir(path, flag)
     unknown = set(datasets) - set(DATASETS)
     if unknown:
         raise ValueError(f"unknown datasets {sorted(unknown)}; choose from {DATASETS}")

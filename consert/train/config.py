@@ -13,6 +13,7 @@ of the first (NLI) stage, and ``stage1_model`` names an already trained first st
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -251,12 +252,19 @@ def dataclass_from_dict(cls: type, values: dict[str, Any], source: str = "config
     fields = {f.name: str(f.type) for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - set(fields))
     if unknown:
-        raise ConfigError(f"{source}: unknown key(s) {unknown}; known keys: {sorted(fields)}")
+        raise ConfigError(unknown_key_message(unknown[0], sorted(fields), source))
     values = {key: _coerce(key, value, fields[key], source) for key, value in values.items()}
     try:
         return cls(**values)
     except TypeError as err:
         raise ConfigError(f"{source}: {err}") from None
+
+
+def unknown_key_message(key: str, known: list[str], where: str) -> str:
+    """``<where>: unknown key `foo` (did you mean `bar`?); known keys: ...`` in one line."""
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f" (did you mean `{close[0]}`?)" if close else ""
+    return f"{where}: unknown key `{key}`{hint}; known keys: {', '.join(known)}"
 
 
 def _coerce(key: str, value: Any, annotation: str, source: str) -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from consert.data.senteval import DATASETS, DataFormatError, load_senteval, resolve_data_dir
@@ -102,9 +104,25 @@ def test_data_dir_resolution_order(tiny_tree, tmp_path, monkeypatch):
     monkeypatch.setenv("CONSERT_DATA", str(tiny_tree))
     assert resolve_data_dir() == downstream
     monkeypatch.delenv("CONSERT_DATA")
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(DataFormatError, match="download-data"):
-        resolve_data_dir()
+    clone = tmp_path / "work" / "clone"
+    clone.mkdir(parents=True)
+    monkeypatch.chdir(clone)
+    with pytest.raises(
+        DataFormatError, match=r"^[^\n]*pass --set data=DIR, set \$CONSERT_DATA, or run `consert download-data`"
+    ):
+        resolve_data_dir(flag="--set data=DIR", checkout=clone)
+    shutil.copytree(tiny_tree, tmp_path / "work" / "shared" / "data" / "senteval")  # ../shared beside the clone
+    found = resolve_data_dir(checkout=clone)
+    assert found == (tmp_path / "work" / "shared" / "data" / "senteval" / "downstream").resolve()
+    monkeypatch.chdir(tmp_path)  # the working directory elsewhere: found beside the package's checkout
+    assert resolve_data_dir(checkout=clone) == found
+
+
+def test_a_file_given_as_the_data_folder_is_named_as_a_file(tmp_path):
+    table = tmp_path / "some.csv"
+    table.write_text("a,b\n")
+    with pytest.raises(DataFormatError, match=r"some\.csv: a file, not a folder \(the given path\): --data DIR"):
+        resolve_data_dir(table)
 
 
 def test_fingerprint_is_stable_and_changes_with_content(tiny_tree):

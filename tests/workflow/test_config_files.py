@@ -8,7 +8,8 @@ import yaml
 from snakemake.utils import validate
 
 from consert.paper.plan import plan_runs
-from consert.train.config import load_train_config
+from consert.paper.workflow_config import check_schema, check_training_keys
+from consert.train.config import ConfigError, load_train_config
 from consert.train.recipes import stage_defaults
 from tests.conftest import ROOT
 
@@ -28,8 +29,44 @@ def test_each_workflow_config_passes_the_schema_and_plans_its_runs(path):
     config = yaml.safe_load(path.read_text())
     if path.name == "rehearsal.yaml":  # layered over the paper's config, as its command does
         config = {**yaml.safe_load((CONFIG / "config.yaml").read_text()), **config}
+    check_schema(config, SCHEMA)
     validate(config, str(SCHEMA))
     assert plan_runs(config), path.name
+    check_training_keys(config)  # every run's resolved training keys pass the trainer's own check
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"foo": 1}, r"^config: unknown key `foo`; known keys: baselines, comparison, data_dir, "),
+        ({"seedz": [1]}, r"^config: unknown key `seedz` \(did you mean `seeds`\?\)"),
+        ({"stages": {"unsupp": {}}}, r"^config\.stages: unknown key `unsupp` \(did you mean `unsup`\?\)"),
+        ({"dtype": "fp8"}, r"^config key `dtype`: 'fp8' is not one of"),
+        ({"seeds": "1"}, r"^config key `seeds`: '1' is not of type 'array'"),
+    ],
+)
+def test_a_schema_fault_is_one_line_naming_its_key(change, message):
+    config = {**yaml.safe_load((CONFIG / "offline.yaml").read_text()), **change}
+    with pytest.raises(ConfigError, match=message) as caught:
+        check_schema(config, SCHEMA)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        ({"train": {"lr": "abc"}}, r"^config, run [\w-]+: train keys: lr: expected a number, got 'abc'"),
+        ({"train": {"lrr": 1e-5}}, r"unknown key `lrr` \(did you mean `lr`\?\)"),
+        ({"stages": {"sup": {"batch_size": 0}}}, r"^config, run [\w-]+sup[\w-]*: .*batch_size: expected a positive"),
+        ({"train": {"views": ["shuffle", "rotate"]}}, r"views: "),
+    ],
+)
+def test_a_bad_training_key_in_the_workflow_config_is_refused_at_startup(block, message):
+    config = {**yaml.safe_load((CONFIG / "offline.yaml").read_text()), **block}
+    check_schema(config, SCHEMA)
+    validate(config, str(SCHEMA))
+    with pytest.raises(ConfigError, match=message):
+        check_training_keys(config)
 
 
 @pytest.mark.parametrize("path", TRAIN_CONFIGS, ids=lambda p: p.name)

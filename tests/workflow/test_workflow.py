@@ -375,6 +375,14 @@ def _snakemake_in_root(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+def test_a_bad_config_key_costs_the_user_at_most_three_lines():
+    """`snakemake -n --config foo=1` once printed the schema and the whole config (771 lines)."""
+    for override, cause in (("foo=1", "unknown key `foo`"), ("train={lr: abc}", "lr: expected a number, got 'abc'")):
+        result = _snakemake_in_root("-n", "--config", override)
+        lines = (result.stdout + result.stderr).strip().splitlines()
+        assert result.returncode != 0 and len(lines) <= 3 and cause in lines[-1], lines
+
+
 def test_lint_is_clean():
     result = _snakemake_in_root("--lint")
     assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr

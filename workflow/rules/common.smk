@@ -1,6 +1,7 @@
 """Helpers shared by the rules: config validation, the run plan, and command-line flags."""
 
 import re
+import sys
 import shlex
 from pathlib import Path
 
@@ -10,7 +11,9 @@ from snakemake.utils import validate
 from consert.data.download import find_senteval
 from consert.data.senteval import DataFormatError
 from consert.paper import artifacts
+from consert.train.config import ConfigError
 from consert.paper.plan import flow_nli_run, plan_runs, unique_runs
+from consert.paper.workflow_config import check_schema, check_training_keys
 from consert.paper.run_configs import consert_run_config, run_config_text, sgopt_run_config
 from consert.train.recipes import COMMON
 
@@ -20,12 +23,18 @@ if not config:
         "no config: use --profile profiles/default (the paper's config/config.yaml) or "
         "--configfile config/offline.yaml (the offline stand-in)"
     )
-validate(config, "../schemas/config.schema.yaml")
+# one line per fault, before any job: the schema's keys and types, then every run's training keys
+try:
+    check_schema(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
+    validate(config, "../schemas/config.schema.yaml")  # fills in the schema's defaults
+    check_training_keys(config)
+except ConfigError as err:  # one line, not a traceback: the message names the key and what was expected
+    sys.exit(str(err))
 
 try:  # the configured folder; for the default one, $CONSERT_DATA or a SentEval folder beside the checkout
     FOUND_DATA = find_senteval(config["data_dir"], Path(workflow.basedir))
 except DataFormatError as err:
-    raise WorkflowError(str(err)) from None
+    sys.exit(str(err))
 #: The STS data every evaluation and training reads (an input of each such rule): the folder found on disk,
 #: else the default folder, where rule senteval_data downloads it. Reading the config needs no data.
 DATA = config["data_dir"] = str(FOUND_DATA or Path(config["data_dir"]) / "downstream")
