@@ -85,21 +85,26 @@ def build_parser() -> argparse.ArgumentParser:
 def _check_outputs_writable(args: argparse.Namespace) -> None:
     """Refuse, before any work, an output that could not be written: its folder is created and a temporary
     file written there and removed (an output under a file, a directory itself, or on a filesystem that
-    takes no files, such as /proc, fails here in one line, not after the work)."""
+    takes no files, such as /proc, fails here in one line, not after the work). ``--format mteb``'s output
+    is a folder."""
     for name in OUTPUT_ARGUMENTS:
         value = getattr(args, name, None)
         if not isinstance(value, str) or not value:
             continue
         path = Path(value)
         flag = f"--{name.replace('_', '-')} {path}"
-        if path.is_dir():
-            raise OSError(f"{flag}: is a directory; expected a file path")
+        folder = name == "output" and getattr(args, "format", None) == "mteb"
+        if path.is_dir() != folder and path.exists():
+            raise OSError(
+                f"{flag}: is a {'file' if folder else 'directory'}; expected a {'folder' if folder else 'file'} path"
+            )
         blocker = next((parent for parent in path.parents if parent.exists()), None)
         if blocker is not None and not blocker.is_dir():
             raise OSError(f"{flag}: {blocker} is a file, not a directory")
+        target = path if folder else path.parent
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".probe"):
+            target.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=target, prefix=f".{path.name}.", suffix=".probe"):
                 pass
         except OSError as err:
             raise OSError(f"{flag}: cannot be written there ({err.strerror or err})") from None
@@ -109,6 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input, with a one-line error)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    command = next(c for c in COMMANDS if c.NAME == args.command)
+    if hasattr(command, "check_arguments"):  # combinations of arguments, refused before any work
+        command.check_arguments(parser, args)
     if not getattr(args, "evaluate", True) and (args.save_vectors or args.topk_max):
         parser.error("--save-vectors and --topk-max keep the vectors of --evaluate: pass --evaluate FILE.csv too")
     if getattr(args, "topk_max", 0) and hasattr(args, "save_vectors") and not args.save_vectors:
@@ -119,6 +127,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if device is not None:
                 print(f"consert {args.command}: on GPU {device} (CUDA_VISIBLE_DEVICES)", file=sys.stderr)
             return args.run(args)
+    except KeyboardInterrupt:  # every output is written beside its target and renamed into place
+        print(f"consert {args.command}: interrupted; nothing written", file=sys.stderr)
+        return 130
     except EXPECTED_FAILURES as err:
         if args.debug:
             raise

@@ -12,8 +12,19 @@ def add_data_argument(parser: argparse.ArgumentParser) -> None:
         "--data",
         default=None,
         metavar="DIR",
-        help="SentEval data directory (default: $CONSERT_DATA, else ./data/senteval)",
+        help="SentEval data directory (default: $CONSERT_DATA, else ./data/senteval, else ../shared/data/senteval "
+        "or ../SentEval/data beside the working directory or the checkout)",
     )
+
+
+def task_name(text: str) -> str:
+    """An argparse type: one of the 7 sets, by the harness's name or SentEval's (``STSBenchmark``)."""
+    from consert.data.senteval import DATASETS, TASK_ALIASES
+
+    name = TASK_ALIASES.get(text, text)
+    if name not in DATASETS:
+        raise argparse.ArgumentTypeError(f"unknown task {text!r}: expected one of {', '.join(DATASETS)}")
+    return name
 
 
 def add_precision_arguments(parser: argparse.ArgumentParser, flag: str) -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
-from consert.cli.arguments import add_encoder_arguments, at_least
-from consert.data.senteval import DATASETS
-from consert.encode.pooling import PAPER_POOLING
+from consert.cli.arguments import add_encoder_arguments, at_least, task_name
+from consert.data.senteval import DATASETS, TASK_ALIASES
+from consert.encode.pooling import MODEL_POOLING, PAPER_POOLING, SIMCSE_POOLERS, Pooling
 from consert.evaluate.formats import FORMATS
 
 NAME = "evaluate"
@@ -22,10 +23,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="P",
         help=f"cls | mean | mean:I,J,... (hidden-state indices) | model (the model's own sentence-transformers "
-        f"modules); repeatable; default {PAPER_POOLING}",
+        f"modules) | SimCSE's {' | '.join(SIMCSE_POOLERS)}; repeatable; default {PAPER_POOLING} "
+        f"({MODEL_POOLING} with --format mteb)",
     )
     parser.add_argument(
-        "--tasks", nargs="+", choices=DATASETS, default=None, metavar="TASK", help=f"some of {' '.join(DATASETS)}"
+        "--tasks",
+        nargs="+",
+        type=task_name,
+        default=None,
+        metavar="TASK",
+        help=f"some of {' '.join(DATASETS)} (also {' '.join(TASK_ALIASES)})",
     )
     parser.add_argument(
         "--split",
@@ -53,13 +60,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_encoder_arguments(parser)
 
 
+#: The encoder options ``--pooling model`` does not use (the model's modules set its length; it runs in fp32 on
+#: PyTorch), with their defaults.
+_UNUSED_BY_MODEL_POOLING = {"max_length": 64, "dtype": "auto", "engine": "auto", "vectors": None}
+
+
+def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse, when parsed, what would fail or be ignored only after the model and data load: an unknown
+    pooling, several poolings for mteb's files (one score per model and task), and encoder options
+    ``--pooling model`` ignores. Fills in the default pooling (``model`` for ``--format mteb``) and names
+    SimCSE's poolers by their poolings here."""
+    poolings = args.pooling or [MODEL_POOLING if args.format == "mteb" else PAPER_POOLING]
+    try:
+        args.pooling = list(dict.fromkeys(p if p == MODEL_POOLING else str(Pooling.parse(p)) for p in poolings))
+    except ValueError as err:
+        parser.error(f"--pooling: {err}")
+    if args.format == "mteb" and len(args.pooling) > 1:
+        parser.error(
+            f"--format mteb: mteb's files hold one score per model and task; give one --pooling, not {poolings}"
+        )
+    if args.pooling == [MODEL_POOLING]:
+        ignored = [name for name, default in _UNUSED_BY_MODEL_POOLING.items() if getattr(args, name) != default]
+        if ignored:
+            flags = ", ".join(f"--{name.replace('_', '-')}" for name in ignored)
+            parser.error(
+                f"--pooling model encodes with the model's own modules, length and fp32; it would ignore {flags}"
+            )
+
+
 def _evaluate(args: argparse.Namespace, data):
     """The result frame of every pooling asked for, the model's own modules included."""
     import pandas as pd
 
-    from consert.evaluate.protocol import MODEL_POOLING, evaluate_model, evaluate_sentence_transformer
+    from consert.evaluate.protocol import evaluate_model, evaluate_sentence_transformer
 
-    poolings = args.pooling or [PAPER_POOLING]
+    poolings = args.pooling
     frames = []
     if MODEL_POOLING in poolings:
         frames.append(evaluate_sentence_transformer(args.model, data, args.device, args.batch_size))
@@ -93,7 +128,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"consert evaluate: {err}", file=sys.stderr)
         return 2
+    started = time.perf_counter()
     frame = _evaluate(args, data)
+    seconds = time.perf_counter() - started
     if args.format == "json":
         text = to_json(frame)
         if args.output:
@@ -113,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         print(summary_table(block).to_string(index=False, float_format=lambda v: f"{v:6.2f}"))
         print(summary_line(block))
     if args.format == "mteb":
-        for path in write_mteb(frame, args.output or "mteb_results", args.split):
+        for path in write_mteb(frame, args.output or "mteb_results", args.split, seconds):
             print(f"wrote {path}")
     elif args.output:
         print(f"\nwrote {write_csv(frame, args.output)}")

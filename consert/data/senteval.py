@@ -43,6 +43,8 @@ SICK_SPLITS: dict[str, str] = {
 }
 #: The seven evaluation sets in the paper's column order.
 DATASETS: tuple[str, ...] = (*STS_YEAR_SUBSETS, "STSb", "SICK-R")
+#: Other names of the sets: SentEval's and SimCSE's task names (mteb's for STS-B).
+TASK_ALIASES: dict[str, str] = {"STSBenchmark": "STSb", "SICKRelatedness": "SICK-R"}
 #: The dev split of the sets that have one (SentEval's SICK "trial" split is its dev set).
 DEV_SPLITS: dict[str, str] = {"STSb": "dev", "SICK-R": "trial"}
 SCORE_RANGE = (0.0, 5.0)

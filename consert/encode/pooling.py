@@ -5,17 +5,30 @@ Grammar: ``cls`` (the [CLS] vector of the last layer), ``mean`` (masked mean of 
 -1 the last layer). So ``mean:-2,-1`` is the paper's evaluation pooling and ``mean:0,-1`` is
 ConSERT's "first-last"; BERT-whitening's "first-last" is ``mean:1,-1``. Index names avoid the
 ambiguity of "first-last", which different codebases use for different layers.
+
+SimCSE's pooler names (its ``evaluation.py --pooler``) are accepted as aliases of the same poolings
+(:data:`SIMCSE_POOLERS`). Its ``cls``, the [CLS] vector through BERT's pooler (dense + tanh), is not one of
+them: here ``cls`` is the [CLS] vector itself, as ConSERT and BERT-flow use it (SimCSE's
+``cls_before_pooler``); score SimCSE's supervised checkpoints with ``model`` (their sentence-transformers
+modules) or ``cls``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # torch loads when a pooling runs, not when a command's arguments are parsed
+    import torch
 
 #: The ConSERT paper's evaluation pooling: average of the last two layers' token vectors.
 PAPER_POOLING = "mean:-2,-1"
+#: Not a pooling of the harness: the model's own sentence-transformers modules (``consert evaluate``).
+MODEL_POOLING = "model"
+#: SimCSE's pooler names and the pooling each is here (SimCSE's evaluation.py: ``avg_first_last`` averages
+#: hidden states 1 and -1, ``avg_top2`` the last two).
+SIMCSE_POOLERS = {"cls_before_pooler": "cls", "avg": "mean", "avg_first_last": "mean:1,-1", "avg_top2": "mean:-2,-1"}
 
 
 @dataclass(frozen=True)
@@ -27,10 +40,11 @@ class Pooling:
 
     @classmethod
     def parse(cls, spec: str | Pooling) -> Pooling:
-        """Parse ``cls``, ``mean`` or ``mean:I,J,...``; raise ValueError naming the bad spec."""
+        """Parse ``cls``, ``mean``, ``mean:I,J,...`` or a SimCSE pooler name; raise ValueError naming the bad
+        spec."""
         if isinstance(spec, Pooling):
             return spec
-        text = spec.strip()
+        text = SIMCSE_POOLERS.get(spec.strip(), spec.strip())
         if text == "cls":
             return cls("cls", (-1,))
         if text == "mean":
@@ -44,7 +58,8 @@ class Pooling:
                 return cls("mean", layers)
         raise ValueError(
             f"unknown pooling {spec!r}: expected 'cls', 'mean' or 'mean:I,J,...' with hidden-state "
-            "indices (0 = embedding output, -1 = last layer), e.g. 'mean:-2,-1'"
+            "indices (0 = embedding output, -1 = last layer), e.g. 'mean:-2,-1', or one of SimCSE's "
+            f"{', '.join(SIMCSE_POOLERS)}"
         )
 
     def __str__(self) -> str:
@@ -68,6 +83,8 @@ class Pooling:
 
     def __call__(self, hidden_states: Sequence[torch.Tensor], attention_mask: torch.Tensor) -> torch.Tensor:
         """Pool ``hidden_states`` (each B x L x d) into B x d; ``attention_mask`` (B x L) masks padding."""
+        import torch
+
         self.check_layers(len(hidden_states))
         if self.kind == "cls":
             return hidden_states[-1][:, 0]

@@ -73,24 +73,40 @@ def to_json(frame: pd.DataFrame) -> str:
     return json.dumps(blocks, indent=2, default=str)
 
 
-def write_mteb(frame: pd.DataFrame, folder: str | Path, split: str = "test") -> list[Path]:
-    """mteb's result files for the sets whose data is mteb's (:data:`MTEB_TASKS`): ``folder/<model>/
-    no_revision_available/<Task>.json``, ``main_score`` the cosine Spearman over all pairs in [0, 1], as mteb
-    writes them. One pooling: mteb has one score per model and task."""
+#: The mteb release whose result-file layout :func:`write_mteb` follows (its ``ResultCache`` loads them: tests).
+MTEB_FORMAT_VERSION = "2.26.24"
+
+
+def write_mteb(
+    frame: pd.DataFrame, folder: str | Path, split: str = "test", seconds: float | None = None
+) -> list[Path]:
+    """mteb's result files for the sets whose data is mteb's (:data:`MTEB_TASKS`), laid out as mteb's
+    ``ResultCache`` reads them: ``folder/<model>/no_revision_available/<Task>.json`` and ``model_meta.json``
+    for the model's own modules (``--pooling model``, as mteb encodes); for a pooling of the harness, under
+    ``experiments/<pooling>__<max length>/`` of that folder with the pooling and max length as the
+    experiment's keys, so that runs of one model with different poolings sit side by side. ``main_score`` is
+    the cosine Spearman over all pairs in [0, 1], beside the Pearson; ``evaluation_time`` is ``seconds``
+    (the whole evaluation). One pooling: mteb has one score per model and task."""
     poolings = frame.pooling.unique()
     if len(poolings) != 1:
         raise ValueError(f"mteb files hold one score per task: evaluate one pooling, not {', '.join(poolings)}")
     rows = set_rows(frame)
-    model = str(frame.model.iloc[0]).rstrip("/").replace("/", "__")
-    target = Path(folder) / model / "no_revision_available"
+    model = str(frame.model.iloc[0]).rstrip("/")
+    target = Path(folder) / model.replace("/", "__") / "no_revision_available"
+    experiment = None
+    if not str(poolings[0]).startswith("model"):
+        experiment = {"max_length": int(frame.max_length.iloc[0]), "pooling": str(poolings[0])}
+        target = target / "experiments" / "__".join(f"{k}_{v}".replace(":", "_") for k, v in experiment.items())
     written = []
     for name, (task, revision) in MTEB_TASKS.items():
         if name not in rows.index or (split == "dev" and name != "STSb"):
             continue
-        spearman = float(rows.loc[name, "spearman"]) / 100
+        spearman, pearson = (float(rows.loc[name, key]) / 100 for key in ("spearman", "pearson"))
         scores = {
             "cosine_spearman": spearman,
+            "cosine_pearson": pearson,
             "spearman": spearman,
+            "pearson": pearson,
             "main_score": spearman,
             "hf_subset": "default",
             "languages": ["eng-Latn"],
@@ -98,10 +114,32 @@ def write_mteb(frame: pd.DataFrame, folder: str | Path, split: str = "test") -> 
         result = {
             "dataset_revision": revision,
             "task_name": task,
-            "mteb_version": None,
+            "mteb_version": MTEB_FORMAT_VERSION,
             "scores": {MTEB_SPLITS[split]: [scores]},
-            "evaluation_time": None,
+            "evaluation_time": seconds,
             "kg_co2_emissions": None,
         }
         written.append(write_text(json.dumps(result, indent=2), target / f"{task}.json"))
+    if written:
+        written.append(
+            write_text(json.dumps(_model_meta(frame, model, experiment), indent=2), target / "model_meta.json")
+        )
     return written
+
+
+def _model_meta(frame: pd.DataFrame, model: str, experiment: dict | None) -> dict:
+    """mteb's ``model_meta.json`` of the evaluated model, as much of it as the evaluation knows."""
+    return {
+        "name": model,
+        "revision": None,
+        "release_date": None,
+        "languages": ["eng-Latn"],
+        "max_tokens": int(frame.max_length.iloc[0]),
+        "framework": ["Sentence Transformers", "PyTorch"],
+        "similarity_fn_name": "cosine",
+        "use_instructions": False,
+        "modalities": ["text"],
+        "experiment_kwargs": experiment,
+        "loader": None,
+        "adapted_from": next((str(b) for b in frame.get("base_model", [])[:1] if str(b) != model), None),
+    }

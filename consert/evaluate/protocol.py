@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
+from scipy.stats import pearsonr, spearmanr
 
 from consert.data.senteval import DATASETS, ScoredPair, SentEvalData
 from consert.evaluate.bootstrap import BOOTSTRAP_SEED, DEFAULT_RESAMPLES, Replicates, bootstrap_sets, interval
@@ -39,6 +39,7 @@ RESULT_COLUMNS = (
         for key in ("all", "mean", "wmean")
         for end in ("low", "high")
     ),
+    "pearson",  # of all pairs, as mteb reports beside the Spearman (its cosine_pearson); dataset rows only
 )
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
 
@@ -144,18 +145,21 @@ def evaluate_task_vectors(
         bounds: list[float] = []
         if resamples:
             bounds = [b for key in AGGREGATE_KEYS for b in interval(replicates[name][key])]
-        rows.append((name, "all", n_total, scores["all"], scores["mean"], scores["wmean"], *_or_nan(bounds)))
+        merged = [np.concatenate(parts) for parts in zip(*groups.values(), strict=True)]
+        pearson = float(pearsonr(*merged).statistic) * 100.0
+        rows.append((name, "all", n_total, scores["all"], scores["mean"], scores["wmean"], *_or_nan(bounds), pearson))
         for sub, (_, gold) in groups.items():
             rows.append((name, sub, len(gold), scores[f"subset:{sub}"], *[np.nan] * (len(RESULT_COLUMNS) - 4)))
     frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     per_set = frame[frame.subset == "all"]
     if len(per_set) == len(DATASETS):
         average = ["Avg", "all", int(per_set.n_pairs.sum()), *per_set[list(RESULT_COLUMNS[3:6])].mean()]
+        pearson = float(per_set.pearson.mean())
         bounds = []
         if resamples:
             replicates["Avg"] = {key: np.mean([replicates[n][key] for n in DATASETS], axis=0) for key in AGGREGATE_KEYS}
             bounds = [b for key in AGGREGATE_KEYS for b in interval(replicates["Avg"][key])]
-        frame = pd.concat([frame, pd.DataFrame([[*average, *_or_nan(bounds)]], columns=list(RESULT_COLUMNS))])
+        frame = pd.concat([frame, pd.DataFrame([[*average, *_or_nan(bounds), pearson]], columns=list(RESULT_COLUMNS))])
         frame = frame.reset_index(drop=True)
     if with_diagnostics:
         frame = _with_diagnostics(frame, data, vectors, scored)
@@ -289,10 +293,6 @@ def evaluate_model(
     return result
 
 
-#: ``--pooling model``: the model's own sentence-transformers modules (pooling, Dense, Normalize) encode.
-MODEL_POOLING = "model"
-
-
 def evaluate_sentence_transformer(
     model: str, data: SentEvalData, device: str | None = None, batch_size: int | None = None, progress: bool = True
 ) -> pd.DataFrame:
@@ -302,6 +302,7 @@ def evaluate_sentence_transformer(
 
     from consert.encode.encoder import default_batch_size
     from consert.encode.models import resolve_model
+    from consert.encode.pooling import MODEL_POOLING
     from consert.provenance import provenance
 
     resolved = resolve_model(model)

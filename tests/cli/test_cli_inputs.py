@@ -19,6 +19,17 @@ from consert.encode.models import STAND_IN_MODEL
         (["evaluate", STAND_IN_MODEL, "--max-length", "1.5"], "--max-length: expected an integer, got '1.5'"),
         (["baseline", "whitening", "--k", "0"], "--k: must be at least 1"),
         (["baseline", "flow", "--flow-levels", "0"], "--flow-levels: must be at least 1"),
+        (["evaluate", STAND_IN_MODEL, "--pooling", "max"], "--pooling: unknown pooling 'max'"),
+        (
+            ["evaluate", STAND_IN_MODEL, "--format", "mteb", "--pooling", "cls", "--pooling", "mean"],
+            "--format mteb: mteb's files hold one score per model and task",
+        ),
+        (
+            ["evaluate", STAND_IN_MODEL, "--pooling", "model", "--max-length", "32", "--dtype", "bf16"],
+            "it would ignore --max-length, --dtype",
+        ),
+        (["evaluate", STAND_IN_MODEL, "--format", "mteb", "--engine", "onnxruntime"], "--pooling model encodes"),
+        (["evaluate", STAND_IN_MODEL, "--tasks", "STS17"], "unknown task 'STS17': expected one of STS12"),
     ],
 )
 def test_numbers_out_of_range_are_usage_errors(argv, message, capsys):
@@ -27,6 +38,24 @@ def test_numbers_out_of_range_are_usage_errors(argv, message, capsys):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("given", "pooling"),
+    [("avg", "mean"), ("avg_top2", "mean:-2,-1"), ("avg_first_last", "mean:1,-1"), ("cls_before_pooler", "cls")],
+)
+def test_simcse_pooler_names_are_the_same_poolings_here(given, pooling):
+    """SimCSE's evaluation.py: avg = the last layer's masked mean, avg_top2 = hidden states -2 and -1,
+    avg_first_last = hidden states 1 and -1, cls_before_pooler = the last layer's [CLS] vector."""
+    from consert.cli import build_parser
+    from consert.cli import evaluate as command
+
+    parser = build_parser()
+    args = parser.parse_args(
+        ["evaluate", STAND_IN_MODEL, "--pooling", given, "--tasks", "STSBenchmark", "SICKRelatedness"]
+    )
+    command.check_arguments(parser, args)
+    assert args.pooling == [pooling] and args.tasks == ["STSb", "SICK-R"]
 
 
 def test_a_max_length_beyond_the_models_limit_is_refused(tiny_tree, capsys):
@@ -72,3 +101,31 @@ def test_local_model_paths_get_a_local_message(tmp_path, tiny_tree, capsys):
 def test_debug_shows_the_traceback(tmp_path, tiny_tree):
     with pytest.raises(Exception, match="does not exist"):
         main(["--debug", "evaluate", str(tmp_path / "nothing" / "here"), "--data", str(tiny_tree)])
+
+
+def test_ctrl_c_exits_130_in_one_line_and_leaves_no_output(real_data_dir, tmp_path):
+    """SIGINT mid-evaluation (the model loaded, vectors being computed): exit 130, one line, no traceback,
+    and the output file not written (every output is renamed into place only when complete)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    output = tmp_path / "scores.csv"
+    argv = ["evaluate", STAND_IN_MODEL, "--tasks", "STS12", "STSb", "--dtype", "fp32", "--engine", "torch"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "consert", *argv, "--data", str(real_data_dir), "--output", str(output)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    time.sleep(12)  # past the imports and the model's loading: STS12's 3,108 pairs take longer than this
+    assert process.poll() is None, "the evaluation ended before it could be interrupted"
+    process.send_signal(signal.SIGINT)
+    stderr = process.communicate(timeout=60)[1]
+    assert process.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == "consert evaluate: interrupted; nothing written"
+    assert "Traceback" not in stderr and not output.exists()
+    assert not list(tmp_path.iterdir())  # no partial file beside it either

@@ -44,30 +44,44 @@ def test_the_summary_line_reads_as_simcse_prints_it_with_intervals():
     assert summary_line(without_avg).endswith("| Avg. of these 2 75.06")
 
 
-def test_mteb_files_of_the_models_own_modules_hold_the_cosine_spearman_of_its_vectors(real_data_dir, tmp_path, capsys):
-    """The acceptance command; mteb loads the files, and their main scores equal the harness's table and a
-    Spearman computed here from ``SentenceTransformer.encode`` with scipy."""
-    from mteb.results import TaskResult
+def test_mteb_files_load_in_mteb_and_hold_the_cosine_spearman_of_the_vectors(real_data_dir, tmp_path, capsys):
+    """mteb's own ``ResultCache`` loads the files of two evaluations of one model side by side: the model's
+    own modules (the default pooling of ``--format mteb``) and a pooling of the harness (an experiment keyed by
+    its pooling and max length). Their main scores equal the printed table, and the first a Spearman computed
+    here from ``SentenceTransformer.encode`` with scipy; the Pearson is scipy's of the same cosines."""
+    from mteb.cache import ResultCache
+    from scipy.stats import pearsonr
     from sentence_transformers import SentenceTransformer
 
     from consert.data.senteval import load_senteval
 
-    output = tmp_path / "mteb"
-    common = [STAND_IN_MODEL, "--pooling", "model", "--tasks", "STS12", "STSb", "--data", str(real_data_dir)]
-    assert cli_main(["evaluate", *common, "--format", "mteb", "--output", str(output)]) == 0
-    printed = capsys.readouterr().out
-    files = sorted(output.rglob("*.json"))
-    assert [path.name for path in files] == ["STS12.json", "STSBenchmark.json"]
-    scores = {TaskResult.from_disk(path).task_name: TaskResult.from_disk(path).get_score() for path in files}
-    rows = [line.split() for line in printed.splitlines() if line.strip().startswith("STS")]
-    table = {words[0]: float(words[2]) for words in rows if words[1].isdigit()}  # dataset n_pairs all mean wmean
-    assert scores["STS12"] * 100 == pytest.approx(table["STS12"], abs=0.005)
-    assert scores["STSBenchmark"] * 100 == pytest.approx(table["STSb"], abs=0.005)
+    output = tmp_path / "results"  # mteb's cache folder holds its results under results/
+    common = [STAND_IN_MODEL, "--tasks", "STSBenchmark", "--data", str(real_data_dir), "--format", "mteb"]
+    printed = {}
+    for pooling in ([], ["--pooling", "avg_top2"]):  # SimCSE's name of the paper's mean:-2,-1
+        assert cli_main(["evaluate", *common, *pooling, "--output", str(output)]) == 0
+        rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip().startswith("STSb ")]
+        printed[bool(pooling)] = float(rows[0][2])  # dataset n_pairs all mean wmean
+    results = ResultCache(cache_path=tmp_path).load_results(
+        models=[STAND_IN_MODEL], include_remote=False, load_experiments="match_name"
+    )
+    by_experiment = {m.experiment_name: m.task_results for m in results.model_results}
+    assert set(by_experiment) == {None, "max_length_64__pooling_mean_-2,-1"}
+    own, harness = by_experiment[None][0], by_experiment["max_length_64__pooling_mean_-2,-1"][0]
+    assert own.task_name == harness.task_name == "STSBenchmark"
+    assert own.get_score() * 100 == pytest.approx(printed[False], abs=0.005)
+    assert harness.get_score() * 100 == pytest.approx(printed[True], abs=0.005)
+    assert own.mteb_version and own.evaluation_time > 0
+    meta = json.loads(next(output.rglob("experiments/*/model_meta.json")).read_text())
+    assert meta["name"] == STAND_IN_MODEL and meta["experiment_kwargs"] == {"max_length": 64, "pooling": "mean:-2,-1"}
     pairs = load_senteval(real_data_dir).sets["STSb"].groups["test"]
     model = SentenceTransformer(str(resolve_model(STAND_IN_MODEL).path), device="cpu")  # the installed files
     a, b = (model.encode([getattr(p, side) for p in pairs], batch_size=64) for side in ("sent1", "sent2"))
     cosine = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
-    assert scores["STSBenchmark"] == pytest.approx(spearmanr(cosine, [p.score for p in pairs])[0], abs=1e-4)
+    gold = [p.score for p in pairs]
+    assert own.get_score() == pytest.approx(spearmanr(cosine, gold)[0], abs=1e-4)
+    test_scores = own.scores["test"][0]
+    assert test_scores["cosine_pearson"] == pytest.approx(pearsonr(cosine, gold)[0], abs=1e-4)
 
 
 def test_json_and_csv_carry_the_scores_and_the_provenance(real_data_dir, tmp_path, capsys):
