@@ -48,7 +48,7 @@ rule all:
 onsuccess:
     from consert.paper.summary import headline
 
-    print("\n".join(headline("results")))
+    print("\n".join(headline("results", REPORT_COMMAND)))
 
 
 onerror:

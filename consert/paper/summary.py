@@ -12,22 +12,28 @@ from pathlib import Path
 
 import pandas as pd
 
-from consert.paper.claims import FAILS, HOLDS, UNDECIDED
-from consert.paper.compare import PRIMARY, verdict_counts
+from consert.paper.claims import FAILS, HOLDS, NOT_RUN, UNDECIDED
+from consert.paper.compare import PRIMARY, SHIFT, comparable_cells, verdict_counts
 
-#: The tables the summary renders, with the columns shown (all others stay in the CSV).
-RENDERED_TABLES = {
+#: The paper's tables and figures in the paper's order, each with its title (rendered: the columns of
+#: :data:`SHOWN`; every figure drawn beside its table).
+RENDERED = {
+    "table1_datasets": "Table 1: the STS sets",
+    "figure1_scatter": "Figure 1: predicted against gold similarity",
     "table2_unsup": "Table 2: unsupervised",
     "table3_sup": "Table 3: supervised",
-    "table4_batch_size": "Table 4: batch size",
-    "table_contrastive_family": "The contrastive family (SimCSE, AugCSE)",
+    "figure4_topk": "Figure 4: removing the most frequent tokens",
     "figure5_heatmap": "Figure 5: augmentation pairs",
     "figure6_fewshot": "Figure 6: few-shot",
     "figure7_temperature": "Figure 7: temperature",
+    "table4_batch_size": "Table 4: batch size",
+    "table_contrastive_family": "The contrastive family (SimCSE, AugCSE)",
 }
-SHOWN = ("method", "size", "mode", "batch_size", "view1", "view2", "n_texts", "temperature", "STS12", "STS13",
-         "STS14", "STS15", "STS16", "STSb", "SICK-R", "Avg", "best_step", "published_Avg", "published_steps",
-         "n_seeds")  # fmt: skip
+SHOWN = ("method", "size", "mode", "batch_size", "view1", "view2", "n_texts", "temperature", "k", "dataset",
+         "n_pairs", "STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R", "Avg", "spearman", "best_step",
+         "published_Avg", "published_steps", "n_seeds")  # fmt: skip
+#: Table 1 and Figure 1 are long (a row per set or per pair): the summary shows their first rows.
+ROWS_SHOWN = 40
 FIGURES = (
     ("comparison_forest", "Reproduced minus published, every compared cell"),
     ("training_curves", "Training curves"),
@@ -41,42 +47,87 @@ def _read(path: Path) -> pd.DataFrame | None:
     return pd.read_csv(path, keep_default_na=False, na_values=[""]) if path.is_file() else None
 
 
+#: The stand-in's own anchor: the stand-in's scores against mteb's published ones (not cells of the paper).
+ANCHOR = "stand_in_mteb"
+
+
 def primary_summary(comparison: pd.DataFrame) -> dict[str, int]:
-    """Verdict counts of the comparable primary cells, and how many primary cells were compared but are
-    not comparable (another setting: the stand-in, a rehearsal, other NLI data)."""
-    counts = verdict_counts(comparison)
-    primary = comparison[(comparison.status == "compared") & (comparison.role == PRIMARY)]
-    counts["not comparable"] = int((~primary.comparable.astype(bool)).sum())
+    """The published rows of the paper, each counted once by its primary cell: the verdicts of those
+    compared in the paper's setting, those compared in another setting (the stand-in, a rehearsal, other NLI
+    data: not comparable), those not run (declared in the config) and those missing (not run, undeclared).
+    The stand-in's anchor and the shared shift are not rows of the paper (:func:`anchor_summary`)."""
+    paper = comparison[~comparison.artifact.isin([ANCHOR, SHIFT]) & (comparison.role == PRIMARY)]
+    counts = verdict_counts(paper)
+    compared = paper[paper.status == "compared"]
+    counts["not comparable"] = int((~compared.comparable.astype(bool)).sum())
+    counts["not run"] = int((paper.status == "not run").sum())
+    counts["missing"] = int((paper.status == "missing").sum())
     return counts
 
 
-def headline(results: str | Path = "results") -> list[str]:
-    """The lines the workflow prints when it ends: the verdict counts, the claims that did not hold, and
-    where the summary, the comparison and the full report are."""
+def anchor_summary(comparison: pd.DataFrame) -> dict[str, int]:
+    """Verdicts of the stand-in's anchor cells (its scores against mteb's published ones), apart from the paper."""
+    return verdict_counts(comparison[comparison.artifact == ANCHOR])
+
+
+def claim_summary(claims: pd.DataFrame) -> tuple[dict[str, int], int, int]:
+    """The claims decided on comparable rows, by verdict; how many were checked on rows of another setting
+    (not comparable: their verdicts say nothing of the paper); how many were not run."""
+    comparable = claims[claims.comparable.astype(bool)]
+    tally = comparable.verdict.value_counts()
+    counts = {verdict: int(tally.get(verdict, 0)) for verdict in (HOLDS, FAILS, UNDECIDED)}
+    not_run = int((claims.verdict == NOT_RUN).sum())
+    return counts, len(claims) - len(comparable) - not_run, not_run
+
+
+def banner(comparison: pd.DataFrame) -> str | None:
+    """The warning every first screen leads with when no cell of the paper is comparable, else ``None``."""
+    if len(comparable_cells(comparison)):
+        return None
+    paper = comparison[~comparison.artifact.isin([ANCHOR, SHIFT])]
+    settings = "; ".join(sorted({str(s) for s in paper.setting.dropna() if str(s)})) or "an unknown setting"
+    return (
+        "NOTHING OF THE PAPER IS COMPARABLE: 0 cells were produced in the paper's setting, so no published "
+        f"number was tested. These results are of {settings}; they exercise the pipeline only."
+    )
+
+
+def headline(results: str | Path = "results", report_command: str = "snakemake --report report.html") -> list[str]:
+    """The lines the workflow prints when it ends: the banner when nothing of the paper is comparable, the
+    published rows by verdict (not run and missing counted), the stand-in's anchor apart, the claims split
+    into comparable and not, and where the summary, the comparison and the full report are."""
     folder = Path(results)
     comparison, claims = _read(folder / "comparison.csv"), _read(folder / "claims.csv")
     if comparison is None:
         return [f"no {folder / 'comparison.csv'} yet: run `snakemake all` for the verdicts"]
-    setting = "; ".join(sorted({str(s) for s in comparison.setting.dropna() if str(s)})) or "unknown setting"
+    warning = banner(comparison)
     counts = primary_summary(comparison)
-    lines = [
-        f"Verdicts ({setting}): primary cells of the paper: {counts['reproduced']} reproduced, "
-        f"{counts['not reproduced']} not reproduced, {counts['inconclusive']} inconclusive; "
-        f"{counts['not comparable']} not comparable (another setting than the paper's)",
-    ]
-    if claims is not None:
-        tally = claims.verdict.value_counts()
-        held, failed, undecided = (int(tally.get(v, 0)) for v in (HOLDS, FAILS, UNDECIDED))
+    lines = [warning] if warning else []
+    lines.append(
+        f"Published rows of the paper: {counts['reproduced']} reproduced, {counts['not reproduced']} not "
+        f"reproduced, {counts['inconclusive']} inconclusive in the paper's setting; {counts['not comparable']} "
+        f"not comparable (run in another setting); {counts['not run']} not run (declared); {counts['missing']} "
+        "missing"
+    )
+    anchor = anchor_summary(comparison)
+    if sum(anchor.values()):
         lines.append(
-            f"Claims: {held} hold, {failed} do not hold, {undecided} not decided, "
-            f"{len(claims) - held - failed - undecided} not run or not comparable"
+            f"The stand-in against its own published MTEB scores (not the paper): {anchor['reproduced']} "
+            f"reproduced, {anchor['not reproduced']} not reproduced, {anchor['inconclusive']} inconclusive"
         )
-        for claim in claims[claims.verdict == FAILS].itertuples():
+    if claims is not None:
+        decided, other, not_run = claim_summary(claims)
+        lines.append(
+            f"Claims of the paper on comparable rows: {decided[HOLDS]} hold, {decided[FAILS]} do not hold, "
+            f"{decided[UNDECIDED]} not decided; {other} checked on rows of another setting (not comparable); "
+            f"{not_run} not run"
+        )
+        for claim in claims[(claims.verdict == FAILS) & claims.comparable.astype(bool)].itertuples():
             lines.append(f"  does not hold: {claim.id} ({claim.size}): {claim.quote}")
     summary = folder / "summary.html"
     lines.append(
         f"Summary: {summary if summary.is_file() else '(not built: snakemake summary)'}; every cell: "
-        f"{folder / 'comparison.csv'}; claims: {folder / 'claims.csv'}; full report: snakemake --report report.html"
+        f"{folder / 'comparison.csv'}; claims: {folder / 'claims.csv'}; full report: {report_command}"
     )
     return lines
 
@@ -117,11 +168,14 @@ def _image(path: Path, title: str) -> str:
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1400px}table.result{border-collapse:collapse;
 font-size:12px;margin-bottom:1.5em}table.result td,table.result th{padding:2px 6px;border-bottom:1px solid #ddd;
-text-align:right}table.result th{background:#f3f3f3}img{max-width:100%}.counts td{font-size:16px;padding:4px 12px}"""
+text-align:right}table.result th{background:#f3f3f3}img{max-width:100%}.counts td{font-size:16px;padding:4px 12px}
+.banner{background:#fff3cd;border:2px solid #c9a227;padding:.8em 1em;font-weight:600;font-size:16px}"""
 
 
 def write_summary(results: str | Path, figures: str | Path, output: str | Path, commit: str, hardware: str) -> Path:
-    """Write the summary page (self-contained: figures inlined) to ``output``, atomically."""
+    """Write the summary page (self-contained: figures inlined) to ``output``, atomically: the banner when
+    nothing of the paper is comparable, the published rows by verdict, the stand-in's anchor apart, the claims
+    (comparable first), every table and figure of the paper, the harness's own figures, diagnostics and cost."""
     from consert.io import atomic_path
 
     folder, drawn = Path(results), Path(figures)
@@ -129,24 +183,22 @@ def write_summary(results: str | Path, figures: str | Path, output: str | Path, 
     parts = [f"<h1>ConSERT reproduction: summary</h1><p>Made {dt.date.today():%Y-%m-%d} on {html.escape(hardware)}, "
              f"harness commit {html.escape(commit)}.</p>"]  # fmt: skip
     if comparison is not None:
-        counts = primary_summary(comparison)
-        cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{v}</td></tr>" for k, v in counts.items())
-        parts.append(
-            f'<section id="verdicts"><h2>Verdicts of the primary cells</h2><table class="counts">{cells}</table>'
-        )
-        parts.append("".join(f"<p>{html.escape(line)}</p>" for line in headline(folder)[:-1]) + "</section>")
-        primary = comparison[comparison.role == PRIMARY]
-        columns = ["artifact", "row", "column", "published", "reproduced", "delta", "diff_low", "diff_high", "margin",
-                   "verdict", "comparable", "reason"]  # fmt: skip
-        parts.append("<h2>Primary cells</h2>" + _table_html(primary[columns], "primary-cells"))
+        parts.append(_verdicts_html(comparison, folder))
     claims = _read(folder / "claims.csv")
     if claims is not None:
-        shown = [c for c in ("id", "size", "quote", "verdict", "low", "high", "detail") if c in claims]
-        parts.append("<h2>Claims</h2>" + _table_html(claims[shown], "claims"))
-    for name, title in RENDERED_TABLES.items():
+        shown = [c for c in ("id", "size", "quote", "verdict", "low", "high", "detail", "reason") if c in claims]
+        comparable = claims.comparable.astype(bool)
+        parts.append("<h2>Claims on comparable rows</h2>" + _table_html(claims[comparable][shown], "claims"))
+        parts.append("<h2>Claims checked on rows of another setting (they say nothing of the paper)</h2>"
+                     + _table_html(claims[~comparable][shown], "claims-not-comparable"))  # fmt: skip
+    for name, title in RENDERED.items():
         table = _read(folder / f"{name}.csv")
         if table is not None:
-            parts.append(f"<h2>{html.escape(title)}</h2>" + _table_html(table[[c for c in SHOWN if c in table]], name))
+            shown = table[[c for c in SHOWN if c in table]].head(ROWS_SHOWN)
+            more = f"<p>First {ROWS_SHOWN} of {len(table)} rows: {name}.csv</p>" if len(table) > ROWS_SHOWN else ""
+            parts.append(f"<h2>{html.escape(title)}</h2>" + _table_html(shown, name) + more)
+        if name.startswith("figure"):
+            parts.append(_image(drawn / f"{name}.png", title))
     for name, title in FIGURES:
         parts.append(f"<h2>{html.escape(title)}</h2>" + _image(drawn / f"{name}.png", title))
     diagnostics = _read(folder / "diagnostics.csv")
@@ -162,3 +214,23 @@ def write_summary(results: str | Path, figures: str | Path, output: str | Path, 
     with atomic_path(output) as temporary:
         Path(temporary).write_text(page)
     return Path(output)
+
+
+def _verdicts_html(comparison: pd.DataFrame, folder: Path) -> str:
+    """The banner, the published rows by verdict, the headline's lines, the primary cells of the paper and the
+    stand-in's anchor cells apart."""
+    warning = banner(comparison)
+    parts = [f'<p class="banner" id="banner">{html.escape(warning)}</p>'] if warning else []
+    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{v}</td></tr>" for k, v in primary_summary(comparison).items())
+    parts.append(f'<section id="verdicts"><h2>Published rows of the paper</h2><table class="counts">{cells}</table>')
+    lines = headline(folder)[1 if warning else 0 : -1]
+    parts.append("".join(f"<p>{html.escape(line)}</p>" for line in lines) + "</section>")
+    columns = ["artifact", "row", "column", "published", "reproduced", "delta", "diff_low", "diff_high", "margin",
+               "verdict", "comparable", "status", "reason"]  # fmt: skip
+    primary = comparison[(comparison.role == PRIMARY) & ~comparison.artifact.isin([ANCHOR])]
+    parts.append("<h2>Primary cells of the paper</h2>" + _table_html(primary[columns], "primary-cells"))
+    anchor = comparison[comparison.artifact == ANCHOR]
+    if len(anchor):
+        parts.append("<h2>The stand-in against its own published MTEB scores (not the paper)</h2>"
+                     + _table_html(anchor[columns], "stand-in-anchor"))  # fmt: skip
+    return "".join(parts)

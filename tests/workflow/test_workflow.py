@@ -94,21 +94,30 @@ def dag_run(tmp_path_factory):
 
 
 def test_the_run_ends_with_its_verdict_counts_and_where_to_read_more(dag_run):
-    """Snakemake's onsuccess: the last lines say the verdict counts (as comparison.csv has them), the claims'
-    tally, and where the summary and comparison are."""
+    """Snakemake's onsuccess: the last lines lead with the banner (nothing of the paper is comparable in the
+    test setting), count the published rows by verdict as comparison.csv has them (not run and missing
+    included), keep the stand-in's anchor apart, split the claims, and say where the summary and comparison
+    are and how to build the report of this config. The summary page leads with the same banner."""
     workdir, _ = dag_run
-    lines = [line for line in (workdir / "snakemake.stdout").read_text().splitlines() if line.strip()]
+    lines = [line for line in (workdir / "snakemake.stdout").read_text().splitlines() if line.strip()][-14:]
     comparison = pd.read_csv(workdir / "results" / "comparison.csv")
     counts = primary_summary(comparison)
-    verdicts = next(line for line in lines[-12:] if line.startswith("Verdicts ("))
+    assert any(line.startswith("NOTHING OF THE PAPER IS COMPARABLE: 0 cells") for line in lines)
+    rows = next(line for line in lines if line.startswith("Published rows of the paper: "))
     assert (
-        f"{counts['reproduced']} reproduced, {counts['not reproduced']} not reproduced, "
-        f"{counts['inconclusive']} inconclusive; {counts['not comparable']} not comparable"
-    ) in verdicts
+        f"0 reproduced, 0 not reproduced, 0 inconclusive in the paper's setting; {counts['not comparable']} "
+        f"not comparable (run in another setting); {counts['not run']} not run (declared); 0 missing"
+    ) in rows
     assert counts["not comparable"] > 0  # the stand-in: every primary cell compared is another setting
     claims = pd.read_csv(workdir / "results" / "claims.csv")
-    assert any(line.startswith(f"Claims: {(claims.verdict == 'holds').sum()} hold") for line in lines[-12:])
+    not_run = (claims.verdict == "not run").sum()
+    claim_line = next(line for line in lines if line.startswith("Claims of the paper on comparable rows: "))
+    assert claim_line.endswith(f"{len(claims) - not_run} checked on rows of another setting (not comparable); "
+                               f"{not_run} not run")  # fmt: skip
     assert lines[-1].startswith("Summary: results/summary.html") and "results/comparison.csv" in lines[-1]
+    assert lines[-1].endswith(f"--configfile {ROOT / 'config' / 'test.yaml'} --report report.html")
+    page = (workdir / "results" / "summary.html").read_text()
+    assert 'id="banner">NOTHING OF THE PAPER IS COMPARABLE' in page
 
 
 def test_every_trained_run_keeps_its_curve_and_the_curves_figure_draws_each(dag_run):
@@ -571,7 +580,7 @@ def test_the_html_report_shows_every_artifact_with_its_caption_in_a_browser(dag_
     assert (shots / "report_landing.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # the summary page, shown inside the report: its verdict counts and Table 2 rendered as an HTML table
     counts = pd.read_csv(workdir / "results" / "comparison.csv")
-    assert "Verdicts of the primary cells" in view.summary_verdicts
+    assert "Published rows of the paper" in view.summary_verdicts
     assert "not comparable" in view.summary_verdicts and "reproduced" in view.summary_verdicts
     assert f"not comparable {primary_summary(counts)['not comparable']}" in view.summary_verdicts
     table2 = pd.read_csv(workdir / "results" / "table2_unsup.csv")

@@ -55,6 +55,10 @@ GPU_PER_JOB = 0 if config["share_gpu"] else 1
 ENCODER_FLAGS = f"--dtype {DTYPE} --max-length {config.get('train', {}).get('max_length', COMMON['max_length'])}"
 FIGURE_SIZE = artifacts.figure_size(config)
 PUBLISHED = str(Path(workflow.basedir) / "results" / "published")
+#: The command that builds the HTML report of this run: the same config files.
+REPORT_COMMAND = " ".join(
+    ["snakemake", *(f"--configfile {path}" for path in workflow.overwrite_configfiles or ()), "--report report.html"]
+)
 #: A run's config file is this template filled with its YAML text (rule run_config).
 RUN_CONFIG_TEMPLATE = str(Path(workflow.basedir) / "workflow" / "templates" / "run_config.yaml.jinja")
 TABLES = {"table2_unsup": "table2", "table3_sup": "table3", "table4_batch_size": "table4"}
