@@ -49,6 +49,21 @@ def _seed_band(axis: plt.Axes, table: pd.DataFrame, x: str, colour: str | None =
                           color=colour, linewidth=0, label="interval over seeds", gid="seed band")  # fmt: skip
 
 
+#: Tick labels of a log axis closer than this (inches) are turned upright, so that none overlaps another.
+LABEL_INCHES = 0.4
+
+
+def _log_ticks(axis: plt.Axes, ticks: Sequence[float], labels: Sequence[str] | None = None) -> None:
+    """A log x axis labelled at the plotted values only (no minor labels), the labels turned upright where
+    two values sit closer than :data:`LABEL_INCHES`."""
+    axis.set_xticks(ticks, labels if labels is not None else [f"{t:g}" for t in ticks])
+    axis.minorticks_off()
+    if len(ticks) > 1:
+        inches = axis.get_position().width * axis.figure.get_figwidth() / np.log10(max(ticks) / min(ticks))
+        if np.diff(np.log10(ticks)).min() * inches < LABEL_INCHES:
+            axis.tick_params(axis="x", labelrotation=90)
+
+
 def figure1(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None) -> plt.Figure:
     """Gold score vs predicted cosine on STS-B test, one panel per model."""
     models = list(dict.fromkeys(table.model))
@@ -121,8 +136,7 @@ def figure6(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMa
     axis.set_xscale("log")
     all_position = data.texts[full].max() if full.any() else None
     ticks = sorted(set(data.texts))
-    axis.set_xticks(ticks, ["all" if t == all_position else f"{t:g}" for t in ticks])
-    axis.minorticks_off()
+    _log_ticks(axis, ticks, ["all" if t == all_position else f"{t:g}" for t in ticks])
     axis.set(xlabel="unlabeled texts", ylabel="avg Spearman x 100")
     axis.set_title(f"Figure 6: few-shot\n{_setting_line(table)}", fontsize=9)
     _save(figure, paths)
@@ -140,6 +154,7 @@ def figure7(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMa
                      gid="published:best range")  # fmt: skip
         axis.legend(fontsize=7)
     axis.set_xscale("log")
+    _log_ticks(axis, sorted(set(table.temperature)))
     axis.set(xlabel="temperature tau", ylabel="avg Spearman x 100")
     axis.set_title(f"Figure 7: temperature\n{_setting_line(table)}", fontsize=9)
     _save(figure, paths)
@@ -153,16 +168,16 @@ def diagnostics(table: pd.DataFrame, paths: Sequence[str | Path], marks: Publish
 
     average = table[table.dataset == "Avg"]
     stsb = table[table.dataset == "STSb"]
-    figure, axes = plt.subplots(1, 3, figsize=(17, max(4.5, 0.22 * len(average) + 1.5)))
+    figure, axes = plt.subplots(1, 3, figsize=(20, max(4.5, 0.22 * len(average) + 1.5)),
+                                gridspec_kw={"width_ratios": [1.2, 1, 1]}, layout="constrained")  # fmt: skip
     untrained = average.method.str.match(r"^(BERT-\w+ \(|Avg. GloVe)")
     axes[0].barh(average.method, average.anisotropy, color=np.where(untrained, "0.6", "tab:blue"))
     axes[0].invert_yaxis()
     axes[0].tick_params(axis="y", labelsize=7)
     axes[0].set(xlabel="anisotropy: mean cosine of all sentence pairs (Avg of the 7 sets)",
                 title="anisotropy (grey: untrained)")  # fmt: skip
-    axes[1].scatter(stsb.uniformity, stsb.alignment, s=12, color="tab:blue")
-    for row in stsb.itertuples():
-        axes[1].annotate(row.method, (row.uniformity, row.alignment), fontsize=5, alpha=0.8)
+    sns.scatterplot(data=stsb, x="uniformity", y="alignment", hue="method", style="method", s=40, ax=axes[1])
+    axes[1].legend(fontsize=6, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0), ncols=1)
     axes[1].set(xlabel="uniformity (lower is better)", ylabel="alignment (lower is better)",
                 title="STS-B test: alignment vs uniformity (Wang & Isola)")  # fmt: skip
     centres = [(lo + hi) / 2 for lo, hi in GOLD_BINS]
@@ -177,20 +192,30 @@ def diagnostics(table: pd.DataFrame, paths: Sequence[str | Path], marks: Publish
                 title="STS-B test: cosine by gold bin")  # fmt: skip
     axes[2].legend(fontsize=6, frameon=False)
     figure.suptitle(f"Representation diagnostics\n{_setting_line(table)}", fontsize=9)
-    figure.tight_layout()
     _save(figure, paths)
     return figure
+
+
+#: Groups of runs per row of the training-curves grid (each group: its dev curve above its loss).
+CURVE_COLUMNS = 3
 
 
 def training_curves(
     table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None
 ) -> plt.Figure:
-    """Dev Spearman (top) and training loss (bottom) against step, one column per group of runs (Table 2,
-    Table 3, each sweep, SG-OPT), the exported checkpoint of each run starred."""
+    """Dev Spearman (top) and training loss (below it) against step, one panel pair per group of runs
+    (Table 2, Table 3, each sweep, SG-OPT) in a grid :data:`CURVE_COLUMNS` wide, the exported checkpoint of
+    each run starred."""
     groups = list(dict.fromkeys(table.group))
-    figure, axes = plt.subplots(2, len(groups), figsize=(4 * len(groups), 6.5), squeeze=False, sharex="col")
-    for column, group in enumerate(groups):
-        top, bottom = axes[0][column], axes[1][column]
+    columns = min(CURVE_COLUMNS, len(groups))
+    rows = -(-len(groups) // columns)
+    figure, axes = plt.subplots(
+        2 * rows, columns, figsize=(5 * columns, 5.2 * rows), squeeze=False, layout="constrained"
+    )
+    for index, group in enumerate(groups):
+        row, column = divmod(index, columns)
+        top, bottom = axes[2 * row][column], axes[2 * row + 1][column]
+        bottom.sharex(top)
         part = table[table.group == group]
         for run, curve in part.groupby("run", sort=False):
             dev = curve.dropna(subset=["dev_spearman"])
@@ -199,13 +224,17 @@ def training_curves(
             top.plot(chosen.step, chosen.dev_spearman, "*", markersize=9, color=line.get_color(), gid="selected")
             trained = curve.dropna(subset=["loss"])
             bottom.plot(trained.step, trained.loss, linewidth=0.8, color=line.get_color())
-        top.set_title(group, fontsize=9)
+        top.set_title(group, fontsize=10)
         top.set(ylabel="STS-B dev Spearman x 100" if column == 0 else "")
+        top.tick_params(labelbottom=False)
         bottom.set(xlabel="step", ylabel="training loss" if column == 0 else "")
         if part.run.nunique() <= 8:
-            top.legend(fontsize=5, frameon=False)
-    figure.suptitle(f"Training curves (star: the exported checkpoint)\n{_setting_line(table)}", fontsize=9)
-    figure.tight_layout()
+            top.legend(fontsize=7, frameon=False)
+    for index in range(len(groups), rows * columns):  # the grid's empty places
+        row, column = divmod(index, columns)
+        axes[2 * row][column].set_visible(False)
+        axes[2 * row + 1][column].set_visible(False)
+    figure.suptitle(f"Training curves (star: the exported checkpoint)\n{_setting_line(table)}", fontsize=10)
     _save(figure, paths)
     return figure
 
@@ -227,40 +256,46 @@ FOREST_COLOURS = {"reproduced": "tab:green", "not reproduced": "tab:red", "incon
                   "not comparable": "0.6"}  # fmt: skip
 
 
+#: The forest plot's x range, in margins: a cell further out is drawn at the edge as an arrow with its value.
+FOREST_RANGE = 4.0
+
+
 def comparison_forest(comparison: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
     """Every compared Spearman cell as reproduced - published with the interval that decided it.
 
     The first panel holds the primary cells (one per published row, and the shared shift of the trained
     rows): the decision interval as a bar, the margin +-delta as a shaded band on the cell's row; the
     other panels hold each STS set's cell, diagnostics outside the gate. Comparable cells are coloured by
-    verdict, the others grey. (Table 4's step counts and Figure 4's best k are counts, not Spearman: they
-    stay in the CSV only.)"""
+    verdict, the others grey. Every panel spans :data:`FOREST_RANGE` times the largest trained margin each
+    way, so that the bands and intervals stay readable; a cell beyond is an arrow at the edge, labelled
+    with its value. (Table 4's step counts and Figure 4's best k are counts, not Spearman: they stay in the
+    CSV only.)"""
     counts = (comparison.column == "steps") | comparison.row.astype(str).str.startswith("best k")  # not Spearman
     cells = comparison[(comparison.status == "compared") & ~counts].copy()
     cells["panel"] = np.where(cells.role.isin(["primary", "shared shift"]), "primary", cells.column)
     cells["label"] = cells.artifact + ": " + cells.row.astype(str)
     rows = list(dict.fromkeys(cells.label))
     panels = ["primary"] + [panel for panel in FOREST_PANELS if panel in set(cells.panel)]
+    limit = FOREST_RANGE * float(np.nanmax([*pd.to_numeric(cells.margin, errors="coerce"), 1.0]))
     figure, axes = plt.subplots(
-        1, len(panels), sharey=True, squeeze=False, figsize=(3.2 + 1.6 * len(panels), max(2.5, 0.3 * len(rows) + 1.6))
+        1, len(panels), sharey=True, squeeze=False, figsize=(3.2 + 2.2 * len(panels), max(2.5, 0.3 * len(rows) + 1.8))
     )
     for axis, panel in zip(axes[0], panels, strict=True):
         for cell in cells[cells.panel == panel].itertuples():
-            y = rows.index(cell.label)
-            colour = FOREST_COLOURS.get(cell.verdict if cell.comparable else "not comparable", "0.6")
-            if panel == "primary" and pd.notna(cell.margin):
-                axis.fill_betweenx([y - 0.4, y + 0.4], -cell.margin, cell.margin, color="0.85", linewidth=0)
-            if pd.notna(cell.diff_low) and pd.notna(cell.diff_high):
-                axis.plot([cell.diff_low, cell.diff_high], [y, y], color=colour, linewidth=1.2)
-            axis.plot([cell.delta], [y], "o", color=colour, markersize=3.5)
+            _forest_cell(axis, cell, rows.index(cell.label), limit, panel == "primary")
+        axis.set_xlim(-limit * 1.15, limit * 1.15)
         axis.axvline(0, color="black", linewidth=0.8)
-        title = "primary cells (band: +- margin)" if panel == "primary" else f"{panel} (diagnostic)"
-        axis.set_title(title, fontsize=9)
+        axis.set_title("primary cells\n(band: +- margin)" if panel == "primary" else f"{panel}\n(diagnostic)",
+                       fontsize=9)  # fmt: skip
         axis.tick_params(axis="x", labelsize=7)
         axis.grid(axis="y", color="0.92", linewidth=0.6)
     axes[0][0].set_yticks(range(len(rows)), rows, fontsize=8)
     axes[0][0].set_ylim(len(rows) - 0.5, -0.5)
-    figure.supxlabel("reproduced - published (Spearman x 100; bar: the 90 % decision interval)", fontsize=8)
+    figure.supxlabel(
+        f"reproduced - published (Spearman x 100; bar: the 90 % decision interval; arrow: beyond +-{limit:g}, "
+        "its value beside it)",
+        fontsize=8,
+    )
     handles = [
         plt.Line2D([], [], marker="o", linestyle="-", color=colour, label=verdict)
         for verdict, colour in FOREST_COLOURS.items()
@@ -271,3 +306,20 @@ def comparison_forest(comparison: pd.DataFrame, paths: Sequence[str | Path]) -> 
     figure.tight_layout()
     _save(figure, paths)
     return figure
+
+
+def _forest_cell(axis: plt.Axes, cell, y: int, limit: float, primary: bool) -> None:
+    """One cell of the forest plot on row ``y``: its margin band (primary cells), interval and point, clipped
+    to +-``limit`` with an arrow and the value where it lies beyond."""
+    colour = FOREST_COLOURS.get(cell.verdict if cell.comparable else "not comparable", "0.6")
+    if primary and pd.notna(cell.margin):
+        axis.fill_betweenx([y - 0.4, y + 0.4], -cell.margin, cell.margin, color="0.85", linewidth=0)
+    if pd.notna(cell.diff_low) and pd.notna(cell.diff_high):
+        axis.plot(np.clip([cell.diff_low, cell.diff_high], -limit, limit), [y, y], color=colour, linewidth=1.2)
+    if abs(cell.delta) <= limit:
+        axis.plot([cell.delta], [y], "o", color=colour, markersize=3.5)
+        return
+    side = np.sign(cell.delta)
+    axis.plot([side * limit], [y], ">" if side > 0 else "<", color=colour, markersize=6, gid="outlier")
+    axis.annotate(f"{cell.delta:+.1f}", (side * limit, y), xytext=(-4 * side, 5), textcoords="offset points",
+                  ha="right" if side > 0 else "left", fontsize=6, color=colour, gid="outlier")  # fmt: skip

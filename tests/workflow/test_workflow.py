@@ -120,6 +120,26 @@ def test_the_run_ends_with_its_verdict_counts_and_where_to_read_more(dag_run):
     assert 'id="banner">NOTHING OF THE PAPER IS COMPARABLE' in page
 
 
+def test_no_figure_of_the_run_draws_text_over_text(dag_run, tmp_path):
+    """Every figure the run drew, redrawn from its table as the workflow draws it: no title, tick label,
+    legend entry or annotation lands on another (tests/paper/text_extents.py)."""
+    from consert.paper import figures
+    from consert.paper.marks import PublishedMarks
+    from tests.paper.text_extents import overlapping_texts
+
+    workdir, _ = dag_run
+    results, marks = workdir / "results", PublishedMarks.load(ROOT / "results" / "published")
+    drawn = {"figure1_scatter": "figure1", "figure4_topk": "figure4", "figure5_heatmap": "figure5",
+             "figure6_fewshot": "figure6", "figure7_temperature": "figure7", "diagnostics": "diagnostics",
+             "training_curves": "curves"}  # fmt: skip
+    assert {path.stem for path in (workdir / "figures").glob("*.png")} == {*drawn, "comparison_forest"}
+    for stem, key in drawn.items():
+        table = pd.read_csv(results / f"{stem}.csv", keep_default_na=False, na_values=[""])
+        assert overlapping_texts(figures.DRAW[key](table, [tmp_path / f"{stem}.png"], marks)) == [], stem
+    comparison = pd.read_csv(results / "comparison.csv", keep_default_na=False, na_values=[""])
+    assert overlapping_texts(figures.comparison_forest(comparison, [tmp_path / "forest.png"])) == []
+
+
 def test_every_trained_run_keeps_its_curve_and_the_curves_figure_draws_each(dag_run):
     workdir, _ = dag_run
     trained = {p.stem for p in (workdir / "results" / "evals" / "consert").glob("*.csv")}
