@@ -14,7 +14,12 @@ HELP = "train ConSERT (unsup, joint, sup, sup-unsup, joint-unsup), SimCSE (simcs
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``consert train``."""
     parser.add_argument(
-        "--config", default=None, metavar="FILE.yaml", help="training config (see consert/train/config.py)"
+        "--config", default=None, metavar="FILE.yaml", help="training config: a YAML mapping of keys (--list-keys)"
+    )
+    parser.add_argument(
+        "--list-keys",
+        action="store_true",
+        help="print every key with its value for the mode (--set mode=M; default unsup) and its help, then exit",
     )
     parser.add_argument(
         "--set",
@@ -37,6 +42,13 @@ def run(args: argparse.Namespace) -> int:
     from consert.train.recipes import FIRST_STAGE
     from consert.train.trainer import train
 
+    if args.list_keys:
+        from consert.train.config import key_help, parse_overrides
+
+        mode = parse_overrides(args.set).get("mode", "unsup")
+        for key, value, text in key_help(mode):
+            print(f"{key:22} {value!s:30} {text}")
+        return 0
     config = load_train_config(args.config, args.set)
     for stage in (config.first_stage(),) if config.mode in FIRST_STAGE and not config.stage1_model else ():
         check_export_target(stage.output_dir, args.overwrite)

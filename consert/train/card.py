@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import yaml
 
 from consert.data.senteval import DATASETS
 
@@ -70,6 +71,44 @@ def _scores_table(scores: pd.DataFrame) -> list[str]:
     return lines
 
 
+def run_name(record: dict[str, Any]) -> str:
+    """The run's name: its export folder's, or the folder above it when the export is ``<run>/model``."""
+    folder = Path(record.get("config", {}).get("output_dir", "model"))
+    return (folder.parent.name if folder.name == "model" else folder.name) or "model"
+
+
+def front_matter(record: dict[str, Any], scores: pd.DataFrame | None = None) -> str:
+    """The Hub's metadata: library, pipeline, tags, the base model and, once evaluated, a ``model-index``
+    with each STS set's test Spearman x 100 of cosine similarity."""
+    meta: dict[str, Any] = {
+        "library_name": "sentence-transformers",
+        "pipeline_tag": "sentence-similarity",
+        "tags": ["sentence-transformers", "sentence-similarity", "feature-extraction", "consert", _mode(record)],
+        "language": ["en"],
+    }
+    if record.get("base_model"):
+        meta["base_model"] = str(record["base_model"])
+    if scores is not None:
+        rows = scores[scores.subset == "all"].set_index("dataset")
+        results = [
+            {
+                "task": {"type": "sentence-similarity", "name": "Semantic Textual Similarity"},
+                "dataset": {"name": name, "type": f"senteval-{name.lower()}", "split": "test"},
+                "metrics": [
+                    {
+                        "type": "spearman_cosine",
+                        "value": round(float(rows.loc[name, "spearman"]), 2),
+                        "name": "Spearman x 100 (cosine, all pairs)",
+                    }
+                ],  # fmt: skip
+            }
+            for name in DATASETS
+            if name in rows.index
+        ]
+        meta["model-index"] = [{"name": run_name(record), "results": results}]
+    return "---\n" + yaml.safe_dump(meta, sort_keys=False, width=1000) + "---"
+
+
 def model_card(record: dict[str, Any], scores: pd.DataFrame | None = None) -> str:
     """The card's Markdown for a training ``record`` (``consert_training.json``) and, when evaluated, its
     ``scores`` (the frame of :func:`consert.evaluate.protocol.evaluate_model`)."""
@@ -79,12 +118,10 @@ def model_card(record: dict[str, Any], scores: pd.DataFrame | None = None) -> st
     recipe = {
         key: config[key] for key in ("views", "temperature", "batch_size", "lr", "max_length", "seed") if key in config
     }
+    dev = record.get("exported_dev_spearman")
     lines = [
-        "---",
-        "library_name: sentence-transformers",
-        "tags: [sentence-transformers, sentence-similarity, consert]",
-        "---",
-        f"# {mode}: {Path(config.get('output_dir', 'model')).parent.name or 'model'}",
+        front_matter(record, scores),
+        f"# {run_name(record)} (ConSERT harness, mode {mode})",
         "",
         f"**Setting: {setting}.**" if setting else "",
         "",
@@ -94,7 +131,9 @@ def model_card(record: dict[str, Any], scores: pd.DataFrame | None = None) -> st
         f"- Mode: `{mode}`; " + ", ".join(f"{key} {value}" for key, value in recipe.items()),
         f"- Training data: {_training_data(record)}",
         f"- Exported: step {record.get('exported_step')} of {record.get('steps_run')} "
-        f"(STS-B dev Spearman {record.get('exported_dev_spearman')}, the {record.get('final_state')} state)",
+        f"(STS-B dev Spearman {dev:.2f}, the {record.get('final_state')} state)"
+        if isinstance(dev, int | float)
+        else f"- Exported: step {record.get('exported_step')} of {record.get('steps_run')}",
         f"- Pooling: `{record.get('eval_pooling')}`, built into the saved modules: "
         "`SentenceTransformer(folder).encode` gives the evaluated vectors",
         f"- Hardware: {record.get('hardware', '')}; harness commit {record.get('harness_commit', '')}",

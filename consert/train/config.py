@@ -58,64 +58,165 @@ class ConfigError(ValueError):
 class TrainConfig:
     """Everything that decides a ConSERT training run."""
 
-    model: str = STAND_IN_MODEL
-    output_dir: str = "runs/consert"
-    mode: str = "unsup"
+    model: str = field(
+        default=STAND_IN_MODEL, metadata={"help": "the encoder to start from: a hub id or a local folder"}
+    )
+    output_dir: str = field(
+        default="runs/consert",
+        metadata={"help": "where the trained model is exported (absent, empty, or an earlier export of the harness)"},
+    )
+    mode: str = field(
+        default="unsup",
+        metadata={
+            "help": "what to train: unsup, sup, joint, sup-unsup, joint-unsup (ConSERT), simcse, augcse, bertflow-nli"
+        },
+    )
     # stage-dependent (BY_STAGE: the authors' value for the mode, see consert.train.recipes)
-    views: tuple[str, str] = BY_STAGE
-    token_cutoff: float = BY_STAGE
-    feature_cutoff: float = BY_STAGE
-    remove_dropout: bool = BY_STAGE  # BERT's own dropout off (the authors: only the unsupervised run from BERT)
-    lr: float = BY_STAGE
-    batch_size: int = BY_STAGE
-    epochs: int = BY_STAGE
-    patience: int | None = BY_STAGE  # evaluations without a gain before stopping; None: never stop early
-    classifier_features: tuple[str, ...] = BY_STAGE  # NLI classifier input (the authors add max(u, v)^2)
-    classifier_bias: bool = BY_STAGE  # SBERT's classifier has one; BERT-flow's NLI classifier has none
-    classifier_init_std: float | None = BY_STAGE  # None: nn.Linear's init; else a normal truncated at 2 SD
-    final_state: str = BY_STAGE  # "best" dev checkpoint (ConSERT), or "last" (BERT-flow's NLI encoder)
+    views: tuple[str, str] = field(
+        default=BY_STAGE,
+        metadata={
+            "help": "the two views' augmentations: shuffle, token_cutoff, feature_cutoff, dropout, none, adversarial"
+        },
+    )
+    token_cutoff: float = field(
+        default=BY_STAGE, metadata={"help": "the share of token positions the token-cutoff view zeroes"}
+    )
+    feature_cutoff: float = field(
+        default=BY_STAGE, metadata={"help": "the share of feature dimensions the feature-cutoff view zeroes"}
+    )
+    remove_dropout: bool = field(
+        default=BY_STAGE, metadata={"help": "BERT's own dropout off (the authors: only the unsupervised run from BERT)"}
+    )
+    lr: float = field(default=BY_STAGE, metadata={"help": "the peak learning rate (linear warm-up, then linear decay)"})
+    batch_size: int = field(default=BY_STAGE, metadata={"help": "texts (or NLI pairs) per step"})
+    epochs: int = field(default=BY_STAGE, metadata={"help": "passes over the training texts"})
+    patience: int | None = field(
+        default=BY_STAGE, metadata={"help": "evaluations without a gain before stopping; None: never stop early"}
+    )
+    classifier_features: tuple[str, ...] = field(
+        default=BY_STAGE, metadata={"help": "NLI classifier input (the authors add max(u, v)^2)"}
+    )
+    classifier_bias: bool = field(
+        default=BY_STAGE, metadata={"help": "SBERT's classifier has one; BERT-flow's NLI classifier has none"}
+    )
+    classifier_init_std: float | None = field(
+        default=BY_STAGE, metadata={"help": "None: nn.Linear's init; else a normal truncated at 2 SD"}
+    )
+    final_state: str = field(
+        default=BY_STAGE, metadata={"help": '"best" dev checkpoint (ConSERT), or "last" (BERT-flow\'s NLI encoder)'}
+    )
     # stage-dependent as well, the same for every ConSERT stage (consert.train.recipes.COMMON); the contrastive
     # family (simcse, augcse) has its own values
-    temperature: float = BY_STAGE
-    contrastive_weight: float = BY_STAGE  # cl_rate: times the sum of both directions' NT-Xent, even when alone
-    loss: str = BY_STAGE  # "nt_xent" (ConSERT), "infonce" (SimCSE), "infonce_symmetric" (AugCSE)
-    projection: str = BY_STAGE  # training-only head: "mlp" (SimCSE's Linear + Tanh), "bn_mlp" (AugCSE's)
-    discriminator_weight: float = BY_STAGE  # AugCSE's lambda; 0 disables the augmentation discriminator
-    text_augmentations: tuple[str, ...] = BY_STAGE  # AugCSE's sentence augmentations (consert.train.text_augment)
-    spacy_model: str | None = BY_STAGE  # AugCSE: spaCy model of the parser-based augmentations (None: blank)
-    weight_decay: float = BY_STAGE
-    adam_eps: float = BY_STAGE
-    adam_bias_correction: bool = BY_STAGE  # ConSERT: transformers.AdamW(correct_bias=False)
-    warmup_ratio: float = BY_STAGE
-    eval_every: int = BY_STAGE
-    eval_grid: str = BY_STAGE  # "epoch": every eval_every steps within each epoch + each epoch's end (ConSERT)
-    max_length: int = BY_STAGE
-    eval_max_length: int | None = BY_STAGE  # dev and test encoding (None: max_length; SimCSE: no truncation)
-    train_pooling: str = BY_STAGE
-    dev_pooling: str = BY_STAGE  # checkpoint selection (ConSERT: the model's own last-layer mean)
-    eval_pooling: str = BY_STAGE  # the reported test numbers (ConSERT: the last two layers' mean)
-    dropout: float = BY_STAGE  # the dropout view's rate
-    adversarial_epsilon: float = BY_STAGE
-    max_grad_norm: float = BY_STAGE
-    max_steps: int | None = None
-    eval_at_start: bool = False  # sentence-transformers (the authors' code) first evaluates after eval_every steps
-    dev_max_pairs: int | None = None  # evaluate on the first n STS-B dev pairs only (fast smoke runs)
-    seed: int = BY_STAGE
-    dtype: str = "auto"  # the precision measured fastest on this machine (consert.encode.precision)
-    compile: str = "auto"  # torch.compile the training forward: "auto" (CUDA runs of 500+ steps), "on", "off"
-    packed: str = "off"  # "on": the unsupervised views' dense layers on real tokens only (consert.train.packed)
-    cuda_graphs: str = (
-        "auto"  # the packed unsupervised step as CUDA graphs: "auto" (CUDA runs of 500+ steps), "on", "off"
+    temperature: float = field(default=BY_STAGE, metadata={"help": "the NT-Xent / InfoNCE temperature"})
+    contrastive_weight: float = field(
+        default=BY_STAGE, metadata={"help": "cl_rate: times the sum of both directions' NT-Xent, even when alone"}
     )
-    device: str | None = None
-    data: str | None = None
-    train_texts: str = "sts"  # "sts" (the 89,192 unlabeled STS texts) or a file with one text a line
-    n_texts: int | None = None  # few-shot: the first n of the training texts shuffled with the run's seed
-    upsample: bool = True  # few-shot: repeat the n texts int(corpus / n) times (main.py --do_upsampling)
-    nli_source: str = "sick-e"
-    nli_files: list[str] = field(default_factory=list)
-    stage1: dict[str, Any] = field(default_factory=dict)  # overrides of a two-stage mode's first stage
-    stage1_model: str | None = None  # a trained first stage: the second stage starts from it
+    loss: str = field(
+        default=BY_STAGE, metadata={"help": '"nt_xent" (ConSERT), "infonce" (SimCSE), "infonce_symmetric" (AugCSE)'}
+    )
+    projection: str = field(
+        default=BY_STAGE, metadata={"help": 'training-only head: "mlp" (SimCSE\'s Linear + Tanh), "bn_mlp" (AugCSE\'s)'}
+    )
+    discriminator_weight: float = field(
+        default=BY_STAGE, metadata={"help": "AugCSE's lambda; 0 disables the augmentation discriminator"}
+    )
+    text_augmentations: tuple[str, ...] = field(
+        default=BY_STAGE, metadata={"help": "AugCSE's sentence augmentations (consert.train.text_augment)"}
+    )
+    spacy_model: str | None = field(
+        default=BY_STAGE, metadata={"help": "AugCSE: spaCy model of the parser-based augmentations (None: blank)"}
+    )
+    weight_decay: float = field(
+        default=BY_STAGE, metadata={"help": "AdamW's weight decay (not on biases and LayerNorm weights)"}
+    )
+    adam_eps: float = field(default=BY_STAGE, metadata={"help": "AdamW's epsilon"})
+    adam_bias_correction: bool = field(
+        default=BY_STAGE, metadata={"help": "ConSERT: transformers.AdamW(correct_bias=False)"}
+    )
+    warmup_ratio: float = field(
+        default=BY_STAGE, metadata={"help": "the share of the planned steps spent warming the learning rate up"}
+    )
+    eval_every: int = field(default=BY_STAGE, metadata={"help": "steps between two STS-B dev evaluations"})
+    eval_grid: str = field(
+        default=BY_STAGE,
+        metadata={"help": '"epoch": every eval_every steps within each epoch + each epoch\'s end (ConSERT)'},
+    )
+    max_length: int = field(default=BY_STAGE, metadata={"help": "tokens per training text, [CLS] and [SEP] included"})
+    eval_max_length: int | None = field(
+        default=BY_STAGE, metadata={"help": "dev and test encoding (None: max_length; SimCSE: no truncation)"}
+    )
+    train_pooling: str = field(
+        default=BY_STAGE, metadata={"help": "the pooling of the training views (the objective's sentence vectors)"}
+    )
+    dev_pooling: str = field(
+        default=BY_STAGE, metadata={"help": "checkpoint selection (ConSERT: the model's own last-layer mean)"}
+    )
+    eval_pooling: str = field(
+        default=BY_STAGE, metadata={"help": "the reported test numbers (ConSERT: the last two layers' mean)"}
+    )
+    dropout: float = field(default=BY_STAGE, metadata={"help": "the dropout view's rate"})
+    adversarial_epsilon: float = field(
+        default=BY_STAGE,
+        metadata={"help": "the adversarial view's perturbation norm (joint mode's 'adversarial' view)"},
+    )
+    max_grad_norm: float = field(default=BY_STAGE, metadata={"help": "gradient clipping norm"})
+    max_steps: int | None = field(
+        default=None, metadata={"help": "stop after this many steps (null: the epochs' length); for smoke runs"}
+    )
+    eval_at_start: bool = field(
+        default=False,
+        metadata={"help": "sentence-transformers (the authors' code) first evaluates after eval_every steps"},
+    )
+    dev_max_pairs: int | None = field(
+        default=None, metadata={"help": "evaluate on the first n STS-B dev pairs only (fast smoke runs)"}
+    )
+    seed: int = field(
+        default=BY_STAGE, metadata={"help": "the run's seed (data order, views, initialisation of the heads)"}
+    )
+    dtype: str = field(
+        default="auto", metadata={"help": "the precision measured fastest on this machine (consert.encode.precision)"}
+    )
+    compile: str = field(
+        default="auto",
+        metadata={"help": 'torch.compile the training forward: "auto" (CUDA runs of 500+ steps), "on", "off"'},
+    )
+    packed: str = field(
+        default="off",
+        metadata={"help": '"on": the unsupervised views\' dense layers on real tokens only (consert.train.packed)'},
+    )
+    cuda_graphs: str = field(
+        default="auto",
+        metadata={"help": 'the packed unsupervised step as CUDA graphs: "auto" (CUDA runs of 500+ steps), "on", "off"'},
+    )
+    device: str | None = field(default=None, metadata={"help": "cpu or cuda (null: cuda when available)"})
+    data: str | None = field(
+        default=None,
+        metadata={"help": "the SentEval data folder (null: looked for as every command looks; docs: Data)"},
+    )
+    train_texts: str = field(
+        default="sts", metadata={"help": '"sts" (the 89,192 unlabeled STS texts) or a file with one text a line'}
+    )
+    n_texts: int | None = field(
+        default=None, metadata={"help": "few-shot: the first n of the training texts shuffled with the run's seed"}
+    )
+    upsample: bool = field(
+        default=True, metadata={"help": "few-shot: repeat the n texts int(corpus / n) times (main.py --do_upsampling)"}
+    )
+    nli_source: str = field(
+        default="sick-e",
+        metadata={
+            "help": "the NLI pairs of sup/joint: sick-e (SICK's entailment labels, offline) or snli+mnli (nli_files)"
+        },
+    )
+    nli_files: list[str] = field(
+        default_factory=list, metadata={"help": "the SNLI/MultiNLI jsonl files read when nli_source is snli+mnli"}
+    )
+    stage1: dict[str, Any] = field(
+        default_factory=dict, metadata={"help": "overrides of a two-stage mode's first stage"}
+    )
+    stage1_model: str | None = field(
+        default=None, metadata={"help": "a trained first stage: the second stage starts from it"}
+    )
 
     #: Keys a two-stage run's first stage inherits (the rest come from its own stage and ``stage1``).
     NOT_INHERITED: ClassVar[frozenset[str]] = frozenset(
@@ -164,6 +265,13 @@ class TrainConfig:
     def replace(self, **changes: Any) -> TrainConfig:
         """A validated copy with ``changes`` applied."""
         return dataclasses.replace(self, **changes)
+
+
+def key_help(mode: str = "unsup") -> list[tuple[str, Any, str]]:
+    """Every training key with its value for ``mode`` (the authors' recipe where it depends on the stage)
+    and its help text: what ``consert train --list-keys`` prints and the docs' table shows."""
+    config = TrainConfig(mode=mode)
+    return [(f.name, getattr(config, f.name), f.metadata["help"]) for f in dataclasses.fields(TrainConfig)]
 
 
 def check_train_config(config: TrainConfig) -> None:

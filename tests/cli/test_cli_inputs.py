@@ -129,3 +129,17 @@ def test_ctrl_c_exits_130_in_one_line_and_leaves_no_output(real_data_dir, tmp_pa
     assert stderr.strip().splitlines()[-1] == "consert evaluate: interrupted; nothing written"
     assert "Traceback" not in stderr and not output.exists()
     assert not list(tmp_path.iterdir())  # no partial file beside it either
+
+
+def test_list_keys_prints_every_training_key_with_the_modes_value_and_its_help(capsys):
+    """The supervised recipe (scripts/sup-sbert-base.sh: lr 2e-5) and the unsupervised one (lr 5e-7):
+    each key once, with its help text, and nothing trained."""
+    import dataclasses
+
+    from consert.train.config import TrainConfig
+
+    for mode, lr in (("sup", "2e-05"), ("unsup", "5e-07")):
+        assert main(["train", "--list-keys", "--set", f"mode={mode}"]) == 0
+        lines = {line.split()[0]: line.split(maxsplit=2)[1:] for line in capsys.readouterr().out.splitlines()}
+        assert set(lines) == {f.name for f in dataclasses.fields(TrainConfig)}
+        assert lines["lr"][0] == lr and lines["mode"][0] == mode and "one text a line" in lines["train_texts"][1]

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from consert.encode.models import STAND_IN_MODEL
 from consert.train.config import TrainConfig
 from consert.train.trainer import train
 
@@ -182,3 +183,12 @@ def test_an_export_gives_the_harness_seven_set_numbers_through_sentence_transfor
 
     card = write_model_card(run.output_dir, evaluated).read_text()  # the card, once evaluated, has the scores
     assert f"| {harness.spearman['STS12']:.2f} |" in card and f" {harness.spearman['Avg']:.2f} |" in card
+    import yaml  # the Hub's metadata: read back as the Hub reads it (the YAML between the first two ---)
+
+    meta = yaml.safe_load(card.split("---")[1])
+    assert meta["pipeline_tag"] == "sentence-similarity" and meta["library_name"] == "sentence-transformers"
+    assert meta["base_model"] == STAND_IN_MODEL
+    (index,) = meta["model-index"]
+    assert index["name"] == run.output_dir.parent.name and f"# {run.output_dir.parent.name} " in card  # <run>/model
+    values = {r["dataset"]["name"]: r["metrics"][0]["value"] for r in index["results"]}
+    assert values == {name: round(float(harness.spearman[name]), 2) for name in harness.index if name != "Avg"}

@@ -412,6 +412,23 @@ def test_a_bad_config_key_costs_the_user_at_most_three_lines():
         assert result.returncode != 0 and len(lines) <= 3 and cause in lines[-1], lines
 
 
+def _job_count(*configfiles: str) -> int:
+    result = _snakemake_in_root("-n", "--configfile", *configfiles)
+    return int(re.search(r"^total\s+(\d+)$", result.stdout, re.MULTILINE).group(1))
+
+
+def test_the_job_counts_the_docs_state_are_the_dry_runs():
+    """The docs name the offline DAG's and the rehearsal's job counts; each is what `snakemake -n` counts now."""
+    workflow_page = (ROOT / "docs" / "workflow.md").read_text()
+    architecture = (ROOT / "docs" / "architecture.md").read_text()
+    (offline,) = re.findall(r"The offline config's DAG is \*\*(\d+) jobs\*\*", workflow_page)
+    (rehearsal,) = re.findall(r"the rehearsal runs the paper config's (\d+) jobs", architecture)
+    assert int(offline) == _job_count("config/offline.yaml")
+    assert int(rehearsal) == _job_count("config/config.yaml", "config/rehearsal.yaml")
+    measured = re.findall(r"`snakemake --configfile config/offline.yaml` \| (\d+) \|", workflow_page)
+    assert measured and set(measured) == {offline}  # every timing in the table is of today's DAG
+
+
 def test_lint_is_clean():
     result = _snakemake_in_root("--lint")
     assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
