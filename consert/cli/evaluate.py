@@ -8,7 +8,7 @@ import time
 
 from consert.cli.arguments import add_encoder_arguments, at_least, task_name
 from consert.data.senteval import DATASETS, TASK_ALIASES
-from consert.encode.pooling import MODEL_POOLING, PAPER_POOLING, SIMCSE_POOLERS, Pooling
+from consert.encode.pooling import MODEL_POOLING, PAPER_POOLING, POOLER, SIMCSE_POOLERS, Pooling
 from consert.evaluate.formats import FORMATS
 
 NAME = "evaluate"
@@ -22,8 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--pooling",
         action="append",
         metavar="P",
-        help=f"cls | mean | mean:I,J,... (hidden-state indices) | model (the model's own sentence-transformers "
-        f"modules) | SimCSE's {' | '.join(SIMCSE_POOLERS)}; repeatable; default {PAPER_POOLING} "
+        help=f"cls | mean | mean:I,J,... (hidden-state indices) | {POOLER} (SimCSE's cls) | model (the model's own "
+        f"sentence-transformers modules) | SimCSE's {' | '.join(SIMCSE_POOLERS)}; repeatable; default {PAPER_POOLING} "
         f"({MODEL_POOLING} with --format mteb)",
     )
     parser.add_argument(

@@ -144,9 +144,10 @@ class SentenceEncoder:
         unique = list(dict.fromkeys(sentences))
         outputs = {spec: np.zeros((len(unique), dim), dtype=np.float32) for spec in specs}
         need_all = bool(observers) or any(spec.needs_all_hidden_states for spec in specs)
+        pooler = getattr(self.model, "pooler", None)
         for rows, hidden, batch in self.forward_batches(unique, need_all, progress, dropout):
             for spec in specs:
-                outputs[spec][rows] = spec(hidden, batch["attention_mask"]).float().cpu().numpy()
+                outputs[spec][rows] = spec(hidden, batch["attention_mask"], pooler).float().cpu().numpy()
             for observe in observers:
                 observe([unique[row] for row in rows], hidden, batch)
         row_of = {sentence: row for row, sentence in enumerate(unique)}

@@ -6,11 +6,11 @@ Grammar: ``cls`` (the [CLS] vector of the last layer), ``mean`` (masked mean of 
 ConSERT's "first-last"; BERT-whitening's "first-last" is ``mean:1,-1``. Index names avoid the
 ambiguity of "first-last", which different codebases use for different layers.
 
-SimCSE's pooler names (its ``evaluation.py --pooler``) are accepted as aliases of the same poolings
-(:data:`SIMCSE_POOLERS`). Its ``cls``, the [CLS] vector through BERT's pooler (dense + tanh), is not one of
-them: here ``cls`` is the [CLS] vector itself, as ConSERT and BERT-flow use it (SimCSE's
-``cls_before_pooler``); score SimCSE's supervised checkpoints with ``model`` (their sentence-transformers
-modules) or ``cls``.
+``cls_pooler`` is the [CLS] vector through the model's own pooler (BERT's dense + tanh): SimCSE's ``cls``,
+how SimCSE scores its checkpoints (evaluation only: the trainer's poolings are the others). SimCSE's other
+pooler names (its ``evaluation.py --pooler``) are accepted as aliases of the same poolings here
+(:data:`SIMCSE_POOLERS`); its ``cls`` is not one of them, as ``cls`` here is the [CLS] vector itself, as
+ConSERT and BERT-flow use it (SimCSE's ``cls_before_pooler``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # torch loads when a pooling runs, not when a command's argum
 
 #: The ConSERT paper's evaluation pooling: average of the last two layers' token vectors.
 PAPER_POOLING = "mean:-2,-1"
+#: The [CLS] vector through the model's pooler (SimCSE's ``cls``): evaluation only.
+POOLER = "cls_pooler"
 #: Not a pooling of the harness: the model's own sentence-transformers modules (``consert evaluate``).
 MODEL_POOLING = "model"
 #: SimCSE's pooler names and the pooling each is here (SimCSE's evaluation.py: ``avg_first_last`` averages
@@ -33,7 +35,8 @@ SIMCSE_POOLERS = {"cls_before_pooler": "cls", "avg": "mean", "avg_first_last": "
 
 @dataclass(frozen=True)
 class Pooling:
-    """A parsed pooling spec: ``kind`` is ``cls`` or ``mean``; ``layers`` are hidden-state indices."""
+    """A parsed pooling spec: ``kind`` is ``cls``, ``cls_pooler`` or ``mean``; ``layers`` are hidden-state
+    indices."""
 
     kind: str
     layers: tuple[int, ...]
@@ -45,8 +48,8 @@ class Pooling:
         if isinstance(spec, Pooling):
             return spec
         text = SIMCSE_POOLERS.get(spec.strip(), spec.strip())
-        if text == "cls":
-            return cls("cls", (-1,))
+        if text in ("cls", POOLER):
+            return cls(text, (-1,))
         if text == "mean":
             return cls("mean", (-1,))
         if text.startswith("mean:"):
@@ -57,14 +60,14 @@ class Pooling:
             if layers:
                 return cls("mean", layers)
         raise ValueError(
-            f"unknown pooling {spec!r}: expected 'cls', 'mean' or 'mean:I,J,...' with hidden-state "
+            f"unknown pooling {spec!r}: expected 'cls', '{POOLER}', 'mean' or 'mean:I,J,...' with hidden-state "
             "indices (0 = embedding output, -1 = last layer), e.g. 'mean:-2,-1', or one of SimCSE's "
             f"{', '.join(SIMCSE_POOLERS)}"
         )
 
     def __str__(self) -> str:
-        if self.kind == "cls":
-            return "cls"
+        if self.kind in ("cls", POOLER):
+            return self.kind
         return "mean" if self.layers == (-1,) else "mean:" + ",".join(map(str, self.layers))
 
     @property
@@ -81,13 +84,20 @@ class Pooling:
                     f"{num_hidden_states} hidden states (0..{num_hidden_states - 1})"
                 )
 
-    def __call__(self, hidden_states: Sequence[torch.Tensor], attention_mask: torch.Tensor) -> torch.Tensor:
-        """Pool ``hidden_states`` (each B x L x d) into B x d; ``attention_mask`` (B x L) masks padding."""
+    def __call__(
+        self, hidden_states: Sequence[torch.Tensor], attention_mask: torch.Tensor, pooler: torch.nn.Module | None = None
+    ) -> torch.Tensor:
+        """Pool ``hidden_states`` (each B x L x d) into B x d; ``attention_mask`` (B x L) masks padding;
+        ``pooler``: the model's pooler, which ``cls_pooler`` applies to the last layer."""
         import torch
 
         self.check_layers(len(hidden_states))
         if self.kind == "cls":
             return hidden_states[-1][:, 0]
+        if self.kind == POOLER:
+            if pooler is None:
+                raise ValueError(f"pooling {POOLER}: the model has no pooler (BERT's dense + tanh over [CLS])")
+            return pooler(hidden_states[-1].to(next(pooler.parameters()).dtype))
         tokens = torch.stack([hidden_states[i] for i in self.layers]).float().mean(0)
         return masked_mean(tokens, attention_mask)
 

@@ -22,7 +22,7 @@ import yaml
 
 from consert.data.nli import NLI_SOURCES
 from consert.encode.models import STAND_IN_MODEL
-from consert.encode.pooling import Pooling
+from consert.encode.pooling import POOLER, Pooling
 from consert.encode.precision import DTYPE_CHOICES
 from consert.train.augment import check_augmentation
 from consert.train.losses import CONTRASTIVE_LOSSES, FEATURES, PROJECTION_HEADS
@@ -314,9 +314,11 @@ def check_train_config(config: TrainConfig) -> None:
     _choice("nli_source", config.nli_source, NLI_SOURCES)
     for name in ("train_pooling", "dev_pooling", "eval_pooling"):
         try:
-            Pooling.parse(getattr(config, name))
+            kind = Pooling.parse(getattr(config, name)).kind
         except ValueError as err:
             raise ConfigError(f"{name}: {err}") from None
+        if kind == POOLER:
+            raise ConfigError(f"{name}: {POOLER} is an evaluation pooling (the pooler is not trained or exported)")
     for name in ("batch_size", "epochs", "eval_every"):
         if getattr(config, name) < 1:
             raise ConfigError(f"{name}: expected a positive integer, got {getattr(config, name)}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -52,3 +53,33 @@ def test_layer_out_of_range():
 def test_fully_masked_row_is_zero_not_nan():
     out = masked_mean(H0, torch.zeros(2, 3))
     assert torch.equal(out, torch.zeros(2, 2))
+
+
+@pytest.mark.parametrize("engine", ["torch", "onnxruntime"])
+def test_cls_pooler_is_the_models_pooler_output_as_simcse_scores_it(engine):
+    """SimCSE's ``cls``: Hugging Face's ``pooler_output`` (BERT's dense + tanh over the last layer's [CLS]),
+    for each sentence of a padded batch, whichever engine ran the encoder."""
+    from transformers import AutoTokenizer
+
+    from consert.encode.encoder import SentenceEncoder
+    from consert.encode.models import STAND_IN_MODEL, resolve_model
+    from tests import fixtures
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model(STAND_IN_MODEL).path)
+    _, model = fixtures.tiny_bert(
+        vocab_size=tokenizer.vocab_size, hidden_size=32, layers=2, heads=2, intermediate_size=64
+    )
+    sentences = ["A man plays a guitar.", "Two dogs run in a field of tall grass near a river.", "Hi."]
+    encoder = SentenceEncoder(tokenizer, model.eval(), max_length=32, dtype="fp32", engine=engine)
+    vectors = encoder.encode(sentences, "cls_pooler", progress=False)
+    with torch.inference_mode():
+        expected = model(**tokenizer(sentences, padding=True, truncation=True, max_length=32, return_tensors="pt"))
+    np_expected = expected.pooler_output.numpy()
+    assert vectors.shape == (3, 32) and abs(vectors - np_expected).max() < 1e-5
+    assert not np.allclose(vectors, encoder.encode(sentences, "cls", progress=False))  # the pooler did act
+
+
+def test_simcse_names_and_the_pooler_round_trip():
+    assert str(Pooling.parse("cls_pooler")) == "cls_pooler" and str(Pooling.parse("avg_first_last")) == "mean:1,-1"
+    with pytest.raises(ValueError, match="the model has no pooler"):
+        Pooling.parse("cls_pooler")(HIDDEN, MASK)
