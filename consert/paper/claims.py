@@ -16,8 +16,9 @@ is two-sided at ``decision.yaml``'s level (90 %: one-sided 5 % on each side). Th
 * ``noninferior`` ("basically achieve comparable results"): the interval lies above ``-margin``;
 * ``about`` ("roughly 4 points", "an 8% relative gain", "a gain of 2.88"): the interval of
   ``statistic - target`` lies within ``+-margin``;
-* ``near_best`` ("the best", "the optimal ... within a range"): the claimed cell lies within the
-  interval's half-width of the best one (the near-best logic of Figure 4's best k).
+* ``near_best`` ("the best", "the optimal ... within a range"): the interval of the claimed cell minus the
+  best other one; holds when it lies above 0 (shown best), does not hold when it lies below 0 (another is
+  shown better), else *not contradicted* (neither: a non-rejection, never reported as holding).
 
 A claim needing several comparisons (every set, every pair, both ends) holds when each holds and does not
 hold when one does not (intersection-union); its p-value is the largest. ``comparable`` says whether the
@@ -46,6 +47,8 @@ from consert.paper.yardstick import DEFAULT_ALPHA, holm
 CLAIMS_FILE = "consert_claims.yaml"
 TESTS = ("direction", "significant", "within", "noninferior", "about", "near_best")
 HOLDS, FAILS, UNDECIDED, NOT_RUN = "holds", "does not hold", "not decided", "not run"
+#: A near-best claim whose cell is neither shown best nor shown beaten: a non-rejection, not a confirmation.
+NOT_CONTRADICTED = "not contradicted"
 CLAIM_COLUMNS = (
     "id",
     "section",
@@ -308,7 +311,11 @@ def _peak_in_range(claim: dict, tables: Tables, size: str) -> Outcome:
     estimate = _near_best(values, "inside", tables, best_row)  # the seed spread of the claimed peak's run
     peak = float(curve.loc[curve.Avg.idxmax(), "temperature"])
     run = curve.temperature.tolist()
-    detail = f"peak at {peak:g} ({curve.Avg.max():.2f}); best inside {best_inside:.2f}; temperatures run: {run}"
+    where = "inside" if low <= peak <= high else "outside"
+    detail = (
+        f"the observed peak, {peak:g} ({curve.Avg.max():.2f}), lies {where} [{low:g}, {high:g}]; best inside "
+        f"{best_inside:.2f}; temperatures run: {run}"
+    )
     return Outcome([estimate], cells, detail, [curve.iloc[0]])
 
 
@@ -410,9 +417,8 @@ def judge(estimate: Estimate, claim: dict, level: float) -> tuple[str, float, fl
         above, below = low > margin, high < margin
     elif test == "noninferior":
         above, below = low > -margin, high < -margin
-    elif test == "near_best":
-        half = (high - low) / 2
-        return (HOLDS if estimate.value >= -half else FAILS), low, high
+    elif test == "near_best":  # the claimed cell minus the best other: shown best, shown beaten, or neither
+        return (HOLDS if low > 0 else FAILS if high < 0 else NOT_CONTRADICTED), low, high
     else:  # within, about: the interval of (statistic - target) against +-margin
         target = float(claim.get("target", 0.0))
         shifted_low, shifted_high = low - target, high - target
@@ -425,7 +431,9 @@ def _combine(verdicts: list[str]) -> str:
     """Intersection-union: holds when every comparison holds, does not hold when one does not."""
     if FAILS in verdicts:
         return FAILS
-    return HOLDS if all(v == HOLDS for v in verdicts) else UNDECIDED
+    if all(v == HOLDS for v in verdicts):
+        return HOLDS
+    return NOT_CONTRADICTED if all(v in (HOLDS, NOT_CONTRADICTED) for v in verdicts) else UNDECIDED
 
 
 KIND_ARTIFACTS = {"best_cell": "figure5", "peak_in_range": "figure7", "both_ends": "figure7", "topk_gain": "figure4",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from consert.paper.claims import FAILS, HOLDS, NOT_RUN, UNDECIDED
+from consert.paper.claims import FAILS, HOLDS, NOT_CONTRADICTED, NOT_RUN, UNDECIDED
 from consert.paper.compare import PRIMARY, SHIFT, comparable_cells, verdict_counts
 
 #: The paper's tables and figures in the paper's order, each with its title (rendered: the columns of
@@ -75,7 +75,7 @@ def claim_summary(claims: pd.DataFrame) -> tuple[dict[str, int], int, int]:
     (not comparable: their verdicts say nothing of the paper); how many were not run."""
     comparable = claims[claims.comparable.astype(bool)]
     tally = comparable.verdict.value_counts()
-    counts = {verdict: int(tally.get(verdict, 0)) for verdict in (HOLDS, FAILS, UNDECIDED)}
+    counts = {verdict: int(tally.get(verdict, 0)) for verdict in (HOLDS, FAILS, NOT_CONTRADICTED, UNDECIDED)}
     not_run = int((claims.verdict == NOT_RUN).sum())
     return counts, len(claims) - len(comparable) - not_run, not_run
 
@@ -119,8 +119,8 @@ def headline(results: str | Path = "results", report_command: str = "snakemake -
         decided, other, not_run = claim_summary(claims)
         lines.append(
             f"Claims of the paper on comparable rows: {decided[HOLDS]} hold, {decided[FAILS]} do not hold, "
-            f"{decided[UNDECIDED]} not decided; {other} checked on rows of another setting (not comparable); "
-            f"{not_run} not run"
+            f"{decided[NOT_CONTRADICTED]} not contradicted, {decided[UNDECIDED]} not decided; {other} checked on "
+            f"rows of another setting (not comparable); {not_run} not run"
         )
         for claim in claims[(claims.verdict == FAILS) & claims.comparable.astype(bool)].itertuples():
             lines.append(f"  does not hold: {claim.id} ({claim.size}): {claim.quote}")
