@@ -31,6 +31,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "results/published/decision.yaml)",
     )
     parser.add_argument(
+        "--seeds",
+        action="append",
+        default=[],
+        metavar="ARTIFACT:KIND=N",
+        help="the seeds the config's design gives a kind of trained row (repeatable), e.g. table2:consert=3: a row "
+        "that ran fewer is missing (the workflow passes its config's design)",
+    )
+    parser.add_argument(
         "--not-run",
         action="append",
         default=[],
@@ -63,16 +71,28 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from consert.io import write_csv
-    from consert.paper.compare import STAND_IN_ALLOWED, comparable_cells, compare, gate, stand_in_allowed_row
+    from consert.paper.compare import (
+        STAND_IN_ALLOWED,
+        comparable_cells,
+        compare,
+        gate,
+        load_decision,
+        stand_in_allowed_row,
+    )
+    from consert.paper.gate_rates import design_of, design_power
     from consert.train.config import parse_overrides
 
     margins = {key: float(value) for key, value in parse_overrides(args.margin).items()}
     noise = {key: float(value) for key, value in parse_overrides(args.seed_noise).items()}
+    seeds = {key: int(value) for key, value in parse_overrides(args.seeds).items()}
     results = Path(args.results)
     if args.check and not results.is_dir():
         print(f"error: --check: results directory {results} does not exist: nothing to check", file=sys.stderr)
         return 1
-    table = compare(results, Path(args.published), args.not_run, margins, noise)
+    table = compare(results, Path(args.published), args.not_run, margins, noise, seeds)
+    decision = load_decision(Path(args.published), margins, noise)
+    if design := design_of(table, decision):
+        print(design_power(design, decision))
     code, reason = gate(table, args.allow_stand_in, args.inconclusive)
     allowed = args.allow_stand_in and code == 0 and comparable_cells(table).empty
     if allowed:

@@ -32,12 +32,18 @@ from consert.data.senteval import DATASETS
 from consert.encode.models import STAND_IN_MODEL
 from consert.paper.tables import MULTI_SUBSET, authors_topk_k
 from consert.paper.yardstick import (
+    BLOCK_ALPHA,
     INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,
+    SPREAD_ALPHA,
+    SPREAD_RATIO,
+    UNDECIDABLE,
     UNTRAINED_MARGIN,
     UNTRAINED_SOURCE,
+    RowDesign,
     SeedNoise,
+    decide_rows,
     difference_half_width,
     equivalence_verdict,
     pooled_noise,
@@ -61,6 +67,7 @@ class ComparisonRow:
     artifact: str = _UNSET  # the compared table or figure (table2, whitening_table1, figure4_topk, ...)
     row: str = _UNSET  # its published row
     column: str = ""  # its published column (a set, Avg, a stated value)
+    size: str = ""  # the model size the row is judged at (base, large; empty: none)
     aggregate: str = ""  # SentEval's aggregate the published value used (all, mean, wmean)
     role: str = ""  # primary (decides the row), diagnostic, or the shared shift
     published: float = _UNSET
@@ -88,7 +95,7 @@ class ComparisonRow:
 
 
 COMPARISON_COLUMNS = tuple(f.name for f in fields(ComparisonRow))
-PRIMARY, DIAGNOSTIC, SHIFT = "primary", "diagnostic", "shared shift"
+PRIMARY, DIAGNOSTIC, SHIFT, BLOCK = "primary", "diagnostic", "shared shift", "block shift"
 #: Noise kinds without a seed model: ``none`` (untrained, deterministic), ``fixed`` (a count judged by a fixed
 #: tolerance, e.g. Table 4's steps), ``near-best`` (Figure 4's best k, decided when its row is built).
 UNTRAINED, FIXED, NEAR_BEST = "none", "fixed", "near-best"
@@ -103,6 +110,16 @@ ARTIFACT_FILES = {
     "figure5_heatmap.csv": ("figure5_heatmap",),
     "table_contrastive_family.csv": ("family",),
 }
+#: The blocks of the block-wise shift tests: which artifacts test together (the sweeps: Table 4 and Figure 5).
+BLOCK_OF = {"table2": "Table 2", "table3": "Table 3", "table4": "sweeps", "figure5_heatmap": "sweeps",
+            "family": "family", "sgopt_table1": "SG-OPT"}  # fmt: skip
+
+
+def block_of(artifact: str, size: str) -> str:
+    """The block a row of ``artifact`` at model ``size`` is tested in: its table and size."""
+    return f"{BLOCK_OF.get(artifact, artifact)} {size}"
+
+
 #: The contrastive family's published rows (``contrastive_family.csv``) and the reproduced rows they match.
 FAMILY_ROWS = (("SimCSE-BERT-base", "SimCSE-base", "base"), ("AugCSE-BERT-base", "AugCSE-base", "base"))
 
@@ -295,7 +312,7 @@ def _cells(
                 context, role, "; ".join(r for r in (reason, why) if r), aggregate, name, margin_key,
             )  # fmt: skip
             if row is not None:
-                out.append(row)
+                out.append({**row, "size": size or ""})
                 decided |= role == PRIMARY
             elif role == PRIMARY and primary != "*" and pd.notna(pd.to_numeric(pub_row.get(published_column))):
                 why = f"the reproduced row {reproduced_name!r} has no value for its primary cell ({name})"
@@ -479,6 +496,7 @@ def compare(
     not_run: Sequence[str] = (),
     margins: dict[str, float] | None = None,
     seed_noise: dict[str, float] | None = None,
+    seeds: dict[str, int] | None = None,
 ) -> pd.DataFrame:
     """The comparison table of the reproduced artifacts under ``results``, block by block of :data:`COMPARED`.
 
@@ -486,6 +504,8 @@ def compare(
     ``not run`` when it matches one of ``not_run`` (``artifact:row`` glob patterns a config declares,
     e.g. ``table2:*large*`` for a base-only run), else ``missing``; a missing artifact file gives one
     gap row per comparison artifact it feeds. ``margins`` and ``seed_noise`` override ``decision.yaml``.
+    ``seeds`` (``artifact:kind`` -> seeds, the config's design): a comparable trained primary cell that ran
+    fewer is ``missing`` (its seeds named in ``reason``) unless ``not_run`` declares it.
     """
     context = Context(load_aggregates(published), RowKinds(published), load_decision(published, margins, seed_noise))
     reproduced = read_reproduced(results)
@@ -502,7 +522,20 @@ def compare(
     frame = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
     declared = frame.apply(lambda r: any(fnmatch(f"{r.artifact}:{r.row}", p) for p in not_run), axis=1)
     frame.loc[(frame.status == "missing") & declared.astype(bool), ["status", "verdict"]] = "not run"
+    short = _missing_seeds(frame, seeds or {}) & ~declared.astype(bool)
+    frame.loc[short, "reason"] = [f"{int(n)} of {seeds[f'{a}:{k}']} seeds ran (the config's design)"
+                                  for n, a, k in zip(frame.n_seeds[short], frame.artifact[short], frame.noise[short],
+                                                     strict=True)]  # fmt: skip
+    frame.loc[short, ["status", "verdict"]] = "missing"
     return decide(frame, context.decision)
+
+
+def _missing_seeds(frame: pd.DataFrame, seeds: dict[str, int]) -> pd.Series:
+    """Comparable primary cells that ran fewer seeds than the design gives their ``artifact:kind``."""
+    expected = pd.Series([seeds.get(f"{a}:{k}", 0) for a, k in zip(frame.artifact, frame.noise, strict=True)],
+                         index=frame.index)  # fmt: skip
+    chosen = (frame.status == "compared") & (frame.role == PRIMARY) & frame.comparable.astype(bool)
+    return chosen & (pd.to_numeric(frame.n_seeds, errors="coerce").fillna(0) < expected)
 
 
 STAND_IN_FILE = "stand_in_mteb.csv"
@@ -528,13 +561,15 @@ def _stand_in_cells(table2: pd.DataFrame, published: Path, context: Context) -> 
 
 
 def decide(frame: pd.DataFrame, decision: Decision) -> pd.DataFrame:
-    """Intervals and verdicts of the compared cells, and the shared-shift row.
+    """Intervals and verdicts of the compared cells, the block-wise shift tests and the shared-shift row.
 
-    Trained cells pool their seed SD over the compared cells of the same noise kind and scale (primary
-    cells with primary cells, sets with sets), else take the declared one; untrained and fixed cells are
-    judged on their point difference; ``not comparable`` for rows outside the paper's setting."""
+    The comparable trained primary cells are decided together by :func:`~consert.paper.yardstick.decide_rows`
+    (the seed SD pooled per kind and model size, never below the declared one; the seed-spread test; leaning
+    out; undecidable rows; the block tests). Other trained cells (diagnostics, rows of another setting) get
+    their interval alike, pooled per kind, size, scale and comparability; untrained and fixed cells are judged
+    on their point difference; ``not comparable`` for rows outside the paper's setting."""
     frame = frame.copy()
-    for column in ("sigma_source", "verdict"):
+    for column in ("sigma_source", "verdict", "reason"):
         frame[column] = frame[column].astype(object)
     compared = frame.status == "compared"
     trained = compared & ~frame.noise.isin([UNTRAINED, FIXED, NEAR_BEST])
@@ -543,12 +578,14 @@ def decide(frame: pd.DataFrame, decision: Decision) -> pd.DataFrame:
     scale = np.where(frame.role == PRIMARY, "avg", "set")
     comparable = frame.comparable.astype(bool).to_numpy()
     repeats = repeats_another_run(frame).to_numpy()
-    keys = [frame.noise[trained], scale[trained.to_numpy()], comparable[trained.to_numpy()]]
-    for (kind, level, _), group in frame[trained].groupby(keys):
-        # one pool per kind, scale and comparability; a row that repeats another's run adds no seeds of its own
+    sizes = frame["size"].fillna("").astype(str).replace("", "base").to_numpy()
+    keys = [frame.noise[trained], sizes[trained.to_numpy()], scale[trained.to_numpy()], comparable[trained.to_numpy()]]
+    for (kind, _, level, _), group in frame[trained].groupby(keys):
+        # one pool per kind, size, scale and comparability; a row that repeats another's run adds no seeds
         pool = group[~repeats[frame.index.get_indexer(group.index)]]
-        noise = pooled_noise(pool.seed_std.tolist(), pool.n_seeds.astype(int).tolist(),
-                             decision.declared_noise(kind, level))  # fmt: skip
+        declared = decision.declared_noise(kind, level)
+        noise = pooled_noise(pool.seed_std.tolist(), pool.n_seeds.astype(int).tolist(), declared)
+        noise = noise if noise.sigma > declared.sigma else declared  # never narrower than the declared SD
         for index, row in group.iterrows():
             half = difference_half_width(noise, int(row.n_seeds), int(row.published_runs), decision.level)
             frame.loc[index, ["sigma", "sigma_df", "sigma_source"]] = [noise.sigma, noise.df, noise.source]
@@ -563,8 +600,64 @@ def decide(frame: pd.DataFrame, decision: Decision) -> pd.DataFrame:
     ]  # fmt: skip
     frame.loc[decided, "verdict"] = verdicts
     frame.loc[compared & (frame.noise == NEAR_BEST) & ~frame.comparable.astype(bool), "verdict"] = "not comparable"
+    rows = trained & (frame.role == PRIMARY) & frame.comparable.astype(bool)
+    blocks = _decide_rows(frame, rows.to_numpy(), sizes, repeats, decision) if rows.any() else []
     shift = shift_row(frame, decision)
-    return frame if shift is None else pd.concat([frame, pd.DataFrame([shift])], ignore_index=True)
+    extra = blocks + ([shift] if shift is not None else [])
+    return pd.concat([frame, pd.DataFrame(extra)], ignore_index=True) if extra else frame
+
+
+def _decide_rows(frame: pd.DataFrame, rows: np.ndarray, sizes: np.ndarray, repeats: np.ndarray,
+                 decision: Decision) -> list[dict[str, Any]]:  # fmt: skip
+    """Decide the comparable trained primary cells (``rows``) in place; return the block tests' rows."""
+    chosen = frame[rows]
+    design = RowDesign(
+        n=chosen.n_seeds.to_numpy(dtype=float),
+        m=chosen.published_runs.to_numpy(dtype=float),
+        margin=chosen.margin.to_numpy(dtype=float),
+        declared=np.array([decision.declared_noise(kind, "avg").sigma for kind in chosen.noise]),
+        group=np.array([f"{kind} {size}" for kind, size in zip(chosen.noise, sizes[rows], strict=True)]),
+        block=np.array([block_of(a, size) for a, size in zip(chosen.artifact, sizes[rows], strict=True)]),
+        repeats=repeats[rows],
+    )
+    spread = chosen.seed_std.to_numpy(dtype=float)
+    result = decide_rows(chosen.delta.to_numpy(dtype=float)[None], np.nan_to_num(spread)[None], design,
+                         decision.shift_margin[0], decision.level)  # fmt: skip
+    for position, index in enumerate(chosen.index):
+        why = [str(frame.at[index, "reason"])] if isinstance(frame.at[index, "reason"], str) else []
+        if result.spread_beyond[0, position]:
+            why.append(f"seed spread beyond {SPREAD_RATIO:g}x the declared SD (chi-square, p < {SPREAD_ALPHA:g})")
+        if result.leans_out[0, position]:
+            why.append("leans out: its interval at the declared SD lies beyond the margin")
+        if result.verdict[0, position] == UNDECIDABLE:
+            why.append("the published run's own noise fills the margin: no run can show it equivalent")
+        kind, df = frame.at[index, "noise"], result.df[0, position]
+        declared = decision.declared_noise(kind, "avg")
+        source = declared.source if math.isinf(df) else (
+            f"pooled per kind and size ({design.group[position]}, {df:g} df), above the declared {declared.sigma:g}"
+        )  # fmt: skip
+        frame.loc[index, ["sigma", "sigma_df", "diff_low", "diff_high", "verdict", "reason"]] = [
+            result.sigma[0, position], result.df[0, position], result.low[0, position], result.high[0, position],
+            result.verdict[0, position], "; ".join(why),
+        ]  # fmt: skip
+        frame.loc[index, "sigma_source"] = source
+    margin, reason = decision.shift_margin
+    return [
+        {
+            **gap_row(SHIFT, f"block: {name}", ""),
+            "column": "mean delta" if math.isfinite(mean) else "sum of squared standardised deltas",
+            "role": BLOCK,
+            "delta": mean,
+            "noise": "rows",
+            "margin": margin,
+            "margin_source": reason,
+            "verdict": NOT_REPRODUCED if p < BLOCK_ALPHA else "no shift shown",
+            "comparable": True,
+            "reason": f"Holm-adjusted p = {p:.3g} of a shift beyond the margin (family-wise {BLOCK_ALPHA:g})",
+            "status": "compared",
+        }
+        for name, mean, p in zip(result.blocks, result.block_mean[0], result.block_p[0], strict=True)
+    ]
 
 
 def shift_row(frame: pd.DataFrame, decision: Decision) -> dict[str, Any] | None:
@@ -598,7 +691,7 @@ def trained_primary_cells(comparison: pd.DataFrame) -> pd.DataFrame:
     """Comparable primary cells of trained rows, each run once (a row repeating another's run left out):
     the ones the shared-shift test averages."""
     chosen = (comparison.status == "compared") & (comparison.role == PRIMARY) & comparison.comparable.astype(bool)
-    once = ~repeats_another_run(comparison)
+    once = ~repeats_another_run(comparison) & (comparison.verdict != UNDECIDABLE)
     return comparison[chosen & once & ~comparison.noise.isin([UNTRAINED, FIXED, NEAR_BEST])]
 
 
@@ -699,7 +792,7 @@ def failures(comparison: pd.DataFrame, inconclusive: str = "pass") -> pd.DataFra
     """What a gate fails on: comparable primary cells (and the shared shift) that are ``not reproduced``,
     and, with ``inconclusive="fail"``, those that are ``inconclusive``."""
     failing = [NOT_REPRODUCED] + ([INCONCLUSIVE] if inconclusive == "fail" else [])
-    decided = (comparison.status == "compared") & comparison.role.isin([PRIMARY, SHIFT])
+    decided = (comparison.status == "compared") & comparison.role.isin([PRIMARY, SHIFT, BLOCK])
     return comparison[decided & comparison.comparable.astype(bool) & comparison.verdict.isin(failing)]
 
 
@@ -755,8 +848,8 @@ def gate(comparison: pd.DataFrame, allow_stand_in: bool = False, inconclusive: s
     missing, failed = gaps(comparison), failures(comparison, inconclusive)
     if len(missing):
         return 1, (
-            f"{len(missing)} published rows have nothing reproduced; produce them or declare them with "
-            "--not-run ARTIFACT:ROW (config key not_run)"
+            f"{len(missing)} published rows are missing (nothing reproduced, or fewer seeds than the config's "
+            "design); produce them or declare them with --not-run ARTIFACT:ROW (config key not_run)"
         )
     counts = verdict_counts(comparison)
     summary = ", ".join(f"{n} {verdict}" for verdict, n in counts.items())

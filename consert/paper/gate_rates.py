@@ -29,15 +29,23 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from consert.paper.compare import PAPER_MODELS, Decision, load_decision
+from consert.paper.compare import PAPER_MODELS, Decision, block_of, load_decision
 from consert.paper.plan import sweep_seeds
-from consert.paper.yardstick import NOT_REPRODUCED, PUBLISHED_ROUNDING, REPRODUCED, equivalence_verdicts
+from consert.paper.yardstick import (
+    NOT_REPRODUCED,
+    REPRODUCED,
+    UNDECIDABLE,
+    RowDesign,
+    decide_rows,
+    equivalence_verdicts,
+)
 
 
 @dataclass(frozen=True)
 class DesignRow:
     """One trained primary cell of a design: its label, artifact (for the margin), noise kind and scale,
-    our seeds ``n``, the runs ``m`` its published value averages, and its true seed SD."""
+    our seeds ``n``, the runs ``m`` its published value averages, its declared seed SD, and the model size and
+    block (table x size) it is pooled and tested in."""
 
     label: str
     artifact: str
@@ -46,6 +54,21 @@ class DesignRow:
     n: int
     m: int
     sigma: float
+    size: str = "base"
+    block: str = ""
+
+
+def row_design(design: list[DesignRow], decision: Decision, repeats: np.ndarray | None = None) -> RowDesign:
+    """The arrays :func:`~consert.paper.yardstick.decide_rows` decides a design's rows with."""
+    return RowDesign(
+        n=np.array([row.n for row in design], dtype=float),
+        m=np.array([row.m for row in design], dtype=float),
+        margin=np.array([decision.margin(row.artifact)[0] for row in design]),
+        declared=np.array([decision.declared_noise(row.kind, row.scale).sigma for row in design]),
+        group=np.array([f"{row.kind} {row.size}" for row in design]),
+        block=np.array([row.block or block_of(row.artifact, row.size) for row in design]),
+        repeats=np.zeros(len(design), dtype=bool) if repeats is None else repeats,
+    )
 
 
 def paper_design(config: dict[str, Any], decision: Decision) -> list[DesignRow]:
@@ -54,16 +77,17 @@ def paper_design(config: dict[str, Any], decision: Decision) -> list[DesignRow]:
     sgopt_n = len(config["baselines"].get("sgopt_seeds") or config["seeds"])
     rows: list[DesignRow] = []
 
-    def add(label: str, artifact: str, kind: str, seeds: int, m: int = 1) -> None:  # primary cells: the avg scale
-        rows.append(DesignRow(label, artifact, kind, "avg", seeds, m, float(decision.noise[kind]["avg"])))
+    def add(label: str, artifact: str, kind: str, seeds: int, m: int = 1, size: str = "base") -> None:
+        sigma = float(decision.noise[kind]["avg"])  # primary cells: the avg scale
+        rows.append(DesignRow(label, artifact, kind, "avg", seeds, m, sigma, size, block_of(artifact, size)))
 
     sizes = [size for size in config["models"] if size in PAPER_MODELS]
     for size in sizes:
-        add(f"table2 ConSERT-{size}", "table2", "consert", n)
-        add(f"table2 BERT-{size}-flow", "table2", "flow", 1)
+        add(f"table2 ConSERT-{size}", "table2", "consert", n, size=size)
+        add(f"table2 BERT-{size}-flow", "table2", "flow", 1, size=size)
         for setting in ("sup", "joint", "sup-unsup", "joint-unsup"):
-            add(f"table3 ConSERT-{size} {setting}", "table3", "consert", n)
-        add(f"table3 BERT-{size}-flow (NLI)", "table3", "flow_nli", n)
+            add(f"table3 ConSERT-{size} {setting}", "table3", "consert", n, size=size)
+        add(f"table3 BERT-{size}-flow (NLI)", "table3", "flow_nli", n, size=size)
     if "base" in sizes:
         add("sgopt_table1 SG-OPT (STS-B)", "sgopt_table1", "sgopt", sgopt_n, m=8)
     sweeps = config["sweeps"]
@@ -80,46 +104,98 @@ def paper_design(config: dict[str, Any], decision: Decision) -> list[DesignRow]:
     return rows
 
 
+def design_of(comparison: pd.DataFrame, decision: Decision) -> list[DesignRow]:
+    """The design that actually ran: the comparable trained primary cells of a comparison, with their seeds."""
+    chosen = comparison[(comparison.status == "compared") & (comparison.role == "primary")
+                        & comparison.comparable.astype(bool) & comparison.noise.isin(list(decision.noise))]  # fmt: skip
+    chosen = chosen[chosen.same_run_as.fillna("").astype(str).str.strip().isin(["", "nan"])]
+    return [
+        DesignRow(
+            f"{row.artifact} {row.row}",
+            row.artifact,
+            row.noise,
+            "avg",
+            int(row.n_seeds),
+            int(row.published_runs),
+            decision.declared_noise(row.noise, "avg").sigma,
+            str(row.size or "base"),
+            block_of(row.artifact, str(row.size or "base")),
+        )  # fmt: skip
+        for row in chosen.itertuples()
+    ]
+
+
+def design_power(design: list[DesignRow], decision: Decision, replicates: int = 1000, seed: int = 0) -> str:
+    """One line: how often the gate passes a correct run of ``design``, catches a 1-point shift of every row,
+    and catches a 2-point error in its least-watched decidable row (simulated, ``replicates`` runs each)."""
+    if len(design) < 2:
+        return f"power of this run's design: {len(design)} trained rows compared, nothing to simulate"
+    rng, zeros = np.random.default_rng(seed), np.zeros(len(design))
+    correct = simulate(design, decision, zeros, replicates, rng)
+    shifted = simulate(design, decision, zeros - 1.0, replicates, rng)
+    caught = []
+    for index in np.flatnonzero(correct["verdicts"][0] != UNDECIDABLE):
+        truth = zeros.copy()
+        truth[index] = -2.0
+        caught.append((simulate(design, decision, truth, replicates, rng)["fails"].mean(), design[index].label))
+    worst = min(caught) if caught else (math.nan, "none")
+    return (
+        f"power of this run's design ({len(design)} trained rows, {replicates} simulated runs each): a correct "
+        f"run passes {1 - correct['fails'].mean():.3f}; a 1-point shift of every row is caught "
+        f"{shifted['fails'].mean():.3f}; a 2-point error in one row is caught at least {worst[0]:.3f} ({worst[1]})"
+    )
+
+
+def expected_seeds(config: dict[str, Any], decision: Decision) -> dict[str, int]:
+    """The seeds a config's design gives each trained primary row, by ``artifact:kind`` (what ``consert compare
+    --seeds`` checks the rows that ran against: a missing seed is a missing row, not a quieter one)."""
+    return {f"{row.artifact}:{row.kind}": row.n for row in paper_design(config, decision)}
+
+
 def simulate(
     design: list[DesignRow],
     decision: Decision,
     truth: np.ndarray,
     replicates: int,
     rng: np.random.Generator,
+    noise: np.ndarray | None = None,
+    seeds: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Draw ``replicates`` runs whose rows are off by ``truth`` (one value per design row) and decide them.
+    """Draw ``replicates`` runs whose rows are off by ``truth`` (one value per design row), with true seed SDs
+    ``noise`` times the declared ones (default 1; the published runs keep the declared SD), and decide them
+    with the gate's rule (:func:`~consert.paper.yardstick.decide_rows`, and the shared shift). ``seeds``: the
+    seeds that ran per row, where fewer than the design's (a missing seed fails the gate).
 
     Returns ``verdicts`` (replicates x rows), ``shift`` (the shared shift's verdict per replicate),
     ``fails`` (whether the gate fails each replicate), and the draws: ``delta`` and our seeds' ``spread``."""
-    n = np.array([row.n for row in design])
-    m = np.array([row.m for row in design])
-    sigma = np.array([row.sigma for row in design])
-    margins = np.array([decision.margin(row.artifact)[0] for row in design])
+    rows = row_design(design, decision)
+    ran = rows.n if seeds is None else np.asarray(seeds, dtype=float)
+    true_sigma = rows.declared * (1.0 if noise is None else np.asarray(noise, dtype=float))
     shape = (replicates, len(design))
-    # our mean of n seeds and its sample SD; the published mean of m runs
-    ours = truth + sigma * rng.standard_normal(shape) / np.sqrt(n)
-    spread = sigma * np.sqrt(rng.chisquare(np.maximum(n - 1, 1), shape) / np.maximum(n - 1, 1))
-    published = sigma * rng.standard_normal(shape) / np.sqrt(m)
+    # our mean of the seeds that ran and their sample SD; the published mean of m runs
+    ours = truth + true_sigma * rng.standard_normal(shape) / np.sqrt(ran)
+    spread = true_sigma * np.sqrt(rng.chisquare(np.maximum(ran - 1, 1), shape) / np.maximum(ran - 1, 1))
+    published = rows.declared * rng.standard_normal(shape) / np.sqrt(rows.m)
     delta = ours - np.round(published, 2)
-    half = np.empty(shape)
-    for key in sorted({(row.kind, row.scale) for row in design}):
-        columns = np.array([(row.kind, row.scale) == key for row in design])
-        df = int(np.sum(np.maximum(n[columns] - 1, 0)))
-        if df:
-            pooled = np.sqrt(np.sum((n[columns] - 1) * spread[:, columns] ** 2, axis=1) / df)[:, None]
-            quantile = stats.t.ppf(0.5 + decision.level / 2, df)
-        else:
-            pooled = decision.declared_noise(*key).sigma
-            quantile = stats.norm.ppf(0.5 + decision.level / 2)
-        scale = np.sqrt(1 / n[columns] + 1 / m[columns])
-        half[:, columns] = quantile * pooled * scale + PUBLISHED_ROUNDING
-    verdicts = equivalence_verdicts(delta - half, delta + half, margins)
-    k = len(design)
-    mean = delta.mean(axis=1)
-    shift_half = stats.t.ppf(0.5 + decision.level / 2, k - 1) * delta.std(axis=1, ddof=1) / math.sqrt(k)
+    decided = decide_rows(delta, spread, RowDesign(**{**vars(rows), "n": ran}), decision.shift_margin[0],
+                          decision.level)  # fmt: skip
+    counted = decided.verdict[0] != UNDECIDABLE
+    k = int(counted.sum())
+    mean = delta[:, counted].mean(axis=1)
+    shift_half = stats.t.ppf(0.5 + decision.level / 2, k - 1) * delta[:, counted].std(axis=1, ddof=1) / math.sqrt(k)
     shift = equivalence_verdicts(mean - shift_half, mean + shift_half, decision.shift_margin[0])
-    fails = (verdicts == NOT_REPRODUCED).any(axis=1) | (shift == NOT_REPRODUCED)
-    return {"verdicts": verdicts, "shift": shift, "fails": fails, "delta": delta, "spread": spread}
+    missing = bool((ran < rows.n).any())
+    fails = decided.fails | (shift == NOT_REPRODUCED) | missing
+    return {"verdicts": decided.verdict, "shift": shift, "fails": fails, "delta": delta, "spread": spread,
+            "blocks": decided.blocks, "block_p": decided.block_p}  # fmt: skip
+
+
+#: The blocks a one-block error is simulated in: the 7 BERT-large rows, Table 3 (both sizes), the sweeps.
+ERROR_BLOCKS = {
+    "the large rows": lambda row: row.size == "large",
+    "Table 3": lambda row: row.artifact == "table3",
+    "the sweeps": lambda row: row.artifact in ("table4", "figure5_heatmap"),
+}
 
 
 def error_rates(
@@ -129,13 +205,25 @@ def error_rates(
     shift: float = 1.0,
     error: float = 2.0,
     seed: int = 0,
+    noisy_error: float = 3.0,
+    noisy: float = 5.0,
+    wider: float = 1.5,
 ) -> pd.DataFrame:
     """The gate's rates under a config's design, one row per scenario (and per row for a one-row error),
-    with the Monte Carlo standard error of each rate."""
+    with the Monte Carlo standard error of each rate:
+
+    * ``correct``: every row true; also with every kind's true seed SD ``wider`` times the declared one;
+    * ``shift``: every trained row ``shift`` points low;
+    * ``block``: every row of one block (:data:`ERROR_BLOCKS`) ``shift`` points low;
+    * ``one row``: one row ``error`` points low; ``noisy row``: one row ``noisy_error`` points low with seeds
+      ``noisy`` times noisier than declared;
+    * ``missing seed``: one row with a seed fewer than the design's.
+    """
     decision = load_decision(published)
     design = paper_design(config, decision)
     rng = np.random.default_rng(seed)
-    zeros = np.zeros(len(design))
+    zeros, ones = np.zeros(len(design)), np.ones(len(design))
+    undecidable = simulate(design, decision, zeros, 1, rng)["verdicts"][0] == UNDECIDABLE
     rows = []
 
     def record(scenario: str, row: str, rate: float, what: str, decided: float = math.nan) -> None:
@@ -149,13 +237,33 @@ def error_rates(
         shown = float((correct["verdicts"][:, index] == REPRODUCED).mean())
         record("correct", row.label, float((correct["verdicts"][:, index] != NOT_REPRODUCED).mean()),
                "row not failed", shown)  # fmt: skip
+    noisier = simulate(design, decision, zeros, replicates, rng, noise=ones * wider)
+    record(f"correct, true seed SD {wider:g}x the declared", "every row", 1 - noisier["fails"].mean(), "gate passes")
     shifted = simulate(design, decision, zeros - shift, replicates, rng)
     record(f"shift {-shift:+g} on every trained row", "every row", shifted["fails"].mean(), "gate fails")
+    for name, member in ERROR_BLOCKS.items():
+        chosen = np.array([member(row) for row in design])
+        if chosen.any():
+            outcome = simulate(design, decision, np.where(chosen, -shift, 0.0), replicates, rng)
+            record(f"block {-shift:+g}", name, outcome["fails"].mean(), "gate fails")
     for index, row in enumerate(design):
+        if undecidable[index]:
+            continue
         truth = zeros.copy()
         truth[index] = -error
         outcome = simulate(design, decision, truth, replicates, rng)
         record(f"one row {-error:+g}", row.label, outcome["fails"].mean(), "gate fails")
+        truth[index], noise = -noisy_error, ones.copy()
+        noise[index] = noisy
+        outcome = simulate(design, decision, truth, replicates, rng, noise=noise)
+        record(f"noisy row {-noisy_error:+g}, seeds {noisy:g}x noisier", row.label, outcome["fails"].mean(),
+               "gate fails")  # fmt: skip
+    seeds = np.array([row.n for row in design])
+    if (seeds >= 2).any():
+        short = seeds.copy()
+        short[int(np.argmax(seeds >= 2))] -= 1
+        outcome = simulate(design, decision, zeros, replicates, rng, seeds=short)
+        record("missing seed", design[int(np.argmax(seeds >= 2))].label, outcome["fails"].mean(), "gate fails")
     frame = pd.DataFrame(rows)
     design_table = pd.DataFrame([vars(row) for row in design]).rename(columns={"label": "row"})
     return frame.merge(design_table[["row", "kind", "n", "m", "sigma"]], on="row", how="left")

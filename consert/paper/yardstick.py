@@ -155,3 +155,132 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     steps = np.minimum(1.0, (m - np.arange(m)) * p[order])
     adjusted[order] = np.maximum.accumulate(steps)
     return adjusted
+
+
+#: The seed spread a run may show before it is evidence of a broken run, as a multiple of the declared seed SD:
+#: each declared SD rests on another paper's 8 runs or a maintainer's estimate, so a spread up to twice it is
+#: not held against a run (a correct run whose true SD is 1.5x the declared one passes: ``consert gate-rates``).
+SPREAD_RATIO = 2.0
+#: The one-sided level of the seed-spread test: (n-1) s^2 / (SPREAD_RATIO sigma)^2 against chi^2(n-1).
+SPREAD_ALPHA = 0.01
+#: The verdict of a row that no run can show equivalent at its margin (the published run's own noise alone
+#: fills the margin): labelled, kept out of the gate.
+UNDECIDABLE = "undecidable at its margin"
+#: The family-wise level of the block-wise shift tests and the standardised-delta test (Holm over them).
+BLOCK_ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class RowDesign:
+    """The trained primary rows one decision covers, as arrays over rows: our seeds ``n``, the published runs
+    ``m``, each row's margin and declared seed SD, the group its SD is pooled in (kind and model size), its
+    block (table and model size) and whether it repeats another row's run (judged, not pooled twice)."""
+
+    n: np.ndarray
+    m: np.ndarray
+    margin: np.ndarray
+    declared: np.ndarray
+    group: np.ndarray
+    block: np.ndarray
+    repeats: np.ndarray
+
+
+@dataclass(frozen=True)
+class RowDecision:
+    """Everything :func:`decide_rows` decides, over ``R`` replicates (rows of each array) of the design."""
+
+    verdict: np.ndarray  # R x k: reproduced / not reproduced / inconclusive / undecidable at its margin
+    low: np.ndarray  # R x k: the decision interval of reproduced - published
+    high: np.ndarray
+    sigma: np.ndarray  # R x k: the seed SD used (the larger of the declared and the pooled observed one)
+    df: np.ndarray  # R x k: its degrees of freedom (inf where the declared one was used)
+    spread_beyond: np.ndarray  # R x k: the row's seed spread, or its group's, fails the spread test
+    leans_out: np.ndarray  # R x k: inconclusive, with the point estimate beyond the margin (see decide_rows)
+    blocks: tuple[str, ...]  # the blocks tested, then the standardised-delta test
+    block_mean: np.ndarray  # R x B: each block's mean delta (NaN for the standardised test)
+    block_p: np.ndarray  # R x (B + 1): Holm-adjusted p of each block's shift and of the standardised deltas
+    fails: np.ndarray  # R: a row or a block not reproduced
+
+
+def decide_rows(delta: np.ndarray, spread: np.ndarray, design: RowDesign, shift_margin: float,
+                level: float = DEFAULT_LEVEL) -> RowDecision:  # fmt: skip
+    """Decide the trained primary rows of ``R`` runs of a design (``delta``, ``spread``: R x k).
+
+    * **Seed SD.** Pooled per group (kind and model size) over the rows with 2+ seeds (not those repeating
+      another row's run); the interval uses the larger of it and the declared SD (Student t at the pooled
+      df when the observed one is larger, else the normal quantile: declared, known).
+    * **Seed spread.** Each row's spread and each group's pooled spread are tested against the declared SD:
+      ``df s^2 / (SPREAD_RATIO sigma)^2`` beyond chi^2's ``1 - SPREAD_ALPHA`` quantile makes the row (or every
+      row of the group) ``not reproduced``: a noisy run cannot buy a wide interval.
+    * **Leaning out.** An inconclusive row whose interval at the *declared* SD lies beyond its margin is
+      ``not reproduced``: noise widens the interval that could pass a row, never the one that fails it.
+    * **Undecidable.** A row whose interval at the declared SD could not lie within its margin even with
+      infinitely many seeds of ours (the published run's noise alone fills it: SimCSE's 0.8 against 1 point)
+      is ``undecidable at its margin`` and stays out of the gate.
+    * **Blocks.** Per block (table x model size) with rows to decide, the mean delta against the shared-shift
+      margin: p of ``|mean| > margin`` from its standard error (the rows' SDs used); beside them, the
+      standardised deltas ``sum (delta / sd)^2`` against the noncentral chi^2 of every row off by the margin
+      (errors of mixed sign). Holm over these tests at :data:`BLOCK_ALPHA`.
+    """
+    replicates, rows = delta.shape
+    upper = 0.5 + level / 2
+    normal = stats.norm.ppf(upper)
+    sigma = np.broadcast_to(design.declared, delta.shape).astype(float).copy()
+    df = np.full(delta.shape, np.inf)
+    quantile = np.full(delta.shape, normal)
+    beyond = np.zeros(delta.shape, dtype=bool)
+    critical = lambda dof: stats.chi2.ppf(1 - SPREAD_ALPHA, dof)  # noqa: E731
+    for group in dict.fromkeys(design.group):
+        columns = design.group == group
+        pool = columns & ~design.repeats & (design.n >= 2)
+        dof = int(np.sum(design.n[pool] - 1))
+        if not dof:
+            continue
+        squares = np.sum((design.n[pool] - 1) * spread[:, pool] ** 2, axis=1)
+        declared = float(design.declared[columns][0])
+        observed = np.sqrt(squares / dof)
+        larger = observed > declared
+        sigma[:, columns] = np.where(larger, observed, declared)[:, None]
+        df[:, columns] = np.where(larger, dof, np.inf)[:, None]
+        quantile[:, columns] = np.where(larger, stats.t.ppf(upper, dof), normal)[:, None]
+        beyond[:, columns] |= (squares / (SPREAD_RATIO * declared) ** 2 > critical(dof))[:, None]
+    own = design.n >= 2
+    statistic = (design.n - 1) * spread**2 / (SPREAD_RATIO * design.declared) ** 2
+    beyond |= own & (statistic > critical(np.maximum(design.n - 1, 1)))
+    scale = np.sqrt(1 / design.n + 1 / design.m)
+    half = quantile * sigma * scale + PUBLISHED_ROUNDING
+    verdict = equivalence_verdicts(delta - half, delta + half, design.margin)
+    half_declared = normal * design.declared * scale + PUBLISHED_ROUNDING
+    leans_out = (verdict == INCONCLUSIVE) & (np.abs(delta) > design.margin + half_declared)
+    verdict = np.where(leans_out | beyond, NOT_REPRODUCED, verdict)
+    decidable = normal * design.declared / np.sqrt(design.m) + PUBLISHED_ROUNDING < design.margin
+    verdict = np.where(decidable, verdict, UNDECIDABLE)
+    blocks, block_mean, p_values = _block_tests(delta, sigma * scale, design, decidable, shift_margin)
+    adjusted = np.array([holm(row) for row in p_values]) if p_values.size else p_values
+    fails = (verdict == NOT_REPRODUCED).any(axis=1) | (adjusted < BLOCK_ALPHA).any(axis=1)
+    return RowDecision(verdict, delta - half, delta + half, sigma, df, beyond & decidable, leans_out & decidable,
+                       blocks, block_mean, adjusted, fails)  # fmt: skip
+
+
+def _block_tests(delta: np.ndarray, sd: np.ndarray, design: RowDesign, decidable: np.ndarray,
+                 margin: float) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:  # fmt: skip
+    """Per block, p of ``|mean delta| > margin``; last, p of the standardised deltas beyond every row off by
+    ``margin`` (the rows each counted once, undecidable rows left out)."""
+    counted = decidable & ~design.repeats
+    names = tuple(b for b in dict.fromkeys(design.block[counted]))
+    means, p_values = [], []
+    for block in names:
+        columns = counted & (design.block == block)
+        mean = delta[:, columns].mean(axis=1)
+        error = np.sqrt(np.sum(sd[:, columns] ** 2, axis=1)) / columns.sum()
+        means.append(mean)
+        p_values.append(stats.norm.sf((np.abs(mean) - margin) / error))
+    if counted.sum() >= 2:
+        z = delta[:, counted] / sd[:, counted]
+        null = np.sum((margin / sd[:, counted]) ** 2, axis=1)
+        p_values.append(stats.ncx2.sf(np.sum(z**2, axis=1), int(counted.sum()), null))
+        means.append(np.full(delta.shape[0], np.nan))
+        names = (*names, "standardised deltas")
+    if not p_values:
+        return names, np.empty((delta.shape[0], 0)), np.empty((delta.shape[0], 0))
+    return names, np.column_stack(means), np.column_stack(p_values)

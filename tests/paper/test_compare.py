@@ -125,14 +125,20 @@ def _seeded(delta_base: float, delta_large: float, std: float = 0.3, n: int = 5)
 
 
 def test_a_run_equal_within_noise_is_reproduced_and_a_shifted_one_is_not(tmp_path, capsys):
-    # 5 seeds on two rows: the SD pooled over them has 8 df; one published run
-    half = T8 * 0.3 * np.sqrt(1 / 5 + 1) + 0.005  # 0.616
-    comparison = compare(_results(tmp_path / "equal", _seeded(0.1, -0.1)), PUBLISHED)
+    """5 seeds a row, pooled per kind and size: ConSERT-base pools alone (4 df). Its SD 0.4 lies above the
+    declared 0.3, so the interval takes it with Student's t at 4 df; one published run."""
+    half = stats.t.ppf(0.95, 4) * 0.4 * np.sqrt(1 / 5 + 1) + 0.005  # 0.938
+    comparison = compare(_results(tmp_path / "equal", _seeded(0.05, -0.05, std=0.4)), PUBLISHED)
     base = _primary(comparison, "ConSERT-base")
-    assert (base.sigma, base.sigma_df) == pytest.approx((0.3, 8)) and "pooled over 2 rows" in base.sigma_source
-    assert (base.diff_low, base.diff_high) == pytest.approx((0.1 - half, 0.1 + half), abs=1e-4)
+    assert (base.sigma, base.sigma_df) == pytest.approx((0.4, 4)) and "(consert base, 4 df)" in base.sigma_source
+    assert (base.diff_low, base.diff_high) == pytest.approx((0.05 - half, 0.05 + half), abs=1e-4)
     assert base.verdict == _primary(comparison, "ConSERT-large").verdict == "reproduced"
-    # ConSERT-base 2 points high: its interval [1.38, 2.62] lies beyond the margin
+    # seeds closer than declared: the declared SD, known (normal quantile), never a narrower one
+    narrow = _primary(compare(_results(tmp_path / "narrow", _seeded(0.1, -0.1, std=0.1)), PUBLISHED), "ConSERT-base")
+    assert (narrow.sigma, narrow.sigma_df) == (0.3, np.inf) and narrow.diff_high == pytest.approx(
+        0.1 + 1.6449 * 0.3 * np.sqrt(1.2) + 0.005, abs=1e-4
+    )
+    # ConSERT-base 2 points high: its interval lies beyond the margin
     shifted = compare(_results(tmp_path / "shifted", _seeded(2.0, 0.0)), PUBLISHED)
     assert _primary(shifted, "ConSERT-base").verdict == "not reproduced"
     assert _primary(shifted, "ConSERT-large").verdict == "reproduced"
@@ -140,15 +146,38 @@ def test_a_run_equal_within_noise_is_reproduced_and_a_shifted_one_is_not(tmp_pat
     assert "NOT REPRODUCED: table2 ConSERT-base Avg" in capsys.readouterr().out
 
 
-def test_one_seed_with_a_wide_seed_sd_is_inconclusive(tmp_path, capsys):
+def test_noise_cannot_buy_a_pass(tmp_path):
+    """A row 3 points low whose 3 seeds spread 5x the declared SD (1.5): the interval at its own spread
+    straddles the margin, but (1) the spread fails the spread test, 2 x 1.5^2 / (2 x 0.3)^2 = 12.5 beyond
+    chi^2(2)'s 99 % point 9.21, and (2) at the declared SD its interval lies beyond the margin."""
+    comparison = compare(_results(tmp_path, _seeded(-3.0, 0.0, std=1.5, n=3)), PUBLISHED)
+    base = _primary(comparison, "ConSERT-base")
+    assert base.verdict == "not reproduced" and "seed spread beyond 2x the declared SD" in base.reason
+    assert "leans out" in base.reason
+    # the same spread on a correct row: still refused, since a noise beyond twice the declared is evidence
+    noisy = _primary(compare(_results(tmp_path / "noisy", _seeded(0.0, 0.0, std=1.5, n=3)), PUBLISHED), "ConSERT-base")
+    assert noisy.verdict == "not reproduced" and "leans out" not in noisy.reason
+
+
+def test_a_row_the_published_runs_noise_cannot_decide_is_labelled_and_kept_out_of_the_gate(tmp_path, capsys):
+    """A declared SD of 1.0 against one published run: 1.6449 x 1.0 + 0.005 = 1.65 exceeds the 1-point margin
+    even with infinitely many seeds of ours, so no run can show the row equivalent."""
     table = pd.DataFrame([_published_row("ConSERT-base", 0.1), _published_row("ConSERT-large", -0.1)])
     comparison = compare(_results(tmp_path, table), PUBLISHED, seed_noise={"consert": 1.0})
     cell = _primary(comparison, "ConSERT-base")
-    half = 1.6449 * 1.0 * np.sqrt(2) + 0.005  # 2.33: one seed against one published run
+    assert cell.verdict == "undecidable at its margin" and "fills the margin" in cell.reason
+    assert _gate(_results(tmp_path / "gate", table), tmp_path, ONLY_CONSERT, "--seed-noise", "consert=1.0") == 0
+
+
+def test_one_seed_with_a_wide_seed_sd_is_inconclusive(tmp_path, capsys):
+    table = pd.DataFrame([_published_row("ConSERT-base", 0.1), _published_row("ConSERT-large", -0.1)])
+    comparison = compare(_results(tmp_path, table), PUBLISHED, seed_noise={"consert": 0.55})
+    cell = _primary(comparison, "ConSERT-base")
+    half = 1.6449 * 0.55 * np.sqrt(2) + 0.005  # 1.285: one seed against one published run
     assert (cell.diff_low, cell.diff_high) == pytest.approx((0.1 - half, 0.1 + half), abs=1e-4)
     assert cell.verdict == "inconclusive" and "config override" in cell.sigma_source
     # inconclusive passes the gate by default, and fails it when the config demands decided cells
-    argv = ["--seed-noise", "consert=1.0"]
+    argv = ["--seed-noise", "consert=0.55"]
     assert _gate(_results(tmp_path / "gate", table), tmp_path, ONLY_CONSERT, *argv) == 0
     out = capsys.readouterr().out
     assert "2 inconclusive" in out and "not shown equivalent" in out
@@ -189,9 +218,9 @@ def test_rows_outside_the_paper_do_not_widen_the_pool_of_the_paper_rows(tmp_path
     table = pd.DataFrame([_published_row("ConSERT-base", 0.1, **spread), _published_row("ConSERT-large", 0.0, **wide)])
     comparison = compare(_results(tmp_path, table), PUBLISHED)
     base, large = _primary(comparison, "ConSERT-base"), _primary(comparison, "ConSERT-large")
-    assert (base.sigma, base.sigma_df) == pytest.approx((0.2, 2)) and large.sigma == pytest.approx(2.0)
-    half = stats.t.ppf(0.95, 2) * 0.2 * np.sqrt(1 / 3 + 1) + 0.005  # 0.679
-    assert base.diff_high == pytest.approx(0.1 + half) and base.verdict == "reproduced"
+    assert (base.sigma, base.sigma_df) == (0.3, np.inf) and large.sigma == pytest.approx(2.0)  # 0.2 < declared
+    half = 1.6449 * 0.3 * np.sqrt(1 / 3 + 1) + 0.005  # 0.575
+    assert base.diff_high == pytest.approx(0.1 + half, abs=1e-4) and base.verdict == "reproduced"
 
 
 def test_a_row_that_repeats_another_run_is_neither_pooled_nor_averaged_twice(tmp_path):
@@ -200,12 +229,12 @@ def test_a_row_that_repeats_another_run_is_neither_pooled_nor_averaged_twice(tmp
     rows = [_published_row(m, 0.6) for m in ("ConSERT-base", "ConSERT-large", "BERT-base-flow", "BERT-large-flow")]
     results = _results(tmp_path, pd.DataFrame(rows))
     batch96 = {"size": "base", "batch_size": 96, "Avg": 72.74 + 0.6, "best_step": 1530, **PAPER, "n_seeds": 3,
-               "Avg_std": 5.0, "base_model": "bert-base-uncased"}  # fmt: skip
+               "Avg_std": 0.5, "base_model": "bert-base-uncased"}  # fmt: skip
     pd.DataFrame([batch96]).to_csv(results / "table4_batch_size.csv", index=False)
     comparison = compare(results, PUBLISHED)
     repeat = _primary(comparison, "96")
     assert repeat.same_run_as == "table2:ConSERT-base" and repeat.verdict in ("reproduced", "inconclusive")
-    assert _primary(comparison, "ConSERT-base").sigma == pytest.approx(0.3)  # declared: the 5.0 is not pooled
+    assert _primary(comparison, "ConSERT-base").sigma == pytest.approx(0.3)  # declared: the 0.5 is not pooled
     shift = comparison[comparison.role == "shared shift"].iloc[0]
     assert shift.n_seeds == 4 and "4 of 4 deltas positive" in shift.reason
 
@@ -359,7 +388,7 @@ def test_the_forest_plot_draws_each_primary_cells_interval_and_margin(tmp_path):
     )
     figure = comparison_forest(frame, [tmp_path / "forest.png"])
     titles = [axis.get_title() for axis in figure.axes]
-    assert titles == ["primary cells (band: +- margin)", "STS12 (diagnostic)"]
+    assert titles == ["primary cells\n(band: +- margin)", "STS12\n(diagnostic)"]
     points = {
         axis.get_title().split()[0]: sorted(
             (float(line.get_xdata()[0]), float(line.get_ydata()[0])) for line in axis.lines if line.get_marker() == "o"
@@ -374,3 +403,63 @@ def test_the_forest_plot_draws_each_primary_cells_interval_and_margin(tmp_path):
     assert len(bands) == 2 and all(band.min() == -1.0 and band.max() == 1.0 for band in bands)
     rows = [label.get_text() for label in figure.axes[0].get_yticklabels()]
     assert rows == ["table2: ConSERT-base", "table4: 16"]
+
+
+def test_every_published_row_has_a_primary_rule():
+    """Each compared published table: its artifact's primary column exists in the file (or every column is its
+    own row, ``*``), and every published row paired for comparison has a value there or says why not (an
+    unpublished row's ``source``). A table without an Avg (BERT-whitening's) once had no primary cell."""
+    from consert.paper.compare import COMPARED, ComparedRows, load_decision
+
+    decision = load_decision(PUBLISHED)
+    for block in (b for b in COMPARED if isinstance(b, ComparedRows)):
+        published = pd.read_csv(PUBLISHED / block.published_file)
+        primary = decision.primary_column(block.artifact)
+        if primary == "*":
+            continue
+        assert primary in published, f"{block.published_file}: no {primary} column for {block.artifact}'s rows"
+        keyed = published.assign(key=block.published_key(published)).set_index("key")
+        for name, _, _ in block.pairs(keyed.reset_index()):
+            row = keyed.loc[name]
+            assert pd.notna(pd.to_numeric(row[primary], errors="coerce")) or "source" in keyed, (block.artifact, name)
+
+
+def test_whitening_is_gated_cell_by_cell(tmp_path, capsys):
+    """Every whitening cell 5 points low: each of the 7 published sets of each row is a primary cell of its own
+    (Su et al. print no Avg), untrained, so each is not reproduced, and the gate fails."""
+    whitening = pd.read_csv(PUBLISHED / "bert_whitening_table1.csv")
+    rows = [_published_row("ConSERT-base"), _published_row("ConSERT-large")]
+    for _, published in whitening.iterrows():
+        scores = {c: published[c] - 5.0 for c in ("STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R")}
+        scores["Avg"] = float(np.mean(list(scores.values())))
+        scores |= {f"{c}_wmean": scores[c] for c in MULTI_SUBSET}  # BERT-whitening's aggregate (aggregates.csv)
+        rows.append({"method": f"{published['method']} ({published['pooling']})", "size": "base", **scores,
+                     **PAPER})  # fmt: skip
+    results = _results(tmp_path, pd.DataFrame(rows))
+    comparison = compare(results, PUBLISHED)
+    cells = comparison[(comparison.artifact == "whitening_table1") & (comparison.role == "primary")]
+    assert len(cells) == 7 * len(whitening) and (cells.verdict == "not reproduced").all()
+    not_run = [p for p in ONLY_CONSERT if not p.startswith("whitening")]
+    assert _gate(results, tmp_path, not_run) == 1
+    assert "NOT REPRODUCED: whitening_table1 BERT-base-whitening STS12" in capsys.readouterr().out
+
+
+def test_a_missing_seed_is_missing_unless_declared_and_the_design_that_ran_has_its_power_printed(tmp_path, capsys):
+    """The config's design gives ConSERT rows 3 seeds; ConSERT-base ran 1: missing, and the gate fails (it once
+    passed silently, with the power of a one-seed row). Declared in not_run, it is decided on its one seed."""
+    rows = [_published_row("ConSERT-base", 0.1, n_seeds=1), _published_row("ConSERT-large", 0.0, n_seeds=3,
+                                                                           Avg_std=0.3)]  # fmt: skip
+    results = _results(tmp_path, pd.DataFrame(rows))
+    comparison = compare(results, PUBLISHED, seeds={"table2:consert": 3})
+    base = comparison[(comparison.row == "ConSERT-base") & (comparison.role == "primary")].iloc[0]
+    assert base.status == "missing" and base.reason == "1 of 3 seeds ran (the config's design)"
+    assert _primary(comparison, "ConSERT-large").status == "compared"
+    assert _gate(results, tmp_path, ONLY_CONSERT, "--seeds", "table2:consert=3") == 1
+    out = capsys.readouterr().out
+    assert "power of this run's design (1 trained rows" in out or "1 trained rows compared" in out
+    declared = compare(results, PUBLISHED, not_run=["table2:ConSERT-base"], seeds={"table2:consert": 3})
+    assert _primary(declared, "ConSERT-base").status == "compared"
+    assert _gate(results, tmp_path, [*ONLY_CONSERT, "table2:ConSERT-base"], "--seeds", "table2:consert=3") == 0
+    assert "power of this run's design (2 trained rows, 1000 simulated runs each): a correct run passes" in (
+        capsys.readouterr().out
+    )

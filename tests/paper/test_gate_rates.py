@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from consert.paper.compare import COMPARISON_COLUMNS, decide, load_decision
+from consert.paper.compare import COMPARISON_COLUMNS, decide, failures, load_decision
 from consert.paper.gate_rates import error_rates, paper_design, simulate
 from consert.train.config import read_workflow_config
 from tests.conftest import PUBLISHED, ROOT
@@ -67,12 +67,14 @@ def test_the_simulation_applies_the_gates_own_rule(paper_config):
     design = paper_design(paper_config, decision)
     truth = np.zeros(len(design))
     truth[0] = -1.3  # some rows inconclusive or not reproduced, not all reproduced
+    truth[-4:-1] = -0.9  # and a block of the sweeps shifted: some replicates fail on the block alone
     drawn = simulate(design, decision, truth, 25, np.random.default_rng(5))
     for replicate in range(25):
         rows = []
         for index, row in enumerate(design):
             cell = dict.fromkeys(COMPARISON_COLUMNS, np.nan)
-            cell.update(artifact=row.artifact, row=row.label, column="Avg" if row.scale == "avg" else "STSb",
+            column = "Avg" if row.scale == "avg" else "STSb"
+            cell.update(artifact=row.artifact, row=row.label, size=row.size, column=column,
                         role="primary", noise=row.kind, n_seeds=row.n, seed_std=drawn["spread"][replicate, index],
                         published_runs=row.m, delta=drawn["delta"][replicate, index],
                         margin=decision.margin(row.artifact)[0], comparable=True, status="compared",
@@ -82,3 +84,4 @@ def test_the_simulation_applies_the_gates_own_rule(paper_config):
         cells = decided[decided.role == "primary"]
         assert cells.verdict.tolist() == drawn["verdicts"][replicate].tolist()
         assert decided[decided.role == "shared shift"].verdict.item() == drawn["shift"][replicate]
+        assert bool(len(failures(decided))) == drawn["fails"][replicate]  # rows, blocks and shift together

@@ -152,3 +152,20 @@ def test_the_shared_shift_by_hand():
     assert shift.positive == 5 and shift.sign_p == pytest.approx(2 / 32)  # binomial: 2 x 0.5^5
     assert shared_shift([0.1, -0.1, 0.05, -0.05], margin=0.5).verdict == REPRODUCED
     assert shared_shift([0.7, 0.8], margin=0.5).verdict == "not decided"  # fewer than 3 rows
+
+
+def test_each_declared_seed_sd_is_read_back_from_the_papers_text_at_its_line():
+    """decision.yaml names, for each seed SD it takes from a paper, the file, line and the printed mean +- SD;
+    the text is at that line (the extracted PDF prints '±' as 'Â±'). SG-OPT's primary cell is STS-B, so its
+    declared SD is its STS-B column's."""
+    import yaml
+
+    from tests.conftest import PAPERS, PUBLISHED
+
+    noise = yaml.safe_load((PUBLISHED / "decision.yaml").read_text(encoding="utf-8"))["seed_noise"]
+    cited = {kind: entry["paper"] for kind, entry in noise.items() if "paper" in entry}
+    assert {"consert", "flow", "sgopt"} <= set(cited)
+    for kind, paper in cited.items():
+        line = (PAPERS / paper["file"]).read_text(encoding="utf-8").splitlines()[paper["line"] - 1]
+        assert paper["text"] in line.replace("Â±", "±").replace(" ±", "±"), (kind, line[:200])
+    assert float(cited["sgopt"]["text"].split("±")[1]) == noise["sgopt"]["avg"] == 0.43

@@ -13,6 +13,8 @@ from consert.data.senteval import DataFormatError
 from consert.paper import artifacts
 from consert.train.config import ConfigError
 from consert.paper.plan import flow_nli_run, plan_runs, unique_runs
+from consert.paper.compare import load_decision
+from consert.paper.gate_rates import expected_seeds
 from consert.paper.workflow_config import check_schema, check_training_keys
 from consert.paper.run_configs import consert_run_config, run_config_text, sgopt_run_config
 from consert.train.recipes import COMMON
@@ -182,6 +184,8 @@ def comparison_flags():
     flags = [f"--margin {k}={v}" for k, v in comparison.get("margins", {}).items()]
     flags += [f"--seed-noise {k}={v}" for k, v in comparison.get("seed_noise", {}).items()]
     flags += [f"--not-run {shlex.quote(pattern)}" for pattern in config["not_run"]]
+    decision = load_decision(Path(PUBLISHED), comparison.get("margins"), comparison.get("seed_noise"))
+    flags += [f"--seeds {key}={n}" for key, n in expected_seeds(config, decision).items()]
     return " ".join(flags)
 
 
