@@ -12,7 +12,9 @@ is two-sided at ``decision.yaml``'s level (90 %: one-sided 5 % on each side). Th
 * ``significant`` ("significantly"): Welch's t over the seed means (one-sided), its p-value Holm-adjusted
   over the run's decided "significant" claims, must lie below ``alpha``; with one seed on a trained side
   the claim is *not decided*;
-* ``within`` ("comparable", "less than 0.3", "not so significant"): the interval lies within ``+-margin``;
+* ``within`` ("comparable", "not so significant"): the interval lies within ``+-margin``;
+* ``below`` ("less than 0.3"): one-sided: holds when the interval lies below ``margin``, does not hold when it
+  lies above;
 * ``noninferior`` ("basically achieve comparable results"): the interval lies above ``-margin``;
 * ``about`` ("roughly 4 points", "an 8% relative gain", "a gain of 2.88"): the interval of
   ``statistic - target`` lies within ``+-margin``;
@@ -45,7 +47,7 @@ from consert.paper.tables import authors_topk_k
 from consert.paper.yardstick import DEFAULT_ALPHA, holm
 
 CLAIMS_FILE = "consert_claims.yaml"
-TESTS = ("direction", "significant", "within", "noninferior", "about", "near_best")
+TESTS = ("direction", "significant", "within", "below", "noninferior", "about", "near_best")
 HOLDS, FAILS, UNDECIDED, NOT_RUN = "holds", "does not hold", "not decided", "not run"
 #: A near-best claim whose cell is neither shown best nor shown beaten: a non-rejection, not a confirmation.
 NOT_CONTRADICTED = "not contradicted"
@@ -236,6 +238,33 @@ def _difference(claim: dict, tables: Tables, size: str) -> Outcome:
     return Outcome([estimate], cells, detail, [r for r in (row_a, row_b) if r is not None])
 
 
+def _trend(claim: dict, tables: Tables, size: str) -> Outcome:
+    """The slope of ``column`` (default Avg) on log2 of ``x`` over every row of ``artifact`` run at ``size``
+    (e.g. Table 4's five batch sizes): weighted least squares with each row's seed variance, so the statistic
+    is the Avg gained per doubling, with the variance of that slope."""
+    column, x = claim.get("column", "Avg"), claim["x"]
+    table = tables(claim["artifact"])
+    cells = f"{claim['artifact']}: slope of {column} per doubling of {x}, over every {x} run"
+    if table is None:
+        return Outcome(None, cells, "artifact not run")
+    rows = table[table["size"].astype(str) == size].sort_values(x)
+    if rows[x].nunique() < 3:
+        return Outcome(None, cells, f"{x} run: {rows[x].tolist()} (a trend needs 3 or more)")
+    estimates = [
+        tables.estimate(row, column, noise_kind({"artifact": claim["artifact"]})) for _, row in rows.iterrows()
+    ]
+    positions = np.log2(rows[x].to_numpy(dtype=float))
+    weights = np.array([1 / e.variance if e.variance else 1.0 for e in estimates])
+    centred = positions - np.average(positions, weights=weights)
+    denominator = float(np.sum(weights * centred**2))
+    slope = float(np.sum(weights * centred * [e.value for e in estimates]) / denominator)
+    variance = float(np.sum((weights * centred) ** 2 * [e.variance for e in estimates]) / denominator**2)
+    df = min(e.df for e in estimates)
+    estimate = Estimate(slope, variance, df, any(e.declared for e in estimates), any(e.one_seed for e in estimates))
+    detail = f"{slope:+.3f} Avg per doubling of {x} over {rows[x].tolist()}"
+    return Outcome([estimate], cells, detail, [row for _, row in rows.iterrows()])
+
+
 def _every_set(claim: dict, tables: Tables, size: str) -> Outcome:
     """``a - b`` on each of the 7 sets."""
     a, b = _format(claim["a"], size), _format(claim["b"], size)
@@ -400,6 +429,7 @@ CHECKS: dict[str, Callable[[dict, Tables, str], Outcome]] = {
     "every_pair": _every_pair,
     "best_cell": _best_cell,
     "peak_in_range": _peak_in_range,
+    "trend": _trend,
     "both_ends": _both_ends,
     "topk_gain": _topk_gain,
     "topk_largest_gain": _topk_largest_gain,
@@ -417,6 +447,8 @@ def judge(estimate: Estimate, claim: dict, level: float) -> tuple[str, float, fl
         above, below = low > margin, high < margin
     elif test == "noninferior":
         above, below = low > -margin, high < -margin
+    elif test == "below":  # "less than": the statistic under margin, whatever its sign
+        above, below = high < margin, low > margin
     elif test == "near_best":  # the claimed cell minus the best other: shown best, shown beaten, or neither
         return (HOLDS if low > 0 else FAILS if high < 0 else NOT_CONTRADICTED), low, high
     else:  # within, about: the interval of (statistic - target) against +-margin
@@ -437,7 +469,7 @@ def _combine(verdicts: list[str]) -> str:
 
 
 KIND_ARTIFACTS = {"best_cell": "figure5", "peak_in_range": "figure7", "both_ends": "figure7", "topk_gain": "figure4",
-                  "topk_largest_gain": "figure4"}  # fmt: skip
+                  "topk_largest_gain": "figure4", "trend": "table4"}  # fmt: skip
 #: Artifacts with a row per model size the config runs; the others are sweeps over ``sweeps.sizes``.
 PER_MODEL_ARTIFACTS = ("table2", "table3")
 
@@ -503,13 +535,9 @@ def _claim_row(claim: dict[str, Any], size: str, outcome: Outcome, level: float)
     exact = all(not e.variance for e in outcome.estimates)
     row.update(statistic=outcome.estimates[worst].value, low=judged[worst][1], high=judged[worst][2],
                noise="exact" if exact else "declared seed SD" if declared else "seeds")  # fmt: skip
-    if claim["test"] == "significant":
-        if any(e.one_seed for e in outcome.estimates):
-            verdict = UNDECIDED if verdict != FAILS else FAILS
-            row["detail"] += "; one seed on a trained side: significance needs seeds"
-        else:
-            row["p_value"] = max(e.p_greater() for e in outcome.estimates)
-            verdict = FAILS if verdict == FAILS else HOLDS  # held to its Holm-adjusted p-value afterwards
+    if claim["test"] == "significant":  # one seed on a side: its declared SD, as in every other test
+        row["p_value"] = max(e.p_greater() for e in outcome.estimates)
+        verdict = FAILS if verdict == FAILS else HOLDS  # held to its Holm-adjusted p-value afterwards
     return {**row, "verdict": verdict, "comparable": not reasons}
 
 
