@@ -2,9 +2,10 @@
 
 The claims are data (``results/published/consert_claims.yaml``): each quotes the paper's sentence, says
 where it stands, what it measures (``kind``) and how the sentence states it (``test``). Each statistic
-gets an interval from the uncertainty of **seeds** (the claims are about methods, not checkpoints): a
-row's seed SD over its ``n`` seeds (``Avg_std``, ``n_seeds``), or, with one seed, the declared seed SD
-of its kind (``decision.yaml``); untrained rows (BERT, GloVe) and fixed counts carry none. The interval
+gets an interval from the uncertainty of **seeds** (the claims are about methods, not checkpoints), as the
+gate sees it: the seed SD pooled over every row of the kind and model size with 2+ seeds (``Avg_std``,
+``n_seeds``) where it exceeds the declared SD of the kind (``decision.yaml``), else the declared one, taken as
+known (a one-seed row too); untrained rows (BERT, GloVe) and fixed counts carry none. The interval
 is two-sided at ``decision.yaml``'s level (90 %: one-sided 5 % on each side). The tests:
 
 * ``direction`` ("outperforms", "better"): holds when the interval of ``a - b`` lies above ``margin``
@@ -195,18 +196,37 @@ class Tables:
         return chosen.iloc[0] if len(chosen) else None
 
     def estimate(self, row: pd.Series, column: str, kind: str) -> Estimate:
-        """A cell's value with its seed noise: the row's SD over its seeds, else the declared SD of ``kind``."""
+        """A cell's value with its seed noise, as the gate sees it: the seed SD pooled over every row of its kind
+        and model size that ran 2+ seeds (:meth:`pooled`), when that is larger than the declared SD of ``kind``;
+        else the declared one, as known (a one-seed row too)."""
         value = float(row[column])
         if kind == "none":
             return Estimate(value)
         seeds = pd.to_numeric(row.get("n_seeds"), errors="coerce")
         n = int(seeds) if pd.notna(seeds) else 1
-        std = pd.to_numeric(row.get(f"{column}_std"), errors="coerce")
-        if n >= 2 and pd.notna(std) and std > 0:
-            return Estimate(value, float(std) ** 2 / n, n - 1)
         scale = "avg" if column in ("Avg", "value") else "set"
         sigma = self.decision.declared_noise(kind, scale).sigma
+        pooled, df = self.pooled(kind, str(row.get("size", "")), column)
+        if df and pooled > sigma:
+            return Estimate(value, pooled**2 / n, df, one_seed=n < 2)
         return Estimate(value, sigma**2 / n, math.inf, declared=True, one_seed=n < 2)
+
+    def pooled(self, kind: str, size: str, column: str) -> tuple[float, int]:
+        """The seed SD of ``column`` pooled over the rows of every artifact of ``kind`` at model ``size`` that ran
+        2+ seeds, and its degrees of freedom (0: none)."""
+        squares, df = 0.0, 0
+        for artifact in ("table2", "table3", "table4", "family", "figure5", "figure6", "figure7"):
+            table = self(artifact)
+            if table is None or f"{column}_std" not in table or "n_seeds" not in table:
+                continue
+            for _, row in table.iterrows():
+                n, std = pd.to_numeric(row.get("n_seeds"), errors="coerce"), pd.to_numeric(row[f"{column}_std"])
+                method = str(row.get("method", ""))
+                if str(row.get("size", "")) != size or noise_kind({"artifact": artifact, "method": method}) != kind:
+                    continue
+                if pd.notna(n) and n >= 2 and pd.notna(std):
+                    squares, df = squares + (n - 1) * float(std) ** 2, df + int(n) - 1
+        return (math.sqrt(squares / df), df) if df else (math.nan, 0)
 
     def cell(self, cell: dict[str, Any], size: str, column: str) -> tuple[Estimate, pd.Series | None] | None:
         """The estimate of a claim's cell (a table row, or a published constant ``{value: ...}``)."""
