@@ -10,9 +10,9 @@ is two-sided at ``decision.yaml``'s level (90 %: one-sided 5 % on each side). Th
 
 * ``direction`` ("outperforms", "better"): holds when the interval of ``a - b`` lies above ``margin``
   (default 0), does not hold when it lies below, else *not decided*;
-* ``significant`` ("significantly"): Welch's t over the seed means (one-sided), its p-value Holm-adjusted
-  over the run's decided "significant" claims, must lie below ``alpha``; with one seed on a trained side
-  the claim is *not decided*;
+* ``significant`` ("significantly"): a one-sided p over the seed means (Welch's t for pooled SDs, the normal
+  where a side's SD is declared), Holm-adjusted over the run's "significant" claims, must lie below ``alpha``;
+* ``trend`` (with ``direction``): the weighted least-squares slope per doubling of ``x`` over every row run;
 * ``within`` ("comparable", "not so significant"): the interval lies within ``+-margin``;
 * ``below`` ("less than 0.3"): one-sided: holds when the interval lies below ``margin``, does not hold when it
   lies above;
