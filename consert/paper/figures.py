@@ -274,6 +274,8 @@ def comparison_forest(comparison: pd.DataFrame, paths: Sequence[str | Path]) -> 
     cells = comparison[(comparison.status == "compared") & ~counts].copy()
     cells["panel"] = np.where(cells.role.isin(["primary", "shared shift"]), "primary", cells.column)
     cells["label"] = cells.artifact + ": " + cells.row.astype(str)
+    shared = (cells.panel == "primary") & cells.duplicated(["panel", "label"], keep=False)
+    cells.loc[shared, "label"] += " " + cells.column[shared].astype(str)  # a row decided set by set (whitening)
     rows = list(dict.fromkeys(cells.label))
     panels = ["primary"] + [panel for panel in FOREST_PANELS if panel in set(cells.panel)]
     limit = FOREST_RANGE * float(np.nanmax([*pd.to_numeric(cells.margin, errors="coerce"), 1.0]))
