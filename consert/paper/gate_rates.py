@@ -181,9 +181,11 @@ def simulate(
                           decision.level)  # fmt: skip
     counted = decided.verdict[0] != UNDECIDABLE
     k = int(counted.sum())
-    mean = delta[:, counted].mean(axis=1)
-    shift_half = stats.t.ppf(0.5 + decision.level / 2, k - 1) * delta[:, counted].std(axis=1, ddof=1) / math.sqrt(k)
-    shift = equivalence_verdicts(mean - shift_half, mean + shift_half, decision.shift_margin[0])
+    shift = np.full(replicates, "not decided", dtype=object)
+    if k >= 3:  # the shared shift needs 3 rows, as the gate's
+        mean = delta[:, counted].mean(axis=1)
+        half = stats.t.ppf(0.5 + decision.level / 2, k - 1) * delta[:, counted].std(axis=1, ddof=1) / math.sqrt(k)
+        shift = equivalence_verdicts(mean - half, mean + half, decision.shift_margin[0])
     missing = bool((ran < rows.n).any())
     fails = decided.fails | (shift == NOT_REPRODUCED) | missing
     return {"verdicts": decided.verdict, "shift": shift, "fails": fails, "delta": delta, "spread": spread,

@@ -54,169 +54,83 @@ class ConfigError(ValueError):
     """A configuration file or value is invalid; says which file/key and what was expected."""
 
 
+def key(help_text: str, default: Any = dataclasses.MISSING, factory: Any = dataclasses.MISSING) -> Any:
+    """A config field with its one help text (``consert train --list-keys`` and the docs show it)."""
+    return field(default=default, default_factory=factory, metadata={"help": help_text})
+
+
 @dataclass
 class TrainConfig:
     """Everything that decides a ConSERT training run."""
 
-    model: str = field(
-        default=STAND_IN_MODEL, metadata={"help": "the encoder to start from: a hub id or a local folder"}
+    model: str = key("the encoder to start from: a hub id or a local folder", STAND_IN_MODEL)
+    output_dir: str = key(
+        "where the trained model is exported (absent, empty, or an earlier export of the harness)", "runs/consert"
     )
-    output_dir: str = field(
-        default="runs/consert",
-        metadata={"help": "where the trained model is exported (absent, empty, or an earlier export of the harness)"},
-    )
-    mode: str = field(
-        default="unsup",
-        metadata={
-            "help": "what to train: unsup, sup, joint, sup-unsup, joint-unsup (ConSERT), simcse, augcse, bertflow-nli"
-        },
+    mode: str = key(
+        "what to train: unsup, sup, joint, sup-unsup, joint-unsup (ConSERT), simcse, augcse, bertflow-nli", "unsup"
     )
     # stage-dependent (BY_STAGE: the authors' value for the mode, see consert.train.recipes)
-    views: tuple[str, str] = field(
-        default=BY_STAGE,
-        metadata={
-            "help": "the two views' augmentations: shuffle, token_cutoff, feature_cutoff, dropout, none, adversarial"
-        },
+    views: tuple[str, str] = key(
+        "the two views' augmentations: shuffle, token_cutoff, feature_cutoff, dropout, none, adversarial", BY_STAGE
     )
-    token_cutoff: float = field(
-        default=BY_STAGE, metadata={"help": "the share of token positions the token-cutoff view zeroes"}
-    )
-    feature_cutoff: float = field(
-        default=BY_STAGE, metadata={"help": "the share of feature dimensions the feature-cutoff view zeroes"}
-    )
-    remove_dropout: bool = field(
-        default=BY_STAGE, metadata={"help": "BERT's own dropout off (the authors: only the unsupervised run from BERT)"}
-    )
-    lr: float = field(default=BY_STAGE, metadata={"help": "the peak learning rate (linear warm-up, then linear decay)"})
-    batch_size: int = field(default=BY_STAGE, metadata={"help": "texts (or NLI pairs) per step"})
-    epochs: int = field(default=BY_STAGE, metadata={"help": "passes over the training texts"})
-    patience: int | None = field(
-        default=BY_STAGE, metadata={"help": "evaluations without a gain before stopping; None: never stop early"}
-    )
-    classifier_features: tuple[str, ...] = field(
-        default=BY_STAGE, metadata={"help": "NLI classifier input (the authors add max(u, v)^2)"}
-    )
-    classifier_bias: bool = field(
-        default=BY_STAGE, metadata={"help": "SBERT's classifier has one; BERT-flow's NLI classifier has none"}
-    )
-    classifier_init_std: float | None = field(
-        default=BY_STAGE, metadata={"help": "None: nn.Linear's init; else a normal truncated at 2 SD"}
-    )
-    final_state: str = field(
-        default=BY_STAGE, metadata={"help": '"best" dev checkpoint (ConSERT), or "last" (BERT-flow\'s NLI encoder)'}
-    )
+    token_cutoff: float = key("the share of token positions the token-cutoff view zeroes", BY_STAGE)
+    feature_cutoff: float = key("the share of feature dimensions the feature-cutoff view zeroes", BY_STAGE)
+    remove_dropout: bool = key("BERT's own dropout off (the authors: only the unsupervised run from BERT)", BY_STAGE)
+    lr: float = key("the peak learning rate (linear warm-up, then linear decay)", BY_STAGE)
+    batch_size: int = key("texts (or NLI pairs) per step", BY_STAGE)
+    epochs: int = key("passes over the training texts", BY_STAGE)
+    patience: int | None = key("evaluations without a gain before stopping; None: never stop early", BY_STAGE)
+    classifier_features: tuple[str, ...] = key("NLI classifier input (the authors add max(u, v)^2)", BY_STAGE)
+    classifier_bias: bool = key("SBERT's classifier has one; BERT-flow's NLI classifier has none", BY_STAGE)
+    classifier_init_std: float | None = key("None: nn.Linear's init; else a normal truncated at 2 SD", BY_STAGE)
+    final_state: str = key('"best" dev checkpoint (ConSERT), or "last" (BERT-flow\'s NLI encoder)', BY_STAGE)
     # stage-dependent as well, the same for every ConSERT stage (consert.train.recipes.COMMON); the contrastive
     # family (simcse, augcse) has its own values
-    temperature: float = field(default=BY_STAGE, metadata={"help": "the NT-Xent / InfoNCE temperature"})
-    contrastive_weight: float = field(
-        default=BY_STAGE, metadata={"help": "cl_rate: times the sum of both directions' NT-Xent, even when alone"}
+    temperature: float = key("the NT-Xent / InfoNCE temperature", BY_STAGE)
+    contrastive_weight: float = key("cl_rate: times the sum of both directions' NT-Xent, even when alone", BY_STAGE)
+    loss: str = key('"nt_xent" (ConSERT), "infonce" (SimCSE), "infonce_symmetric" (AugCSE)', BY_STAGE)
+    projection: str = key('training-only head: "mlp" (SimCSE\'s Linear + Tanh), "bn_mlp" (AugCSE\'s)', BY_STAGE)
+    discriminator_weight: float = key("AugCSE's lambda; 0 disables the augmentation discriminator", BY_STAGE)
+    text_augmentations: tuple[str, ...] = key("AugCSE's sentence augmentations (consert.train.text_augment)", BY_STAGE)
+    spacy_model: str | None = key("AugCSE: spaCy model of the parser-based augmentations (None: blank)", BY_STAGE)
+    weight_decay: float = key("AdamW's weight decay (not on biases and LayerNorm weights)", BY_STAGE)
+    adam_eps: float = key("AdamW's epsilon", BY_STAGE)
+    adam_bias_correction: bool = key("ConSERT: transformers.AdamW(correct_bias=False)", BY_STAGE)
+    warmup_ratio: float = key("the share of the planned steps spent warming the learning rate up", BY_STAGE)
+    eval_every: int = key("steps between two STS-B dev evaluations", BY_STAGE)
+    eval_grid: str = key('"epoch": every eval_every steps within each epoch + each epoch\'s end (ConSERT)', BY_STAGE)
+    max_length: int = key("tokens per training text, [CLS] and [SEP] included", BY_STAGE)
+    eval_max_length: int | None = key("dev and test encoding (None: max_length; SimCSE: no truncation)", BY_STAGE)
+    train_pooling: str = key("the pooling of the training views (the objective's sentence vectors)", BY_STAGE)
+    dev_pooling: str = key("checkpoint selection (ConSERT: the model's own last-layer mean)", BY_STAGE)
+    eval_pooling: str = key("the reported test numbers (ConSERT: the last two layers' mean)", BY_STAGE)
+    dropout: float = key("the dropout view's rate", BY_STAGE)
+    adversarial_epsilon: float = key(
+        "the adversarial view's perturbation norm (joint mode's 'adversarial' view)", BY_STAGE
     )
-    loss: str = field(
-        default=BY_STAGE, metadata={"help": '"nt_xent" (ConSERT), "infonce" (SimCSE), "infonce_symmetric" (AugCSE)'}
+    max_grad_norm: float = key("gradient clipping norm", BY_STAGE)
+    max_steps: int | None = key("stop after this many steps (null: the epochs' length); for smoke runs", None)
+    eval_at_start: bool = key("sentence-transformers (the authors' code) first evaluates after eval_every steps", False)
+    dev_max_pairs: int | None = key("evaluate on the first n STS-B dev pairs only (fast smoke runs)", None)
+    seed: int = key("the run's seed (data order, views, initialisation of the heads)", BY_STAGE)
+    dtype: str = key("the precision measured fastest on this machine (consert.encode.precision)", "auto")
+    compile: str = key('torch.compile the training forward: "auto" (CUDA runs of 500+ steps), "on", "off"', "auto")
+    packed: str = key('"on": the unsupervised views\' dense layers on real tokens only (consert.train.packed)', "off")
+    cuda_graphs: str = key(
+        'the packed unsupervised step as CUDA graphs: "auto" (CUDA runs of 500+ steps), "on", "off"', "auto"
     )
-    projection: str = field(
-        default=BY_STAGE, metadata={"help": 'training-only head: "mlp" (SimCSE\'s Linear + Tanh), "bn_mlp" (AugCSE\'s)'}
+    device: str | None = key("cpu or cuda (null: cuda when available)", None)
+    data: str | None = key("the SentEval data folder (null: looked for as every command looks; docs: Data)", None)
+    train_texts: str = key('"sts" (the 89,192 unlabeled STS texts) or a file with one text a line', "sts")
+    n_texts: int | None = key("few-shot: the first n of the training texts shuffled with the run's seed", None)
+    upsample: bool = key("few-shot: repeat the n texts int(corpus / n) times (main.py --do_upsampling)", True)
+    nli_source: str = key(
+        "the NLI pairs of sup/joint: sick-e (SICK's entailment labels, offline) or snli+mnli (nli_files)", "sick-e"
     )
-    discriminator_weight: float = field(
-        default=BY_STAGE, metadata={"help": "AugCSE's lambda; 0 disables the augmentation discriminator"}
-    )
-    text_augmentations: tuple[str, ...] = field(
-        default=BY_STAGE, metadata={"help": "AugCSE's sentence augmentations (consert.train.text_augment)"}
-    )
-    spacy_model: str | None = field(
-        default=BY_STAGE, metadata={"help": "AugCSE: spaCy model of the parser-based augmentations (None: blank)"}
-    )
-    weight_decay: float = field(
-        default=BY_STAGE, metadata={"help": "AdamW's weight decay (not on biases and LayerNorm weights)"}
-    )
-    adam_eps: float = field(default=BY_STAGE, metadata={"help": "AdamW's epsilon"})
-    adam_bias_correction: bool = field(
-        default=BY_STAGE, metadata={"help": "ConSERT: transformers.AdamW(correct_bias=False)"}
-    )
-    warmup_ratio: float = field(
-        default=BY_STAGE, metadata={"help": "the share of the planned steps spent warming the learning rate up"}
-    )
-    eval_every: int = field(default=BY_STAGE, metadata={"help": "steps between two STS-B dev evaluations"})
-    eval_grid: str = field(
-        default=BY_STAGE,
-        metadata={"help": '"epoch": every eval_every steps within each epoch + each epoch\'s end (ConSERT)'},
-    )
-    max_length: int = field(default=BY_STAGE, metadata={"help": "tokens per training text, [CLS] and [SEP] included"})
-    eval_max_length: int | None = field(
-        default=BY_STAGE, metadata={"help": "dev and test encoding (None: max_length; SimCSE: no truncation)"}
-    )
-    train_pooling: str = field(
-        default=BY_STAGE, metadata={"help": "the pooling of the training views (the objective's sentence vectors)"}
-    )
-    dev_pooling: str = field(
-        default=BY_STAGE, metadata={"help": "checkpoint selection (ConSERT: the model's own last-layer mean)"}
-    )
-    eval_pooling: str = field(
-        default=BY_STAGE, metadata={"help": "the reported test numbers (ConSERT: the last two layers' mean)"}
-    )
-    dropout: float = field(default=BY_STAGE, metadata={"help": "the dropout view's rate"})
-    adversarial_epsilon: float = field(
-        default=BY_STAGE,
-        metadata={"help": "the adversarial view's perturbation norm (joint mode's 'adversarial' view)"},
-    )
-    max_grad_norm: float = field(default=BY_STAGE, metadata={"help": "gradient clipping norm"})
-    max_steps: int | None = field(
-        default=None, metadata={"help": "stop after this many steps (null: the epochs' length); for smoke runs"}
-    )
-    eval_at_start: bool = field(
-        default=False,
-        metadata={"help": "sentence-transformers (the authors' code) first evaluates after eval_every steps"},
-    )
-    dev_max_pairs: int | None = field(
-        default=None, metadata={"help": "evaluate on the first n STS-B dev pairs only (fast smoke runs)"}
-    )
-    seed: int = field(
-        default=BY_STAGE, metadata={"help": "the run's seed (data order, views, initialisation of the heads)"}
-    )
-    dtype: str = field(
-        default="auto", metadata={"help": "the precision measured fastest on this machine (consert.encode.precision)"}
-    )
-    compile: str = field(
-        default="auto",
-        metadata={"help": 'torch.compile the training forward: "auto" (CUDA runs of 500+ steps), "on", "off"'},
-    )
-    packed: str = field(
-        default="off",
-        metadata={"help": '"on": the unsupervised views\' dense layers on real tokens only (consert.train.packed)'},
-    )
-    cuda_graphs: str = field(
-        default="auto",
-        metadata={"help": 'the packed unsupervised step as CUDA graphs: "auto" (CUDA runs of 500+ steps), "on", "off"'},
-    )
-    device: str | None = field(default=None, metadata={"help": "cpu or cuda (null: cuda when available)"})
-    data: str | None = field(
-        default=None,
-        metadata={"help": "the SentEval data folder (null: looked for as every command looks; docs: Data)"},
-    )
-    train_texts: str = field(
-        default="sts", metadata={"help": '"sts" (the 89,192 unlabeled STS texts) or a file with one text a line'}
-    )
-    n_texts: int | None = field(
-        default=None, metadata={"help": "few-shot: the first n of the training texts shuffled with the run's seed"}
-    )
-    upsample: bool = field(
-        default=True, metadata={"help": "few-shot: repeat the n texts int(corpus / n) times (main.py --do_upsampling)"}
-    )
-    nli_source: str = field(
-        default="sick-e",
-        metadata={
-            "help": "the NLI pairs of sup/joint: sick-e (SICK's entailment labels, offline) or snli+mnli (nli_files)"
-        },
-    )
-    nli_files: list[str] = field(
-        default_factory=list, metadata={"help": "the SNLI/MultiNLI jsonl files read when nli_source is snli+mnli"}
-    )
-    stage1: dict[str, Any] = field(
-        default_factory=dict, metadata={"help": "overrides of a two-stage mode's first stage"}
-    )
-    stage1_model: str | None = field(
-        default=None, metadata={"help": "a trained first stage: the second stage starts from it"}
-    )
+    nli_files: list[str] = key("the SNLI/MultiNLI jsonl files read when nli_source is snli+mnli", factory=list)
+    stage1: dict[str, Any] = key("overrides of a two-stage mode's first stage", factory=dict)
+    stage1_model: str | None = key("a trained first stage: the second stage starts from it", None)
 
     #: Keys a two-stage run's first stage inherits (the rest come from its own stage and ``stage1``).
     NOT_INHERITED: ClassVar[frozenset[str]] = frozenset(
