@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import html
+import io
 from pathlib import Path
 
 import pandas as pd
@@ -156,10 +157,21 @@ def _table_html(frame: pd.DataFrame, table_id: str) -> str:
                          na_rep="", border=0)  # fmt: skip
 
 
+#: The widest a figure is inlined in the summary (pixels; the PNG beside it keeps its full size). The Snakemake
+#: report shows the summary through a data URL, which Chromium caps at 2 MB: every figure at full size passed it.
+SUMMARY_IMAGE_WIDTH = 1200
+
+
 def _image(path: Path, title: str) -> str:
     if not path.is_file():
         return f"<p>{html.escape(title)}: not drawn in this run</p>"
-    data = base64.b64encode(path.read_bytes()).decode()
+    from PIL import Image
+
+    with Image.open(path) as image:
+        image.thumbnail((SUMMARY_IMAGE_WIDTH, SUMMARY_IMAGE_WIDTH * 4))
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG", optimize=True)
+    data = base64.b64encode(buffer.getvalue()).decode()
     caption = html.escape(title)
     return (
         f'<figure><img alt="{caption}" src="data:image/png;base64,{data}"><figcaption>{caption}</figcaption></figure>'

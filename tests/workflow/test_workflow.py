@@ -118,6 +118,7 @@ def test_the_run_ends_with_its_verdict_counts_and_where_to_read_more(dag_run):
     assert lines[-1].endswith(f"--configfile {ROOT / 'config' / 'test.yaml'} --report report.html")
     page = (workdir / "results" / "summary.html").read_text()
     assert 'id="banner">NOTHING OF THE PAPER IS COMPARABLE' in page
+    assert len(page.encode()) * 4 / 3 < 1.8e6  # the report shows it through a data URL: Chromium's cap is 2 MB
 
 
 def test_no_figure_of_the_run_draws_text_over_text(dag_run, tmp_path):
