@@ -222,7 +222,6 @@ def decide_rows(delta: np.ndarray, spread: np.ndarray, design: RowDesign, shift_
       standardised deltas ``sum (delta / sd)^2`` against the noncentral chi^2 of every row off by the margin
       (errors of mixed sign). Holm over these tests at :data:`BLOCK_ALPHA`.
     """
-    replicates, rows = delta.shape
     upper = 0.5 + level / 2
     normal = stats.norm.ppf(upper)
     sigma = np.broadcast_to(design.declared, delta.shape).astype(float).copy()
