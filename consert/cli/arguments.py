@@ -6,6 +6,9 @@ import argparse
 
 from consert.train.config import MIN_MAX_LENGTH
 
+#: The encoder's default max length (tokens, [CLS] and [SEP] included) on the command line.
+MAX_LENGTH = 64
+
 
 def add_data_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -65,7 +68,7 @@ def add_encoder_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-length",
         type=at_least(MIN_MAX_LENGTH),
-        default=64,
+        default=MAX_LENGTH,
         help=f"tokens per sentence, [CLS] and [SEP] included (at least {MIN_MAX_LENGTH}, at most the model's limit)",
     )
     add_precision_arguments(parser, "--dtype")

@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from consert.cli.arguments import add_encoder_arguments, at_least, task_name
+from consert.cli.arguments import MAX_LENGTH, add_encoder_arguments, at_least, task_name
 from consert.data.senteval import DATASETS, TASK_ALIASES
 from consert.encode.pooling import MODEL_POOLING, PAPER_POOLING, POOLER, SIMCSE_POOLERS, Pooling
 from consert.evaluate.formats import FORMATS
@@ -62,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 #: The encoder options ``--pooling model`` does not use (the model's modules set its length; it runs in fp32 on
 #: PyTorch), with their defaults.
-_UNUSED_BY_MODEL_POOLING = {"max_length": 64, "dtype": "auto", "engine": "auto", "vectors": None}
+_UNUSED_BY_MODEL_POOLING = {"max_length": MAX_LENGTH, "dtype": "auto", "engine": "auto", "vectors": None}
 
 
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from consert.paper.compare import PAPER_MODELS, Decision, block_of, load_decision
+from consert.paper.compare import PAPER_MODELS, Decision, block_of, load_decision, trained_primary_cells
 from consert.paper.plan import sweep_seeds
 from consert.paper.yardstick import (
     NOT_REPRODUCED,
@@ -44,8 +44,8 @@ from consert.paper.yardstick import (
 @dataclass(frozen=True)
 class DesignRow:
     """One trained primary cell of a design: its label, artifact (for the margin), noise kind and scale,
-    our seeds ``n``, the runs ``m`` its published value averages, its declared seed SD, and the model size and
-    block (table x size) it is pooled and tested in."""
+    our seeds ``n``, the runs ``m`` its published value averages, its declared seed SD, and the model size it is
+    pooled and tested at (with its artifact, the block: :func:`~consert.paper.compare.block_of`)."""
 
     label: str
     artifact: str
@@ -55,10 +55,9 @@ class DesignRow:
     m: int
     sigma: float
     size: str = "base"
-    block: str = ""
 
 
-def row_design(design: list[DesignRow], decision: Decision, repeats: np.ndarray | None = None) -> RowDesign:
+def row_design(design: list[DesignRow], decision: Decision) -> RowDesign:
     """The arrays :func:`~consert.paper.yardstick.decide_rows` decides a design's rows with."""
     return RowDesign(
         n=np.array([row.n for row in design], dtype=float),
@@ -66,8 +65,8 @@ def row_design(design: list[DesignRow], decision: Decision, repeats: np.ndarray 
         margin=np.array([decision.margin(row.artifact)[0] for row in design]),
         declared=np.array([decision.declared_noise(row.kind, row.scale).sigma for row in design]),
         group=np.array([f"{row.kind} {row.size}" for row in design]),
-        block=np.array([row.block or block_of(row.artifact, row.size) for row in design]),
-        repeats=np.zeros(len(design), dtype=bool) if repeats is None else repeats,
+        block=np.array([block_of(row.artifact, row.size) for row in design]),
+        repeats=np.zeros(len(design), dtype=bool),  # a design row is a run of its own
     )
 
 
@@ -79,7 +78,7 @@ def paper_design(config: dict[str, Any], decision: Decision) -> list[DesignRow]:
 
     def add(label: str, artifact: str, kind: str, seeds: int, m: int = 1, size: str = "base") -> None:
         sigma = float(decision.noise[kind]["avg"])  # primary cells: the avg scale
-        rows.append(DesignRow(label, artifact, kind, "avg", seeds, m, sigma, size, block_of(artifact, size)))
+        rows.append(DesignRow(label, artifact, kind, "avg", seeds, m, sigma, size))
 
     sizes = [size for size in config["models"] if size in PAPER_MODELS]
     for size in sizes:
@@ -105,10 +104,8 @@ def paper_design(config: dict[str, Any], decision: Decision) -> list[DesignRow]:
 
 
 def design_of(comparison: pd.DataFrame, decision: Decision) -> list[DesignRow]:
-    """The design that actually ran: the comparable trained primary cells of a comparison, with their seeds."""
-    chosen = comparison[(comparison.status == "compared") & (comparison.role == "primary")
-                        & comparison.comparable.astype(bool) & comparison.noise.isin(list(decision.noise))]  # fmt: skip
-    chosen = chosen[chosen.same_run_as.fillna("").astype(str).str.strip().isin(["", "nan"])]
+    """The design that actually ran: the rows the gate decides (:func:`~consert.paper.compare.trained_primary_cells`),
+    with the seeds each ran."""
     return [
         DesignRow(
             f"{row.artifact} {row.row}",
@@ -119,9 +116,8 @@ def design_of(comparison: pd.DataFrame, decision: Decision) -> list[DesignRow]:
             int(row.published_runs),
             decision.declared_noise(row.noise, "avg").sigma,
             str(row.size or "base"),
-            block_of(row.artifact, str(row.size or "base")),
         )  # fmt: skip
-        for row in chosen.itertuples()
+        for row in trained_primary_cells(comparison).itertuples()
     ]
 
 
