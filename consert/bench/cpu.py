@@ -132,7 +132,7 @@ def bench_training_step(data: SentEvalData, repeats: int, batch_size: int = 96) 
         encoder = TrainedEncoder(config, data)
         execution = StepExecution(encoder)
         objective = Contrastive(config, encoder, execution)
-        execution.settle(1, list(encoder.model.parameters()), objective.graphs_blocker, objective.graphed_loss)
+        execution.settle(1, list(encoder.model.parameters()), objective)
         optimizer = torch.optim.AdamW(encoder.model.parameters(), lr=1e-6)
 
         def consert_step():

@@ -18,6 +18,7 @@ from consert.train.views import PackedPass
 
 if TYPE_CHECKING:
     from consert.train.encoder import TrainedEncoder
+    from consert.train.objectives.base import Objective
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,9 @@ class DeviceBatch:
     packed: PackedPass | None
 
 
-#: A loss of a tokenized batch on the device, packed on its real tokens, with no host reads.
-GraphedLoss = Callable[[torch.Tensor, torch.Tensor, PackedPass], torch.Tensor]
+#: A loss of a tokenized batch on the device, packed on its real tokens, with no host reads: ``(ids, mask,
+#: packed, *extras)``, the extras being the step's other inputs (the NLI labels).
+GraphedLoss = Callable[..., torch.Tensor]
 
 #: ``compile: auto`` compiles the training forward on CUDA for runs of at least this many steps.
 COMPILE_MIN_STEPS = 500
@@ -71,20 +73,16 @@ class StepExecution:
             return f"auto: {planned_steps} planned steps < {COMPILE_MIN_STEPS}"
         return None
 
-    def settle(
-        self,
-        planned_steps: int,
-        parameters: list[nn.Parameter],
-        objective_blocker: str | None,
-        graphed_loss: GraphedLoss,
-    ) -> None:
+    def settle(self, planned_steps: int, parameters: list[nn.Parameter], objective: Objective) -> None:
         """Once the plan is known: the precision, then how the step runs. CUDA graphs over the packed
         step when ``cuda_graphs`` says so (``auto``: where they apply, on CUDA runs of
         :data:`COMPILE_MIN_STEPS` steps or more; ``dtype: auto`` then measures only the precisions a
         graph can take), else a compiled forward when ``compile`` says so. ``cuda_graphs: on`` where
-        they cannot apply is an error that says why. ``graphed_loss`` is the objective's step in the graphs."""
+        they cannot apply is an error that says why. The objective says whether its step can be graphed
+        (``graphs_blocker``), what the graphs run (``graphed_loss``) and how often its packed pass repeats a
+        batch's rows (``graph_copies``)."""
         config, encoder = self.config, self.encoder
-        blocker = self.graphs_blocker(objective_blocker, planned_steps)
+        blocker = self.graphs_blocker(objective.graphs_blocker, planned_steps)
         runner = graphed_probe_runner if blocker is None else None  # auto measures the step as it will run
         encoder.use_precision(training_precision(config.dtype, encoder.device, encoder.model, graphed_runner=runner))
         if blocker is None and encoder.dtype == "fp16":  # asked for explicitly
@@ -94,10 +92,14 @@ class StepExecution:
         if blocker is None:
             self.packed = True
 
-            def loss_of(ids: torch.Tensor, mask: torch.Tensor, packing: Packing) -> torch.Tensor:
-                return graphed_loss(ids, mask, PackedPass(packing, packed_encoder))
+            graphed_loss: GraphedLoss = objective.graphed_loss
 
-            self.graphed = GraphedStep(loss_of, parameters, encoder.device, encoder.dtype)
+            def loss_of(ids: torch.Tensor, mask: torch.Tensor, packing: Packing, *extras: torch.Tensor) -> torch.Tensor:
+                return graphed_loss(ids, mask, PackedPass(packing, packed_encoder), *extras)
+
+            self.graphed = GraphedStep(
+                loss_of, parameters, encoder.device, encoder.dtype, copies=objective.graph_copies
+            )
             return
         self.compile_forward(planned_steps)
 

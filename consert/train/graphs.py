@@ -1,4 +1,5 @@
-"""The unsupervised training step (forward, loss and backward) replayed as CUDA graphs.
+"""A training step (forward, loss and backward) replayed as CUDA graphs: the contrastive step's two views,
+the NLI classifier's pass over premises and hypotheses, and the joint step built on it.
 
 At paper scale an eager step launches about a thousand small kernels from Python, and on an H100
 launching them takes longer than running them (docs/performance.md). A CUDA graph records the
@@ -39,17 +40,20 @@ class _Captured:
     ids: torch.Tensor
     mask: torch.Tensor
     packing: Packing
+    extras: tuple[torch.Tensor, ...]
     loss: torch.Tensor
 
 
 class GraphedStep:
-    """``step(ids, mask)`` → the step's loss, with the gradients of ``parameters`` written into their
+    """``step(ids, mask, *extras)`` → the step's loss, with the gradients of ``parameters`` written into their
     ``.grad``: a replay of the graph captured for the batch's shape (captured on first sight).
 
-    ``loss_of(ids, mask, packing)`` is the step's loss from device tensors; it must not read anything
-    back to the host. Only the parameters the step reaches get gradients (as in an eager backward,
-    which leaves the others' ``.grad`` None); they are overwritten on every step, never accumulated
-    across steps, and must not be set to None by the caller.
+    ``loss_of(ids, mask, packing, *extras)`` is the step's loss from device tensors; it must not read anything
+    back to the host. ``copies``: how often the packed pass repeats the batch's rows (2: a contrastive step's
+    two views; 1: a pass over the rows as they are, as the NLI step's). ``extras``: more inputs of the step
+    whose shape follows the batch's (the NLI labels). Only the parameters the step reaches get gradients (as in
+    an eager backward, which leaves the others' ``.grad`` None); they are overwritten on every step, never
+    accumulated across steps, and must not be set to None by the caller.
     """
 
     def __init__(
@@ -59,12 +63,14 @@ class GraphedStep:
         device: str,
         dtype: str,
         token_bucket: int = TOKEN_BUCKET,
+        copies: int = 2,
     ):
         if torch.device(device).type != "cuda":
             raise ValueError(f"CUDA graphs need a CUDA device, got {device!r}")
         if dtype == "fp16":
             raise ValueError("CUDA graphs: fp16 trains under a gradient scaler that reads the host; use bf16 or fp32")
         self.loss_of, self.device, self.dtype, self.token_bucket = loss_of, device, dtype, token_bucket
+        self.copies = copies
         self.parameters = [p for p in parameters if p.requires_grad]
         self.gradients: list[torch.Tensor] | None = None  # allocated by the first capture
         # One memory pool for all graphs, replayed in any order: safe because nothing a graph leaves in the
@@ -81,17 +87,20 @@ class GraphedStep:
         if self.gradients:
             torch._foreach_zero_(self.gradients)
         with autocast(self.device, self.dtype, cache=False):
-            loss = self.loss_of(captured.ids, captured.mask, captured.packing)
+            loss = self.loss_of(captured.ids, captured.mask, captured.packing, *captured.extras)
         loss.backward()
         return loss.detach()
 
-    def _capture(self, ids: torch.Tensor, mask: torch.Tensor, packing: Packing) -> _Captured:
+    def _capture(
+        self, ids: torch.Tensor, mask: torch.Tensor, packing: Packing, extras: tuple[torch.Tensor, ...]
+    ) -> _Captured:
         """Static inputs shaped as this batch, one eager warm-up pass on a side stream, then the capture."""
         static = _Captured(
             torch.cuda.CUDAGraph(),
             ids.to(self.device),
             mask.to(self.device),
             packing.to(self.device),
+            tuple(extra.to(self.device) for extra in extras),
             torch.empty((), device=self.device),
         )
         side = torch.cuda.Stream(self.device)
@@ -115,18 +124,19 @@ class GraphedStep:
                 raise RuntimeError("the captured backward replaced a gradient buffer; it must accumulate into it")
         return static
 
-    def __call__(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """The loss of one step over a batch (``ids``, ``mask``: host tensors, B x L), gradients written."""
-        doubled = mask.repeat(2, 1)  # the two views' rows
-        packing = Packing.of(doubled, capacity=self.slots(int(doubled.sum())))
+    def __call__(self, ids: torch.Tensor, mask: torch.Tensor, *extras: torch.Tensor) -> torch.Tensor:
+        """The loss of one step over a batch (``ids``, ``mask``: host tensors, B x L; ``extras``: host tensors),
+        gradients written."""
+        rows = mask.repeat(self.copies, 1) if self.copies > 1 else mask  # the packed pass's rows
+        packing = Packing.of(rows, capacity=self.slots(int(rows.sum())))
         key = (*ids.shape, len(packing.index))
         captured = self.captured.get(key)
         if captured is None:
-            captured = self.captured[key] = self._capture(ids, mask, packing)
+            captured = self.captured[key] = self._capture(ids, mask, packing, extras)
         else:
-            pinned = [t.pin_memory() for t in (ids, mask)]
-            captured.ids.copy_(pinned[0], non_blocking=True)
-            captured.mask.copy_(pinned[1], non_blocking=True)
+            statics = (captured.ids, captured.mask, *captured.extras)
+            for static, given in zip(statics, (ids, mask, *extras), strict=True):
+                static.copy_(given.pin_memory(), non_blocking=True)
             captured.packing.copy_(Packing(*(t.pin_memory() for t in packing.tensors()), packing.rows, packing.length))
         for parameter, gradient in zip(self.parameters, self.gradients, strict=True):
             parameter.grad = gradient  # the buffers the graphs write, even if someone set .grad to None

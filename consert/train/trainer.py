@@ -41,8 +41,12 @@ class TrainResult:
     augmentation_rates: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
-def train_stage(config: TrainConfig, data: SentEvalData, progress: bool) -> TrainResult:
-    """Run one stage of ``config`` with the objective that trains it, and export its selected checkpoint."""
+def train_stage(
+    config: TrainConfig, data: SentEvalData, progress: bool, execution_steps: int | None = None
+) -> TrainResult:
+    """Run one stage of ``config`` with the objective that trains it, and export its selected checkpoint.
+    ``execution_steps``: the run length the step's execution is chosen for (``compile``/``cuda_graphs: auto``;
+    default: the stage's planned steps), so that a benchmark times a few steps as a longer run executes them."""
     set_seed(config.seed)
     encoder = TrainedEncoder(config, data)
     execution = StepExecution(encoder)
@@ -53,9 +57,7 @@ def train_stage(config: TrainConfig, data: SentEvalData, progress: bool) -> Trai
     parameters = list(encoder.model.named_parameters())
     for head in objective.heads():
         parameters += [(f"{type(head).__name__}.{name}", value) for name, value in head.named_parameters()]
-    execution.settle(
-        planned_steps, [value for _, value in parameters], objective.graphs_blocker, objective.graphed_loss
-    )
+    execution.settle(execution_steps or planned_steps, [value for _, value in parameters], objective)
     outcome = run_loop(
         encoder.model,
         parameters,
@@ -109,17 +111,19 @@ def train_stage(config: TrainConfig, data: SentEvalData, progress: bool) -> Trai
     )
 
 
-def train(config: TrainConfig, data: SentEvalData | None = None, progress: bool = True) -> TrainResult:
+def train(
+    config: TrainConfig, data: SentEvalData | None = None, progress: bool = True, execution_steps: int | None = None
+) -> TrainResult:
     """Train as ``config.mode`` says and export the best checkpoint to ``config.output_dir``.
 
     A two-stage mode trains its NLI stage first (:meth:`TrainConfig.first_stage`, exported beside
     the output as ``OUTPUT_DIR.stage1``) unless ``stage1_model`` names one already trained; the
-    second stage starts from that model with its own recipe.
+    second stage starts from that model with its own recipe. ``execution_steps``: as :func:`train_stage`'s.
     """
     data = data if data is not None else load_senteval(config.data)
     if config.mode not in FIRST_STAGE:
-        return train_stage(config, data, progress)
+        return train_stage(config, data, progress, execution_steps)
     start = config.stage1_model
     if start is None:
-        start = str(train_stage(config.first_stage(), data, progress).output_dir)
-    return train_stage(config.replace(model=start), data, progress)
+        start = str(train_stage(config.first_stage(), data, progress, execution_steps).output_dir)
+    return train_stage(config.replace(model=start), data, progress, execution_steps)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from consert.bench.cuda import random_bert
+from consert.bench.paper_cost import TINY_SHAPE
 from consert.encode.pooling import Pooling
 from consert.train.augment import AugmentationRatios
 from consert.train.graphs import GraphedStep
@@ -13,6 +15,7 @@ from consert.train.losses import nt_xent
 from consert.train.packed import Packing
 from consert.train.views import PackedPass, two_view_forward
 from tests import fixtures
+from tests.train.test_packed import assert_same_step, objective_step
 
 pytestmark = [
     pytest.mark.cuda,
@@ -98,3 +101,24 @@ def test_the_graphed_precision_probe_times_replays_of_the_packed_step(tmp_path, 
     chosen = precision.training_precision("auto", "cuda", model, graphed_runner=graphed_probe_runner)
     assert chosen.how == "measured" and set(chosen.timings) <= {"bf16/torch", "fp32/torch"}
     assert all(p.grad is None for p in model.parameters())  # the probe's gradient buffers are gone
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"mode": "unsup", "views": ["none", "none"]},
+        {"mode": "simcse", "views": ["none", "none"]},
+        {"mode": "sup"},
+        {"mode": "joint", "views": ["none", "none"]},  # the authors' clean first view; the second drawn as none
+        {"mode": "bertflow-nli", "batch_size": 16},
+    ],
+    ids=["unsup", "simcse", "sup", "joint", "bertflow-nli"],
+)
+def test_every_graphed_objectives_step_equals_its_eager_packed_step(tmp_path_factory, tiny_tree, values):
+    """Through the trainer's own parts, each objective whose step is graphed gives, in one replay, the loss and
+    gradients of its eager packed step (deterministic views and no dropout, so the eager step is the truth)."""
+    model_dir = random_bert(tmp_path_factory.mktemp("tiny-bert"), TINY_SHAPE)
+    eager = objective_step(model_dir, tiny_tree, {**values, "packed": "on", "cuda_graphs": "off"}, device="cuda")
+    graphed = objective_step(model_dir, tiny_tree, {**values, "packed": "on", "cuda_graphs": "on"}, device="cuda")
+    assert graphed[1] == 1 and eager[1] == 0  # the step was replayed from a graph, and the reference was not
+    assert_same_step(eager, graphed, 1e-4)

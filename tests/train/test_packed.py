@@ -85,9 +85,10 @@ def tiny_model_dir(tmp_path_factory):
     return random_bert(tmp_path_factory.mktemp("tiny-bert"), TINY_SHAPE)
 
 
-def _objective_step(model_dir: str, data_dir, packed: str, values: dict):
-    """One batch of the objective a config trains, through the real trainer's parts: its loss, and the
-    gradients of the encoder and the heads."""
+def objective_step(model_dir: str, data_dir, values: dict, device: str = "cpu"):
+    """One batch of the objective a config trains, through the real trainer's parts (its execution settled
+    as for a 10,000-step run, so ``cuda_graphs: on`` replays the step as a graph): whether it packed, how
+    many graphs it captured, its loss, and the gradients of the encoder and the heads."""
     from consert.data.senteval import load_senteval
     from consert.train.config import TrainConfig
     from consert.train.encoder import TrainedEncoder
@@ -95,26 +96,41 @@ def _objective_step(model_dir: str, data_dir, packed: str, values: dict):
     from consert.train.objectives import objective_for
 
     config = TrainConfig.from_dict(
-        {"model": model_dir, "device": "cpu", "packed": packed, "remove_dropout": True, "data": str(data_dir),
-         "nli_source": "sick-e", **values}
+        {"model": model_dir, "device": device, "remove_dropout": True, "data": str(data_dir), "dtype": "fp32",
+         "nli_source": "sick-e", "compile": "off", **values}
     )  # fmt: skip
     data = load_senteval(data_dir)
     encoder = TrainedEncoder(config, data)
     execution = StepExecution(encoder)
     torch.manual_seed(0)  # the heads' initial weights
     objective = objective_for(config)(config, encoder, execution)
+    modules = {"encoder": encoder.model, **{f"head{i}": head for i, head in enumerate(objective.heads())}}
+    execution.settle(10_000, [p for module in modules.values() for p in module.parameters()], objective)
     items = objective.training_items(data, progress=False)[:6]
     torch.manual_seed(1)  # the views' draws
     loss = objective.loss(items)
-    loss.backward()
-    modules = {"encoder": encoder.model, **{f"head{i}": head for i, head in enumerate(objective.heads())}}
+    if execution.graphed is None:
+        loss.backward()
     grads = {
         f"{owner}.{name}": p.grad.clone()
         for owner, module in modules.items()
         for name, p in module.named_parameters()
         if p.grad is not None
     }
-    return execution.packed, loss.detach(), grads
+    graphs = len(execution.graphed.captured) if execution.graphed else 0
+    return execution.packed, graphs, loss.detach(), grads
+
+
+def assert_same_step(reference: tuple, step: tuple, gradient_tolerance: float) -> None:
+    """The same loss to float32 rounding, and the same gradients relative to the step's largest entry."""
+    _, _, reference_loss, reference_grads = reference
+    _, _, loss, grads = step
+    assert torch.allclose(loss, reference_loss, rtol=1e-5, atol=1e-6), (loss, reference_loss)
+    assert grads.keys() == reference_grads.keys() and any(k.startswith("encoder.") for k in grads)
+    scale = max(grad.abs().max() for grad in reference_grads.values())  # scales with the step, not with one
+    for name, grad in reference_grads.items():  # parameter's gradient, which may nearly cancel
+        difference = (grads[name] - grad).abs().max()
+        assert difference <= gradient_tolerance * scale, (name, difference, scale)
 
 
 @pytest.mark.parametrize(
@@ -136,14 +152,8 @@ def _objective_step(model_dir: str, data_dir, packed: str, values: dict):
 def test_every_objectives_packed_step_equals_its_padded_step(tiny_model_dir, tiny_tree, values, request):
     """A step of each objective packed on its real tokens gives the padded step's loss and gradients, to float32
     rounding (the packed sums run in another order): a packing error moves them by their own size."""
-    padded_packs, padded_loss, padded_grads = _objective_step(tiny_model_dir, tiny_tree, "off", values)
-    packs, packed_loss, packed_grads = _objective_step(tiny_model_dir, tiny_tree, "on", values)
-    assert packs and not padded_packs  # the step did pack, and the reference did not
-    assert torch.allclose(packed_loss, padded_loss, rtol=1e-5, atol=1e-6), (packed_loss, padded_loss)
-    assert packed_grads.keys() == padded_grads.keys() and any(k.startswith("encoder.") for k in packed_grads)
+    padded = objective_step(tiny_model_dir, tiny_tree, {**values, "packed": "off"})
+    packed = objective_step(tiny_model_dir, tiny_tree, {**values, "packed": "on"})
+    assert packed[0] and not padded[0]  # the step did pack, and the reference did not
     marker = request.node.get_closest_marker("gradient_tolerance")
-    tolerance = marker.args[0] if marker else 1e-4  # relative to the step's largest gradient entry: rounding
-    scale = max(grad.abs().max() for grad in padded_grads.values())  # scales with the step, not with one
-    for name, grad in padded_grads.items():  # parameter's gradient, which may nearly cancel
-        difference = (packed_grads[name] - grad).abs().max()
-        assert difference <= tolerance * scale, (name, difference, scale)
+    assert_same_step(padded, packed, marker.args[0] if marker else 1e-4)  # 1e-4 of the largest entry: rounding

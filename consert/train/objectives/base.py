@@ -22,9 +22,9 @@ class Objective:
     #: The progress bar's name of the stage.
     label: ClassVar[str] = "unsup"
     #: Why a step of this objective cannot run as CUDA graphs; None: it can.
-    graphs_blocker: ClassVar[str | None] = (
-        "only the unsupervised contrastive step is graphed (NLI and AugCSE steps stay eager or compiled)"
-    )
+    graphs_blocker: str | None = "this objective's step has no graph-safe loss (it stays eager or compiled)"
+    #: How often the graphed step's packed pass repeats a batch's rows (2: two views in one pass).
+    graph_copies: ClassVar[int] = 2
 
     def __init__(self, config: TrainConfig, encoder: TrainedEncoder, execution: StepExecution):
         self.config, self.encoder, self.execution = config, encoder, execution
@@ -51,8 +51,11 @@ class Objective:
         """The loss of one batch of items."""
         raise NotImplementedError
 
-    def graphed_loss(self, ids: torch.Tensor, mask: torch.Tensor, packed: PackedPass) -> torch.Tensor:
-        """The loss of a tokenized batch with no host reads, for a CUDA graph (only where graphs apply)."""
+    def graphed_loss(
+        self, ids: torch.Tensor, mask: torch.Tensor, packed: PackedPass, *extras: torch.Tensor
+    ) -> torch.Tensor:
+        """The loss of a tokenized batch with no host reads, for a CUDA graph (only where graphs apply);
+        ``extras``: the step's other device inputs (the NLI labels)."""
         raise NotImplementedError(self.graphs_blocker)
 
     def record(self) -> dict[str, Any]:

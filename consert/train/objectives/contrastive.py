@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import torch
 from torch import nn
 
@@ -26,7 +24,7 @@ class Contrastive(Objective):
     """``contrastive_weight`` x the contrastive loss (``config.loss``) of two augmented views of each text,
     through the projection head when there is one (SimCSE). The one step that CUDA graphs can replay."""
 
-    graphs_blocker: ClassVar[str | None] = None
+    graphs_blocker: str | None = None
 
     def __init__(self, config, encoder, execution):
         super().__init__(config, encoder, execution)
