@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The CUDA checks of a GPU box in one go, each step's log in OUT_DIR (CI has no GPU; run this on any box that has one):
+#   bash scripts/gpu_checks.sh OUT_DIR [graphs] [dag] [cost] [bench]
+#   graphs: the CUDA graph tests (every graphed step equals its eager step)
+#   dag:    the offline config's whole DAG on the GPU (--resources gpu=1, every core), timed
+#   cost:   the paper config's cost table (consert bench --config config/config.yaml --device cuda)
+#   bench:  the paper-scale trainer against a plain and a compiled loop (consert bench --device cuda)
+# Needs snakemake and the STS data ($CONSERT_DATA, or ../shared/data/senteval beside the checkout).
+set -uo pipefail
+out=${1:?usage: bash scripts/gpu_checks.sh OUT_DIR [graphs] [dag] [cost] [bench]}
+shift
+mkdir -p "$out"
+data=${CONSERT_DATA:-$(cd "$(dirname "$0")/.." && pwd)/../shared/data/senteval}
+{ date -u +%FT%TZ; nvidia-smi -L; python3 -c "import torch; print('torch', torch.__version__)"; nproc; } >"$out/machine.txt" 2>&1
+status=0
+for step in "$@"; do
+  started=$SECONDS
+  case $step in
+    graphs) python3 -m pytest -m cuda tests/train/test_graphs.py -q -p no:cacheprovider --durations=3 ;;
+    dag)
+      work=$(mktemp -d)
+      family=$(python3 -c "import importlib.util as u; print('' if u.find_spec('spacy') else 'family={methods: [simcse]}')")
+      python3 -m snakemake --configfile config/offline.yaml --directory "$work" --config "data_dir=$data" ${family:+"$family"} \
+        --cores "$(nproc)" --resources gpu=1 --quiet rules && test -f "$work/results/summary.html" &&
+        (cd "$work" && ls results logs) >"$out/dag-files.txt"
+      ;;
+    cost) consert bench --config config/config.yaml --device cuda --steps "${COST_STEPS:-150}" --output "$out/cost.csv" --data "$data" ;;
+    bench) consert bench --device cuda --json "$out/bench.json" --data "$data" ;;
+    *) echo "unknown step $step (graphs, dag, cost, bench)"; false ;;
+  esac >"$out/$step.log" 2>&1
+  code=$?
+  echo "$step: exit $code in $((SECONDS - started)) s" | tee -a "$out/steps.txt"
+  [ $code -eq 0 ] || status=1
+done
+exit $status
