@@ -135,10 +135,11 @@ def _timed_config(config, model: str, steps: int, device: str, workdir: Path, da
     if config.mode in FIRST_STAGE:  # its second stage alone, from the random model as from its NLI run's export
         changes["stage1_model"] = model
     swapped = []
-    if config.train_texts != "sts" and not Path(config.train_texts).is_file():
+    supervised = config.mode in SUPERVISED_MODES  # the timed stage reads NLI pairs, else texts
+    if not supervised and config.train_texts != "sts" and not Path(config.train_texts).is_file():
         changes["train_texts"] = "sts"
         swapped.append(f"STS texts for the missing {config.train_texts}")
-    if config.nli_files and not all(Path(p).is_file() for p in config.nli_files):
+    if supervised and config.nli_files and not all(Path(p).is_file() for p in config.nli_files):
         changes.update(nli_source="sick-e", nli_files=[])
         swapped.append("SICK-E's pairs for the missing NLI files")
     if config.spacy_model and importlib.util.find_spec(config.spacy_model) is None:

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from consert.bench.paper_cost import PlannedJob, planned_jobs, projection
+from consert.bench.paper_cost import PlannedJob, _timed_config, planned_jobs, projection
 from consert.cli import main as cli_main
 from tests.conftest import ROOT
 from tests.fixtures import write_senteval_tree
@@ -59,6 +59,26 @@ def test_the_projection_adds_steps_evaluations_and_chains_by_hand():
     assert totals["wall_hours"] == pytest.approx(max(sum(seconds.values()) / 3600 / 2, chain))
     _, one_card = projection(jobs, rates, dev, test, gpus=1)
     assert one_card["wall_hours"] == pytest.approx(sum(seconds.values()) / 3600)
+
+
+def test_a_kind_not_timed_is_left_out_of_the_totals_and_the_chains():
+    jobs = [
+        PlannedJob("a", "base k1", steps=3600, dev_evaluations=0, stopping="full length"),
+        PlannedJob("b", "base k2", steps=3600, dev_evaluations=0, stopping="full length"),
+    ]
+    table, totals = projection(jobs, {"base k1": 2.0, "base k2": math.nan}, {"base": 0.0}, {"base": 0.0}, gpus=1)
+    assert math.isnan(table.set_index("kind").loc["base k2", "gpu_hours"])
+    assert totals["gpu_hours"] == pytest.approx(0.5) and totals["longest_chain_hours"] == pytest.approx(0.5)
+
+
+def test_a_timing_run_swaps_only_what_its_stage_reads(paper_plan, tmp_path):
+    """The paper's NLI files and Wikipedia texts are not here: an NLI kind is timed on SICK-E's pairs, SimCSE on
+    the STS texts, and an unsupervised kind (which reads neither) says it ran as configured."""
+    _, kinds = paper_plan
+    notes = {kind: _timed_config(kinds[kind], "model", 6, "cpu", tmp_path, None)[1] for kind in kinds}
+    assert notes["base unsup b96 L64"] == [] and notes["base sup-unsup b96 L64"] == []
+    assert notes["base sup b96 L64"] == ["SICK-E's pairs for the missing NLI files"]
+    assert notes["base simcse b64 L32"] == ["STS texts for the missing data/wiki1m_for_simcse.txt"]
 
 
 def test_the_command_times_every_kind_of_the_test_config_and_writes_its_table(tmp_path, capsys):
