@@ -71,6 +71,7 @@ class TrainConfig:
         "what to train: unsup, sup, joint, sup-unsup, joint-unsup (ConSERT), simcse, augcse, bertflow-nli", "unsup"
     )
     # stage-dependent (BY_STAGE: the authors' value for the mode, see consert.train.recipes)
+    objective: str = key("what the stage optimises: contrastive, nli, joint_nli, augcse (train.objectives)", BY_STAGE)
     views: tuple[str, str] = key(
         "the two views' augmentations: shuffle, token_cutoff, feature_cutoff, dropout, none, adversarial", BY_STAGE
     )
@@ -116,9 +117,10 @@ class TrainConfig:
     seed: int = key("the run's seed (data order, views, initialisation of the heads)", BY_STAGE)
     dtype: str = key("the precision measured fastest on this machine (consert.encode.precision)", "auto")
     compile: str = key('torch.compile the training forward: "auto" (CUDA runs of 500+ steps), "on", "off"', "auto")
-    packed: str = key('"on": the unsupervised views\' dense layers on real tokens only (consert.train.packed)', "off")
+    packed: str = key('"on": the training passes\' dense layers on real tokens only (consert.train.packed)', "off")
     cuda_graphs: str = key(
-        'the packed unsupervised step as CUDA graphs: "auto" (CUDA runs of 500+ steps), "on", "off"', "auto"
+        'the packed step (contrastive, NLI, joint) as CUDA graphs: "auto" (CUDA runs of 500+ steps), "on", "off"',
+        "auto",
     )
     device: str | None = key("cpu or cuda (null: cuda when available)", None)
     data: str | None = key("the SentEval data folder (null: looked for as every command looks; docs: Data)", None)
@@ -195,8 +197,10 @@ def check_train_config(config: TrainConfig) -> None:
     _choice("projection", config.projection, PROJECTIONS)
     if config.discriminator_weight < 0:
         raise ConfigError(f"discriminator_weight: expected a number >= 0, got {config.discriminator_weight}")
-    if config.discriminator_weight > 0 and config.mode != "augcse":
-        raise ConfigError(f"discriminator_weight: AugCSE's discriminator needs mode 'augcse', not {config.mode!r}")
+    if config.discriminator_weight > 0 and config.objective != "augcse":
+        raise ConfigError(
+            f"discriminator_weight: AugCSE's discriminator needs objective 'augcse', not {config.objective!r}"
+        )
     if config.eval_max_length is not None and config.eval_max_length < MIN_MAX_LENGTH:
         raise ConfigError(
             f"eval_max_length: expected at least {MIN_MAX_LENGTH} tokens or null, got {config.eval_max_length}"

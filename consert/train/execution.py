@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 from torch import nn
@@ -18,7 +18,6 @@ from consert.train.views import PackedPass
 
 if TYPE_CHECKING:
     from consert.train.encoder import TrainedEncoder
-    from consert.train.objectives.base import Objective
 
 
 @dataclass(frozen=True)
@@ -35,6 +34,15 @@ class DeviceBatch:
 #: A loss of a tokenized batch on the device, packed on its real tokens, with no host reads: ``(ids, mask,
 #: packed, *extras)``, the extras being the step's other inputs (the NLI labels).
 GraphedLoss = Callable[..., torch.Tensor]
+
+
+class GraphableStep(Protocol):
+    """What the execution asks of an objective (:class:`consert.train.objectives.base.Objective` keeps it)."""
+
+    graphs_blocker: str | None  # why its step cannot run as CUDA graphs; None: it can
+    graph_copies: int  # how often its packed pass repeats a batch's rows
+    graphed_loss: GraphedLoss  # its step's loss with no host reads
+
 
 #: ``compile: auto`` compiles the training forward on CUDA for runs of at least this many steps.
 COMPILE_MIN_STEPS = 500
@@ -73,7 +81,7 @@ class StepExecution:
             return f"auto: {planned_steps} planned steps < {COMPILE_MIN_STEPS}"
         return None
 
-    def settle(self, planned_steps: int, parameters: list[nn.Parameter], objective: Objective) -> None:
+    def settle(self, planned_steps: int, parameters: list[nn.Parameter], objective: GraphableStep) -> None:
         """Once the plan is known: the precision, then how the step runs. CUDA graphs over the packed
         step when ``cuda_graphs`` says so (``auto``: where they apply, on CUDA runs of
         :data:`COMPILE_MIN_STEPS` steps or more; ``dtype: auto`` then measures only the precisions a

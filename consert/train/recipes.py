@@ -29,6 +29,7 @@ AUTHORS_CLASSIFIER = ("u", "v", "abs_diff", "max_square")
 AUTHORS: dict[str, dict[str, Any]] = {
     "unsup": {
         "source": "scripts/unsup-consert-base.sh",
+        "objective": "contrastive",
         "lr": 5e-7,
         "batch_size": 96,
         "epochs": 10,
@@ -39,6 +40,7 @@ AUTHORS: dict[str, dict[str, Any]] = {
     },
     "sup": {
         "source": "scripts/sup-sbert-base.sh (lr, epochs: main.py defaults)",
+        "objective": "nli",
         "lr": 2e-5,
         "batch_size": 96,
         "epochs": 1,
@@ -48,6 +50,7 @@ AUTHORS: dict[str, dict[str, Any]] = {
     },
     "joint": {
         "source": "scripts/sup-consert-joint-base.sh (lr, epochs: main.py defaults)",
+        "objective": "joint_nli",
         "lr": 2e-5,
         "batch_size": 96,
         "epochs": 1,
@@ -59,6 +62,7 @@ AUTHORS: dict[str, dict[str, Any]] = {
     },
     "sup-unsup": {
         "source": "scripts/sup-consert-sup-unsup-base.sh",
+        "objective": "contrastive",
         "lr": 5e-7,
         "batch_size": 96,
         "epochs": 25,
@@ -69,6 +73,7 @@ AUTHORS: dict[str, dict[str, Any]] = {
     },
     "joint-unsup": {
         "source": "scripts/sup-consert-joint-unsup-base.sh",
+        "objective": "contrastive",
         "lr": 5e-7,
         "batch_size": 96,
         "epochs": 25,
@@ -147,6 +152,7 @@ FALLBACK: dict[str, Any] = {
 #: Trainer defaults of the transformers 4.2.1 it pins); the paper (arXiv 2104.08821 v4) where it agrees.
 SIMCSE: dict[str, Any] = {
     "source": "princeton-nlp/SimCSE run_unsup_example.sh + simcse/models.py (HF Trainer defaults, transformers 4.2.1)",
+    "objective": "contrastive",
     "lr": 3e-5,  # script; paper Table A.1 and footnote 2
     "batch_size": 64,  # script; paper Table A.1
     "epochs": 1,  # script; paper App. A
@@ -176,6 +182,7 @@ SIMCSE: dict[str, Any] = {
 AUGCSE: dict[str, Any] = {
     **SIMCSE,
     "source": "PootieT/AugCSE experiments/run_train_exp.py + model.py, mlp.py, training/discriminator.py",
+    "objective": "augcse",
     "lr": 2e-5,  # learning_rate=2e-5
     "batch_size": 128,  # per_device_train_batch_size=128
     "epochs": 4,  # num_train_epochs=4
@@ -204,6 +211,7 @@ FAMILY: dict[str, dict[str, Any]] = {"simcse": SIMCSE, "augcse": AUGCSE}
 #: 2e-5, batch 16), run_siamese.py (the siamese classifier) and optimization.py (BERT's optimiser).
 BERTFLOW_NLI: dict[str, Any] = {
     "source": "bohanli/BERT-flow README (ALLNLI command) + run_siamese.py + optimization.py",
+    "objective": "nli",
     "lr": 2e-5,
     "batch_size": 16,  # --train_batch_size=16
     "epochs": 1,

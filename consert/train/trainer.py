@@ -47,10 +47,11 @@ def train_stage(
     """Run one stage of ``config`` with the objective that trains it, and export its selected checkpoint.
     ``execution_steps``: the run length the step's execution is chosen for (``compile``/``cuda_graphs: auto``;
     default: the stage's planned steps), so that a benchmark times a few steps as a longer run executes them."""
+    objective_class = objective_for(config)  # an unknown name fails before the model is loaded
     set_seed(config.seed)
     encoder = TrainedEncoder(config, data)
     execution = StepExecution(encoder)
-    objective = objective_for(config)(config, encoder, execution)
+    objective = objective_class(config, encoder, execution)
     items = objective.training_items(data, progress)
     planned_steps = planned_step_count(len(items), config.batch_size, config.epochs, config.max_steps)
     objective.prefill(items, planned_steps * config.batch_size)

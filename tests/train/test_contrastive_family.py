@@ -78,8 +78,28 @@ def test_augcse_recipe_adds_the_discriminator_and_keeps_consert_untouched():
 
 
 def test_the_discriminator_belongs_to_augcse_only():
-    with pytest.raises(ValueError, match="needs mode 'augcse'"):
+    with pytest.raises(ValueError, match="needs objective 'augcse', not 'contrastive'"):
         TrainConfig(mode="unsup", discriminator_weight=0.005, text_augmentations=["random_swap"])
+
+
+def test_each_recipe_names_its_objective_and_the_name_alone_picks_it():
+    """The authors' stages and the family each name an objective (no rule on other keys picks it): a two-stage
+    mode's first stage is the NLI one, SimCSE is contrastive, AugCSE is AugCSE even with its lambda at 0, and an
+    unknown name fails in one line before anything loads."""
+    from consert.train.config import ConfigError
+    from consert.train.objectives import AugCSE, Contrastive, JointNli, NliClassification, objective_for
+
+    expected = {
+        **dict.fromkeys(("unsup", "sup-unsup", "joint-unsup", "simcse"), Contrastive),
+        **dict.fromkeys(("sup", "bertflow-nli"), NliClassification),
+        "joint": JointNli,
+        "augcse": AugCSE,
+    }
+    assert {mode: objective_for(TrainConfig(mode=mode)) for mode in expected} == expected
+    assert objective_for(TrainConfig(mode="joint-unsup").first_stage()) is JointNli
+    assert objective_for(TrainConfig(mode="augcse", discriminator_weight=0.0)) is AugCSE
+    with pytest.raises(ConfigError, match="objective: expected one of contrastive, nli, joint_nli, augcse, got 'x'"):
+        objective_for(TrainConfig(objective="x"))
 
 
 def test_a_left_out_augmentation_is_refused_with_its_reason():

@@ -1,21 +1,30 @@
 """What a training stage optimises, one class per objective (as sentence-transformers' losses): each builds
-its training-only heads, says what items it trains on, and computes the loss of a batch of them. The trainer
-is handed one by :func:`objective_for`."""
+its training-only heads, says what items it trains on, and computes the loss of a batch of them. A recipe
+names its objective (``TrainConfig.objective``); :data:`OBJECTIVES` maps the name to the class the trainer
+is handed."""
 
 from __future__ import annotations
 
-from consert.train.config import TrainConfig
+from consert.train.config import ConfigError, TrainConfig
 from consert.train.objectives.augcse import AugCSE
 from consert.train.objectives.base import Objective
 from consert.train.objectives.contrastive import Contrastive
 from consert.train.objectives.nli import JointNli, NliClassification
 
-__all__ = ["AugCSE", "Contrastive", "JointNli", "NliClassification", "Objective", "objective_for"]
+__all__ = ["OBJECTIVES", "AugCSE", "Contrastive", "JointNli", "NliClassification", "Objective", "objective_for"]
+
+#: Every objective, by the name a recipe gives it.
+OBJECTIVES: dict[str, type[Objective]] = {
+    "contrastive": Contrastive,
+    "nli": NliClassification,
+    "joint_nli": JointNli,
+    "augcse": AugCSE,
+}
 
 
 def objective_for(config: TrainConfig) -> type[Objective]:
-    """The objective of one stage of ``config.mode``: the first match of the objectives' own rules, in order."""
-    for objective in (JointNli, NliClassification, AugCSE, Contrastive):
-        if objective.trains(config):
-            return objective
-    raise ValueError(f"no objective trains mode {config.mode!r}")
+    """The objective ``config.objective`` names; an unknown name is a one-line :class:`ConfigError`."""
+    found = OBJECTIVES.get(config.objective)
+    if found is None:
+        raise ConfigError(f"objective: expected one of {', '.join(OBJECTIVES)}, got {config.objective!r}")
+    return found

@@ -8,7 +8,6 @@ from torch import nn
 
 from consert.data.senteval import SentEvalData
 from consert.train.augcse import AugmentationDiscriminator, discriminator_loss
-from consert.train.config import TrainConfig
 from consert.train.corpus import training_texts
 from consert.train.losses import CONTRASTIVE_LOSSES
 from consert.train.objectives.base import Objective
@@ -27,10 +26,6 @@ class AugCSE(Objective):
         hidden, device = encoder.hidden_size, encoder.device
         self.projection = projection_head(config, hidden, device)
         self.discriminator = AugmentationDiscriminator(hidden, classes=len(config.text_augmentations) + 1).to(device)
-
-    @classmethod
-    def trains(cls, config: TrainConfig) -> bool:
-        return config.discriminator_weight > 0
 
     def heads(self) -> list[nn.Module]:
         return [head for head in (self.projection, self.discriminator) if head is not None]

@@ -31,11 +31,6 @@ class Objective:
         #: Per text augmentation, how often it was drawn and how often it changed the text (AugCSE).
         self.augmentation_rates: dict[str, dict[str, float]] = {}
 
-    @classmethod
-    def trains(cls, config: TrainConfig) -> bool:
-        """Whether this objective is the one a stage of ``config`` trains with."""
-        raise NotImplementedError
-
     def heads(self) -> list[nn.Module]:
         """The training-only modules whose parameters the optimiser updates besides the encoder's."""
         return []

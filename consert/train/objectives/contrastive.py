@@ -30,10 +30,6 @@ class Contrastive(Objective):
         super().__init__(config, encoder, execution)
         self.projection = projection_head(config, encoder.hidden_size, encoder.device)
 
-    @classmethod
-    def trains(cls, config: TrainConfig) -> bool:
-        return True  # every stage no other objective claims: unsup, simcse, a two-stage mode's second stage
-
     def heads(self) -> list[nn.Module]:
         return [self.projection] if self.projection is not None else []
 

@@ -11,7 +11,6 @@ from torch import nn
 from consert.data.nli import LABEL_INDEX, SICK_E_LABEL, load_nli
 from consert.data.senteval import NliPair, SentEvalData
 from consert.train.augment import fgv_perturbation
-from consert.train.config import SUPERVISED_MODES, TrainConfig
 from consert.train.losses import NliHead, paired_nt_xent
 from consert.train.objectives.base import Objective
 from consert.train.views import (
@@ -39,10 +38,6 @@ class NliClassification(Objective):
             bias=config.classifier_bias,
             init_std=config.classifier_init_std,
         ).to(encoder.device)
-
-    @classmethod
-    def trains(cls, config: TrainConfig) -> bool:
-        return config.mode in SUPERVISED_MODES
 
     def heads(self) -> list[nn.Module]:
         return [self.head]
@@ -103,10 +98,6 @@ class JointNli(NliClassification):
         self.clean_first = config.views[0] == "none" and "adversarial" not in config.views
         if not self.clean_first:
             self.graphs_blocker = f"joint views {'+'.join(config.views)}: only a clean first view is graphed"
-
-    @classmethod
-    def trains(cls, config: TrainConfig) -> bool:
-        return config.mode == "joint"
 
     def pair_loss(self, pooled, ids, mask, packed, labels) -> torch.Tensor:
         """The cross entropy, plus the contrastive loss of the clean pass against the second view."""
