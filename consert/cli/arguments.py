@@ -21,12 +21,13 @@ def add_data_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def task_name(text: str) -> str:
-    """An argparse type: one of the 7 sets, by the harness's name or SentEval's (``STSBenchmark``)."""
-    from consert.data.senteval import DATASETS, TASK_ALIASES
+    """An argparse type: a declared set (the paper's 7 by default), by the harness's name or SentEval's
+    (``STSBenchmark``)."""
+    from consert.data.senteval import TASK_ALIASES, TASKS
 
     name = TASK_ALIASES.get(text, text)
-    if name not in DATASETS:
-        raise argparse.ArgumentTypeError(f"unknown task {text!r}: expected one of {', '.join(DATASETS)}")
+    if name not in TASKS:
+        raise argparse.ArgumentTypeError(f"unknown task {text!r}: expected one of {', '.join(TASKS)}")
     return name
 
 

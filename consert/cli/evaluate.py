@@ -7,7 +7,7 @@ import sys
 import time
 
 from consert.cli.arguments import MAX_LENGTH, add_encoder_arguments, at_least, task_name
-from consert.data.senteval import DATASETS, TASK_ALIASES
+from consert.data.senteval import DATASETS, TASK_ALIASES, TASKS
 from consert.encode.pooling import MODEL_POOLING, PAPER_POOLING, POOLER, SIMCSE_POOLERS, Pooling
 from consert.evaluate.formats import FORMATS
 
@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=task_name,
         default=None,
         metavar="TASK",
-        help=f"some of {' '.join(DATASETS)} (also {' '.join(TASK_ALIASES)})",
+        help=f"some of {' '.join(TASKS)} (also {' '.join(TASK_ALIASES)})",
     )
     parser.add_argument(
         "--split",
@@ -124,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
     from consert.io import write_csv, write_text
 
     try:
-        data = load_senteval(args.data).select(args.tasks, args.split)
+        sets = tuple(dict.fromkeys((*DATASETS, *(args.tasks or ()))))  # the paper's seven, and any other asked for
+        data = load_senteval(args.data, sets).select(args.tasks, args.split)
     except ValueError as err:
         print(f"consert evaluate: {err}", file=sys.stderr)
         return 2

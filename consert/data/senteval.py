@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -41,12 +41,6 @@ SICK_SPLITS: dict[str, str] = {
     "trial": "SICK_trial.txt",
     "test": "SICK_test_annotated.txt",
 }
-#: The seven evaluation sets in the paper's column order.
-DATASETS: tuple[str, ...] = (*STS_YEAR_SUBSETS, "STSb", "SICK-R")
-#: Other names of the sets: SentEval's and SimCSE's task names (mteb's for STS-B).
-TASK_ALIASES: dict[str, str] = {"STSBenchmark": "STSb", "SICKRelatedness": "SICK-R"}
-#: The dev split of the sets that have one (SentEval's SICK "trial" split is its dev set).
-DEV_SPLITS: dict[str, str] = {"STSb": "dev", "SICK-R": "trial"}
 SCORE_RANGE = (0.0, 5.0)
 SICK_RELATEDNESS_RANGE = (1.0, 5.0)
 NLI_LABELS = ("ENTAILMENT", "NEUTRAL", "CONTRADICTION")
@@ -150,11 +144,12 @@ class SentEvalData:
         if split not in ("test", "dev"):
             raise ValueError(f"unknown split {split!r}: expected test or dev")
         if split == "dev":
-            without = [name for name in tasks if name not in DEV_SPLITS]
+            without = [name for name in tasks if TASKS[name].dev_split is None]
             if without:
-                raise ValueError(f"no dev split for {', '.join(without)}: --split dev evaluates STSb and SICK-R")
+                with_dev = " and ".join(name for name, task in TASKS.items() if task.dev_split)
+                raise ValueError(f"no dev split for {', '.join(without)}: --split dev evaluates {with_dev}")
         sets = {
-            name: replace(self.sets[name], eval_subsets=(DEV_SPLITS[name],)) if split == "dev" else self.sets[name]
+            name: replace(self.sets[name], eval_subsets=(TASKS[name].dev_split,)) if split == "dev" else self.sets[name]
             for name in tasks
         }
         return replace(self, sets=sets)
@@ -365,6 +360,62 @@ def manifest_mismatches(file_hashes: dict[str, str]) -> list[str]:
     return problems
 
 
+@dataclass(frozen=True)
+class StsTask:
+    """One evaluation set, declared once (as an mteb task's metadata): how it is read from the data folder,
+    its dev split (then its groups are ``train``, the dev split and ``test``), its names elsewhere, mteb's
+    task and the dataset revision it pins (where mteb's pairs and gold scores are the SentEval set's), and
+    whether it is one of the paper's seven sets (a column of its tables and a seventh of its Avg)."""
+
+    name: str
+    load: Callable[[_FileReader, Path], StsData]  # (the reader, the folder holding STS/ and SICK/) -> the set
+    dev_split: str | None = None
+    aliases: tuple[str, ...] = ()  # SentEval's and SimCSE's task names
+    mteb: tuple[str, str] | None = None  # (mteb's task name, the dataset revision mteb pins)
+    in_paper: bool = True
+
+
+def _sts_year(name: str, mteb_revision: str) -> StsTask:
+    """An STS year of SentEval's layout: its subsets as SentEval evaluates them."""
+
+    def load(reader: _FileReader, root: Path) -> StsData:
+        return load_sts_year(reader, root / "STS" / f"{name}-en-test", name, STS_YEAR_SUBSETS[name])
+
+    return StsTask(name, load, mteb=(name, mteb_revision))
+
+
+#: Every evaluation set, in the paper's column order. SICK-R has no mteb task here: mteb scores all 9,927
+#: SICK pairs, SentEval its 4,927 test pairs.
+TASKS: dict[str, StsTask] = {
+    task.name: task
+    for task in (
+        _sts_year("STS12", "a0d554a64d88156834ff5ae9920b964011b16384"),
+        _sts_year("STS13", "7e90230a92c190f1bf69ae9002b8cea547a64cca"),
+        _sts_year("STS14", "6031580fec1f6af667f0bd2da0a551cf4f0b2375"),
+        _sts_year("STS15", "ae752c7c21bf194d8b67fd573edf7ae58183cbe3"),
+        _sts_year("STS16", "4d8694f8f0e0100860b497b999b3dbed754a0513"),
+        StsTask(
+            "STSb",
+            lambda reader, root: load_stsb(reader, root / "STS" / "STSBenchmark"),
+            dev_split="dev",
+            aliases=("STSBenchmark",),
+            mteb=("STSBenchmark", "b0fddb56ed78048fa8b90373c8a3cfc37b684831"),
+        ),
+        # SentEval's SICK "trial" split is its dev set
+        StsTask(
+            "SICK-R",
+            lambda reader, root: load_sick(reader, root / "SICK"),
+            dev_split="trial",
+            aliases=("SICKRelatedness",),
+        ),  # fmt: skip
+    )
+}
+#: The paper's seven sets, in its column order: the columns of its tables, averaged into its Avg.
+DATASETS: tuple[str, ...] = tuple(name for name, task in TASKS.items() if task.in_paper)
+#: Other names of the sets: SentEval's and SimCSE's task names (mteb's for STS-B).
+TASK_ALIASES: dict[str, str] = {alias: task.name for task in TASKS.values() for alias in task.aliases}
+
+
 def load_senteval(
     path: str | os.PathLike | None = None,
     datasets: tuple[str, ...] = DATASETS,
@@ -380,18 +431,11 @@ def load_senteval(
     gives ``path`` in the command at hand (the hint of a missing folder).
     """
     root = resolve_data_dir(path, flag)
-    unknown = set(datasets) - set(DATASETS)
+    unknown = set(datasets) - set(TASKS)
     if unknown:
-        raise ValueError(f"unknown datasets {sorted(unknown)}; choose from {DATASETS}")
+        raise ValueError(f"unknown datasets {sorted(unknown)}; choose from {tuple(TASKS)}")
     reader = _FileReader(root)
-    sets: dict[str, StsData] = {}
-    for name in datasets:
-        if name in STS_YEAR_SUBSETS:
-            sets[name] = load_sts_year(reader, root / "STS" / f"{name}-en-test", name, STS_YEAR_SUBSETS[name])
-        elif name == "STSb":
-            sets[name] = load_stsb(reader, root / "STS" / "STSBenchmark")
-        else:
-            sets[name] = load_sick(reader, root / "SICK")
+    sets = {name: TASKS[name].load(reader, root) for name in datasets}
     problems = manifest_mismatches(reader.hashes)
     if allow_unverified is None:
         allow_unverified = os.environ.get(ALLOW_UNVERIFIED_ENV_VAR, "0") not in ("0", "", "false")

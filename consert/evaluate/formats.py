@@ -8,23 +8,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from consert.data.senteval import DATASETS
+from consert.data.senteval import TASKS
 from consert.io import write_text
 
 #: The formats ``consert evaluate --format`` writes.
 FORMATS = ("table", "csv", "json", "mteb")
 
-#: mteb's task for each set whose pairs and gold scores are the SentEval set's, with the dataset revision
-#: mteb pins (mteb's task metadata). SICK-R is absent: mteb scores all 9,927 SICK pairs, SentEval its
-#: 4,927 test pairs.
-MTEB_TASKS: dict[str, tuple[str, str]] = {
-    "STS12": ("STS12", "a0d554a64d88156834ff5ae9920b964011b16384"),
-    "STS13": ("STS13", "7e90230a92c190f1bf69ae9002b8cea547a64cca"),
-    "STS14": ("STS14", "6031580fec1f6af667f0bd2da0a551cf4f0b2375"),
-    "STS15": ("STS15", "ae752c7c21bf194d8b67fd573edf7ae58183cbe3"),
-    "STS16": ("STS16", "4d8694f8f0e0100860b497b999b3dbed754a0513"),
-    "STSb": ("STSBenchmark", "b0fddb56ed78048fa8b90373c8a3cfc37b684831"),
-}
 #: mteb's name of each split the harness evaluates.
 MTEB_SPLITS = {"test": "test", "dev": "validation"}
 
@@ -38,7 +27,7 @@ def summary_line(frame: pd.DataFrame) -> str:
     """SimCSE's summary as one line to paste: each set's Spearman x 100 and the Avg, with the test-pair
     bootstrap 95% interval where the frame has one."""
     rows = set_rows(frame)
-    names = [n for n in DATASETS if n in rows.index]
+    names = [n for n in TASKS if n in rows.index]
     parts = []
     for name in [*names, "Avg"] if "Avg" in rows.index else names:
         row = rows.loc[name]
@@ -80,7 +69,7 @@ MTEB_FORMAT_VERSION = "2.26.24"
 def write_mteb(
     frame: pd.DataFrame, folder: str | Path, split: str = "test", seconds: float | None = None
 ) -> list[Path]:
-    """mteb's result files for the sets whose data is mteb's (:data:`MTEB_TASKS`), laid out as mteb's
+    """mteb's result files for the sets whose data is mteb's (``StsTask.mteb``), laid out as mteb's
     ``ResultCache`` reads them: ``folder/<model>/no_revision_available/<Task>.json`` and ``model_meta.json``
     for the model's own modules (``--pooling model``, as mteb encodes); for a pooling of the harness, under
     ``experiments/<pooling>__<max length>/`` of that folder with the pooling and max length as the
@@ -98,9 +87,10 @@ def write_mteb(
         experiment = {"max_length": int(frame.max_length.iloc[0]), "pooling": str(poolings[0])}
         target = target / "experiments" / "__".join(f"{k}_{v}".replace(":", "_") for k, v in experiment.items())
     written = []
-    for name, (task, revision) in MTEB_TASKS.items():
-        if name not in rows.index or (split == "dev" and name != "STSb"):
+    for name, declared in TASKS.items():
+        if declared.mteb is None or name not in rows.index or (split == "dev" and declared.dev_split is None):
             continue
+        task, revision = declared.mteb
         spearman, pearson = (float(rows.loc[name, key]) / 100 for key in ("spearman", "pearson"))
         scores = {
             "cosine_spearman": spearman,

@@ -3,7 +3,7 @@
 For every STS year the paper merges all subsets and computes Spearman once (``all``). SentEval also
 reports the plain mean over subsets (``mean``) and the mean weighted by subset size (``wmean``);
 BERT-flow and BERT-whitening report ``wmean``. STS-B and SICK-R use their test split, for which all
-three coincide. The seven-set average ``Avg`` is taken over the per-set values.
+three coincide. The seven-set average ``Avg`` is taken over the per-set values of the paper's seven sets.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import pearsonr, spearmanr
 
-from consert.data.senteval import DATASETS, ScoredPair, SentEvalData
+from consert.data.senteval import DATASETS, TASKS, ScoredPair, SentEvalData
 from consert.evaluate.bootstrap import BOOTSTRAP_SEED, DEFAULT_RESAMPLES, Replicates, bootstrap_sets, interval
 from consert.evaluate.diagnostics import DIAGNOSTIC_COLUMNS, diagnostics
 
@@ -131,7 +131,7 @@ def evaluate_task_vectors(
     anisotropy, alignment and uniformity. ``with_diagnostics=False`` leaves them out (their all-pairs
     uniformity costs seconds a set: Figure 4's curve, 51 evaluations of one model, does without).
     """
-    names = [n for n in DATASETS if n in data.sets]
+    names = [n for n in TASKS if n in data.sets]
     scored = {
         name: {sub: score_pairs(pairs, vectors[name]) for sub, pairs in data.sets[name].eval_groups.items()}
         for name in names
@@ -151,7 +151,7 @@ def evaluate_task_vectors(
         for sub, (_, gold) in groups.items():
             rows.append((name, sub, len(gold), scores[f"subset:{sub}"], *[np.nan] * (len(RESULT_COLUMNS) - 4)))
     frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
-    per_set = frame[frame.subset == "all"]
+    per_set = frame[(frame.subset == "all") & frame.dataset.isin(DATASETS)]  # the paper's Avg: its seven sets
     if len(per_set) == len(DATASETS):
         average = ["Avg", "all", int(per_set.n_pairs.sum()), *per_set[list(RESULT_COLUMNS[3:6])].mean()]
         pearson = float(per_set.pearson.mean())
@@ -181,9 +181,8 @@ def _with_diagnostics(
         values[name] = diagnostics(vectors[name], pairs, cosine)
     table = pd.DataFrame.from_dict(values, orient="index", columns=list(DIAGNOSTIC_COLUMNS))
     if "Avg" in set(frame.dataset):
-        table.loc["Avg", ["anisotropy", "alignment", "uniformity"]] = table[
-            ["anisotropy", "alignment", "uniformity"]
-        ].mean()
+        paper = table.loc[list(DATASETS), ["anisotropy", "alignment", "uniformity"]]
+        table.loc["Avg", ["anisotropy", "alignment", "uniformity"]] = paper.mean()
     dataset_rows = frame.subset == "all"
     for column in DIAGNOSTIC_COLUMNS:
         frame[column] = np.where(dataset_rows, frame.dataset.map(table[column]), np.nan)

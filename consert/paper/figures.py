@@ -17,6 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from consert.data.senteval import DATASETS  # noqa: E402
 from consert.io import atomic_path  # noqa: E402
 from consert.paper.marks import PublishedMarks  # noqa: E402
 from consert.paper.plan import AUGMENTATION_LABELS  # noqa: E402
@@ -249,9 +250,6 @@ DRAW = {
     "curves": training_curves,
 }
 
-
-#: The forest plot's panels: the primary cells (and the shared shift), then the seven sets as diagnostics.
-FOREST_PANELS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R")
 FOREST_COLOURS = {"reproduced": "tab:green", "not reproduced": "tab:red", "inconclusive": "tab:orange",
                   "not comparable": "0.6"}  # fmt: skip
 
@@ -277,7 +275,8 @@ def comparison_forest(comparison: pd.DataFrame, paths: Sequence[str | Path]) -> 
     shared = (cells.panel == "primary") & cells.duplicated(["panel", "label"], keep=False)
     cells.loc[shared, "label"] += " " + cells.column[shared].astype(str)  # a row decided set by set (whitening)
     rows = list(dict.fromkeys(cells.label))
-    panels = ["primary"] + [panel for panel in FOREST_PANELS if panel in set(cells.panel)]
+    # the primary cells (and the shared shift), then the seven sets as diagnostics
+    panels = ["primary"] + [panel for panel in DATASETS if panel in set(cells.panel)]
     limit = FOREST_RANGE * float(np.nanmax([*pd.to_numeric(cells.margin, errors="coerce"), 1.0]))
     figure, axes = plt.subplots(
         1, len(panels), sharey=True, squeeze=False, figsize=(3.2 + 2.2 * len(panels), max(2.5, 0.3 * len(rows) + 1.8))

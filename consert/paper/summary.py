@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from consert.data.senteval import DATASETS
 from consert.paper.claims import FAILS, HOLDS, NOT_CONTRADICTED, NOT_RUN, UNDECIDED
 from consert.paper.compare import PRIMARY, SHIFT, comparable_cells, verdict_counts
 
@@ -31,7 +32,7 @@ RENDERED = {
     "table_contrastive_family": "The contrastive family (SimCSE, AugCSE)",
 }
 SHOWN = ("method", "size", "mode", "batch_size", "view1", "view2", "n_texts", "temperature", "k", "dataset",
-         "n_pairs", "STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R", "Avg", "spearman", "best_step",
+         "n_pairs", *DATASETS, "Avg", "spearman", "best_step",
          "published_Avg", "published_steps", "n_seeds")  # fmt: skip
 #: Table 1 and Figure 1 are long (a row per set or per pair): the summary shows their first rows.
 ROWS_SHOWN = 40

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from consert.data.senteval import DATASETS, SentEvalData
-
-#: Which split of STS-B and SICK counts as train / valid / test in Table 1.
-_SPLITS = {"STSb": ("train", "dev", "test"), "SICK-R": ("train", "trial", "test")}
+from consert.data.senteval import DATASETS, TASKS, SentEvalData
 
 
 def dataset_statistics(data: SentEvalData) -> pd.DataFrame:
@@ -19,8 +16,9 @@ def dataset_statistics(data: SentEvalData) -> pd.DataFrame:
     counts: dict[str, dict[str, int]] = {}
     for name in DATASETS:
         sts = data.sets[name]
-        if name in _SPLITS:
-            train, valid, test = (len(sts.groups[s]) for s in _SPLITS[name])
+        dev = TASKS[name].dev_split  # a set with a dev split has train, dev and test groups
+        if dev is not None:
+            train, valid, test = (len(sts.groups[s]) for s in ("train", dev, "test"))
         else:
             train, valid, test = 0, 0, sum(len(p) for p in sts.eval_groups.values())
         counts[name] = {

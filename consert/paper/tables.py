@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from consert.data.senteval import DATASETS
+from consert.data.senteval import DATASETS, STS_YEAR_SUBSETS
 
 SCORE_COLUMNS = (*DATASETS, "Avg")
 #: Provenance carried from the evaluation CSVs into every artifact row (first seed's values; the
@@ -37,7 +37,7 @@ Entry = tuple[dict[str, Any], pd.DataFrame]
 
 
 #: Sets whose SentEval aggregates (mean / wmean over subsets) differ from the merged Spearman.
-MULTI_SUBSET = ("STS12", "STS13", "STS14", "STS15", "STS16", "Avg")
+MULTI_SUBSET = (*STS_YEAR_SUBSETS, "Avg")
 #: SentEval's aggregates, kept beside the merged Spearman as ``<set>_mean`` and ``<set>_wmean``.
 SUBSET_AGGREGATES = ("mean", "wmean")
 #: Every score a table row averages over seeds (with ``_std`` and a seed interval): the merged

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from consert.evaluate.protocol import aggregate, cosine_rows, evaluate_vectors, spearman_x100
@@ -51,3 +52,43 @@ def test_frame_has_dataset_subset_and_avg_rows(tiny_tree):
     assert avg["Avg"] == pytest.approx(avg.drop("Avg").mean())
     assert len(frame[frame.dataset == "STS14"]) == 1 + 6
     assert frame[(frame.dataset == "STS15") & (frame.subset == "all")].n_pairs.item() == 5 * 3
+
+
+def _toy_task_files(root) -> None:
+    """A toy STS set of 12 scored pairs beside the SentEval tree: ``TOY/pairs.tsv``, sentence, sentence, score."""
+    folder = root / "TOY"
+    folder.mkdir()
+    rows = [f"the toy sentence {i}\ta toy sentence {i % 5}\t{(i * 7) % 6 * 0.8:.1f}" for i in range(12)]
+    (folder / "pairs.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+
+
+def _load_toy(reader, root):
+    from consert.data.senteval import ScoredPair, StsData
+
+    path = root / "TOY" / "pairs.tsv"
+    pairs = [ScoredPair(a, b, float(score)) for a, b, score in (line.split("\t") for line in reader.lines(path))]
+    return StsData("TOY", {"test": pairs}, eval_subsets=("test",), texts=[t for p in pairs for t in (p.sent1, p.sent2)])
+
+
+def test_a_declared_toy_task_is_evaluated_and_leaves_the_papers_avg_and_corpus_alone(tiny_tree, monkeypatch):
+    """A set declared once (one StsTask record) is loaded and scored like the others; not being one of the paper's
+    seven, it adds neither a column of the paper's Avg nor texts to the training corpus."""
+    from consert.data import senteval
+    from consert.evaluate.protocol import evaluate_embedder
+
+    _toy_task_files(senteval.resolve_data_dir(tiny_tree))
+    monkeypatch.setitem(senteval.TASKS, "TOY", senteval.StsTask("TOY", _load_toy, in_paper=False))
+
+    def embed(sentences):  # letter counts: a deterministic embedder that ranks pairs differently per set
+        return np.array([[s.count(c) + 0.1 for c in "abcdefghijklmnopqrstuvwxyz0123456789"] for s in sentences])
+
+    paper = senteval.load_senteval(tiny_tree, allow_unverified=True)
+    with_toy = senteval.load_senteval(tiny_tree, datasets=(*senteval.DATASETS, "TOY"), allow_unverified=True)
+    without, frame = (
+        evaluate_embedder(data, embed, resamples=0).query("subset == 'all'").set_index("dataset")
+        for data in (paper, with_toy)
+    )
+    assert "TOY" in frame.index and frame.loc["TOY", "n_pairs"] == 12 and "TOY" not in without.index
+    pd.testing.assert_series_equal(frame.loc["Avg"], without.loc["Avg"])
+    assert frame.loc["Avg", "spearman"] == pytest.approx(without.loc[list(senteval.DATASETS), "spearman"].mean())
+    assert with_toy.unlabeled_texts() == paper.unlabeled_texts() and "TOY" not in senteval.DATASETS
