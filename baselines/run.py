@@ -13,13 +13,13 @@ from consert.encode.encoder import SentenceEncoder
 from consert.evaluate.protocol import evaluate_embedder, evaluate_task_vectors
 from consert.provenance import provenance
 
+from . import BASELINES
 from .base import CachedPooledVectors, SentenceEmbedder
 from .flow import FlowBaseline
 from .glove import GloveBaseline
 from .pooling import PoolingBaseline
 from .whitening import WhiteningBaseline
 
-BASELINES = ("pooling", "whitening", "flow", "glove")
 #: What a fitted baseline may be fitted on. ``task``: one fit per task on that task's scored pairs
 #: (the authors of BERT-flow and BERT-whitening); ``sts``: one fit on the 89,192 unlabeled STS texts;
 #: ``nli``: one fit on NLI sentences (BERT-whitening's "NLI" variant).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from baselines import BASELINES
 from consert.cli.arguments import add_encoder_arguments, at_least
 from consert.cli.common import load_cache, load_encoder
 from consert.encode.pooling import PAPER_POOLING
@@ -26,7 +27,7 @@ FLOW_OPTIONS = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``consert baseline``."""
-    parser.add_argument("name", choices=("pooling", "whitening", "flow", "glove"))
+    parser.add_argument("name", choices=BASELINES)
     parser.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2", help="encoder (not for glove)")
     parser.add_argument("--pooling", default=PAPER_POOLING, metavar="P")
     parser.add_argument("--k", type=at_least(1), default=None, help="whitening: keep k dimensions (default all)")

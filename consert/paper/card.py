@@ -17,6 +17,7 @@ import pandas as pd
 
 from consert.paper.card_baselines import UNEXPLAINED, baseline_card_rows
 from consert.paper.plan import RunSpec, plan_runs, train_overrides, unique_runs
+from consert.train.augment import EMBEDDING_AUGMENTATIONS
 from consert.train.config import SUPERVISED_MODES, TrainConfig
 from consert.train.recipes import authors_recipe
 from consert.train.text_augment import LEFT_OUT
@@ -228,10 +229,10 @@ def _used_keys(config: TrainConfig) -> set[str]:
     contrastive = config.contrastive
     contrastive_keys = {"views", "temperature", "contrastive_weight", "loss", "projection"}
     augcse_keys = {"discriminator_weight", "text_augmentations", "spacy_model"}
-    keys = set(COMPARED) - {"token_cutoff", "feature_cutoff", "dropout"} - contrastive_keys - augcse_keys
+    keys = set(COMPARED) - set(EMBEDDING_AUGMENTATIONS) - contrastive_keys - augcse_keys
     if contrastive:
         keys |= contrastive_keys
-        keys |= {rate for rate in ("token_cutoff", "feature_cutoff", "dropout") if rate in config.views}
+        keys |= {rate for rate in EMBEDDING_AUGMENTATIONS if rate in config.views}
     if config.discriminator_weight > 0:
         keys |= augcse_keys
     if not supervised:
@@ -259,7 +260,7 @@ def _reason(key: str, spec: RunSpec, setting: str) -> str:
         return "a further seed of the config's seeds list"
     if key in ("text_augmentations", "spacy_model") and any(word in setting for word in ("offline", "test")):
         return "the parser-based augmentations need a spaCy model with a parser, which cannot be installed offline"
-    sweep = SWEEP_OF.get("views" if key in ("token_cutoff", "feature_cutoff", "dropout") else key)
+    sweep = SWEEP_OF.get("views" if key in EMBEDDING_AUGMENTATIONS else key)
     if sweep and getattr(spec, sweep[0]) is not None:
         return f"{sweep[1]} (a sweep point)"
     if any(word in setting for word in ("offline", "test")):

@@ -26,9 +26,10 @@ import torch
 
 from consert.train.recipes import COMMON, FALLBACK
 
-AUGMENTATIONS = ("none", "shuffle", "token_cutoff", "feature_cutoff", "dropout", "adversarial")
-#: Augmentations that act on the embedding output (the others act on position ids or need a gradient).
+#: Augmentations that act on the embedding output (the others act on position ids or need a gradient); each has
+#: a rate of the same name among the training keys.
 EMBEDDING_AUGMENTATIONS = ("token_cutoff", "feature_cutoff", "dropout")
+AUGMENTATIONS = ("none", "shuffle", *EMBEDDING_AUGMENTATIONS, "adversarial")
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from consert.data.nli import NLI_SOURCES
 from consert.encode.models import STAND_IN_MODEL
 from consert.encode.pooling import POOLER, Pooling
 from consert.encode.precision import DTYPE_CHOICES
-from consert.train.augment import check_augmentation
+from consert.train.augment import EMBEDDING_AUGMENTATIONS, check_augmentation
 from consert.train.losses import CONTRASTIVE_LOSSES, FEATURES, PROJECTION_HEADS
 from consert.train.recipes import CONSERT_STAGE_KEYS, FAMILY, FIRST_STAGE, REFERENCE_ENCODERS, stage_defaults
 
@@ -252,7 +252,7 @@ def check_train_config(config: TrainConfig) -> None:
     for name in ("temperature", "lr"):
         if not getattr(config, name) > 0:
             raise ConfigError(f"{name}: expected a positive number, got {getattr(config, name)}")
-    for name in ("token_cutoff", "feature_cutoff", "dropout", "warmup_ratio"):
+    for name in (*EMBEDDING_AUGMENTATIONS, "warmup_ratio"):
         if not 0 <= getattr(config, name) < 1:
             raise ConfigError(f"{name}: expected a ratio in [0, 1), got {getattr(config, name)}")
     if config.n_texts is not None and config.n_texts < 1:
