@@ -30,10 +30,10 @@ from consert.cli import (
     topk,
     train,
 )
+from consert.configs import ConfigError
 from consert.data.senteval import DataFormatError
 from consert.encode.models import ModelNotAvailableError
 from consert.gpu_pool import device_from_pool
-from consert.train.config import ConfigError
 from consert.train.loop import TrainingFault
 
 #: Every command, in the order ``consert --help`` lists them.

@@ -70,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``consert compare`` on parsed ``args``; return its exit status."""
     import pandas as pd
 
+    from consert.configs import parse_overrides
     from consert.io import write_csv
     from consert.paper.compare import (
         STAND_IN_ALLOWED,
@@ -80,7 +81,6 @@ def run(args: argparse.Namespace) -> int:
         stand_in_allowed_row,
     )
     from consert.paper.gate_rates import design_of, design_power
-    from consert.train.config import parse_overrides
 
     margins = {key: float(value) for key, value in parse_overrides(args.margin).items()}
     noise = {key: float(value) for key, value in parse_overrides(args.seed_noise).items()}

@@ -26,8 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``consert sgopt`` on parsed ``args``; return its exit status."""
     from baselines.sgopt import SgOptConfig, train_sgopt
+    from consert.configs import dataclass_from_dict, parse_overrides, read_yaml
     from consert.data.senteval import load_senteval
-    from consert.train.config import dataclass_from_dict, parse_overrides, read_yaml
     from consert.train.export import check_export_target
 
     values = read_yaml(args.config) if args.config else {}

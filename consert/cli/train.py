@@ -43,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
     from consert.train.trainer import train
 
     if args.list_keys:
-        from consert.train.config import key_help, parse_overrides
+        from consert.configs import parse_overrides
+        from consert.train.config import key_help
 
         mode = parse_overrides(args.set).get("mode", "unsup")
         for key, value, text in key_help(mode):

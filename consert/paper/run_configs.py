@@ -10,9 +10,10 @@ from typing import Any
 import yaml
 
 from baselines.sgopt import SgOptConfig
+from consert.configs import dataclass_from_dict
 from consert.paper.artifacts import run_model, sgopt_run
 from consert.paper.plan import RunSpec, train_overrides
-from consert.train.config import TrainConfig, dataclass_from_dict
+from consert.train.config import TrainConfig
 
 
 def consert_run_config(run_id: str, spec: RunSpec, config: dict[str, Any]) -> dict[str, Any]:

@@ -13,8 +13,9 @@ from typing import Any
 import jsonschema
 import yaml
 
+from consert.configs import ConfigError, unknown_key_message
 from consert.paper.plan import plan_runs, train_overrides, unique_runs
-from consert.train.config import ConfigError, TrainConfig, check_train_config, unknown_key_message
+from consert.train.config import TrainConfig, check_train_config
 
 
 def check_schema(config: dict[str, Any], schema_path: str | Path) -> None:

@@ -13,13 +13,11 @@ of the first (NLI) stage, and ``stage1_model`` names an already trained first st
 from __future__ import annotations
 
 import dataclasses
-import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import yaml
-
+from consert.configs import ConfigError, dataclass_from_dict, key, parse_overrides, read_yaml
 from consert.data.nli import NLI_SOURCES
 from consert.encode.models import STAND_IN_MODEL
 from consert.encode.pooling import POOLER, Pooling
@@ -48,15 +46,6 @@ class _ByStage:
 
 
 BY_STAGE: Any = _ByStage()
-
-
-class ConfigError(ValueError):
-    """A configuration file or value is invalid; says which file/key and what was expected."""
-
-
-def key(help_text: str, default: Any = dataclasses.MISSING, factory: Any = dataclasses.MISSING) -> Any:
-    """A config field with its one help text (``consert train --list-keys`` and the docs show it)."""
-    return field(default=default, default_factory=factory, metadata={"help": help_text})
 
 
 @dataclass
@@ -141,9 +130,9 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         _choice("mode", self.mode, MODES)
-        for key, value in stage_defaults(self.mode).items():
-            if getattr(self, key) is BY_STAGE:
-                setattr(self, key, value)
+        for name, value in stage_defaults(self.mode).items():
+            if getattr(self, name) is BY_STAGE:
+                setattr(self, name, value)
         self.views = tuple(self.views)
         self.classifier_features = tuple(self.classifier_features)
         self.text_augmentations = tuple(self.text_augmentations)
@@ -275,101 +264,9 @@ def check_train_config(config: TrainConfig) -> None:
         config.first_stage()  # validate the overrides now, not after the first stage has trained
 
 
-def dataclass_from_dict(cls: type, values: dict[str, Any], source: str = "config") -> Any:
-    """Instantiate config dataclass ``cls`` from a mapping: unknown keys and bad numbers are ConfigErrors."""
-    fields = {f.name: str(f.type) for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - set(fields))
-    if unknown:
-        raise ConfigError(unknown_key_message(unknown[0], sorted(fields), source))
-    values = {key: _coerce(key, value, fields[key], source) for key, value in values.items()}
-    try:
-        return cls(**values)
-    except TypeError as err:
-        raise ConfigError(f"{source}: {err}") from None
-
-
-def unknown_key_message(key: str, known: list[str], where: str) -> str:
-    """``<where>: unknown key `foo` (did you mean `bar`?); known keys: ...`` in one line."""
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f" (did you mean `{close[0]}`?)" if close else ""
-    return f"{where}: unknown key `{key}`{hint}; known keys: {', '.join(known)}"
-
-
-def _coerce(key: str, value: Any, annotation: str, source: str) -> Any:
-    """Check ``value`` against the field's type before anything runs; read numbers that YAML 1.1
-    leaves as strings (``5e-7``). A quoted ``"false"`` is not a bool and ``1.9`` is not an int."""
-    kinds = [kind.strip() for kind in annotation.split("|")]
-    base = kinds[0]
-
-    def fail(expected: str) -> ConfigError:
-        return ConfigError(f"{source}: {key}: expected {expected}, got {value!r} ({type(value).__name__})")
-
-    if value is None:
-        if "None" in kinds:
-            return None
-        raise fail(f"a value of type {base} (null is not allowed)")
-    if base == "bool":
-        if not isinstance(value, bool):
-            raise fail("true or false (unquoted)")
-        return value
-    if base in ("int", "float"):
-        if isinstance(value, str):
-            try:
-                value = float(value) if base == "float" else int(value)
-            except ValueError:
-                raise fail("a number") from None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise fail("an integer" if base == "int" else "a number")
-        if base == "int" and not isinstance(value, int):
-            raise fail("an integer")
-        return float(value) if base == "float" else value
-    if base == "str" and not isinstance(value, str):
-        raise fail("a string")
-    if base.startswith(("tuple", "list")) and not isinstance(value, list | tuple):
-        raise fail("a list")
-    if base.startswith("dict") and not isinstance(value, dict):
-        raise fail("a mapping")
-    return value
-
-
 def _choice(name: str, value: str, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise ConfigError(f"{name}: expected one of {choices}, got {value!r}")
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A YAML loader that rejects duplicate keys instead of silently keeping the last one."""
-
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise ConfigError(f"{self.name}:{key_node.start_mark.line + 1}: duplicate key {key!r}")
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-def read_yaml(path: str | Path) -> dict[str, Any]:
-    """Read a YAML mapping, rejecting duplicate keys and malformed YAML with file:line errors."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: file not found")
-    text = path.read_text(encoding="utf-8")
-    try:
-        loader = _UniqueKeyLoader(text)
-        loader.name = str(path)
-        try:
-            values = loader.get_single_data()
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from None
-    if values is None:
-        return {}
-    if not isinstance(values, dict):
-        raise ConfigError(f"{path}: expected a mapping of keys to values at the top level")
-    return values
 
 
 #: The workflow config's JSON schema (its defaults fill keys a config file leaves out).
@@ -386,17 +283,6 @@ def read_workflow_config(path: str | Path) -> dict[str, Any]:
     except Exception as err:  # noqa: BLE001 - snakemake wraps jsonschema's ValidationError in a WorkflowError
         raise ConfigError(f"{path}: {str(err).splitlines()[0]}") from None
     return config
-
-
-def parse_overrides(pairs: list[str]) -> dict[str, Any]:
-    """Turn ``["key=value", ...]`` into a dict, reading each value as YAML (``lr=1e-5``, ``views=[a, b]``)."""
-    values: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--set {pair!r}: expected key=value")
-        values[key.strip()] = yaml.safe_load(raw)
-    return values
 
 
 def load_train_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from consert.train.config import MIN_MAX_LENGTH, ConfigError, TrainConfig, dataclass_from_dict, load_train_config
+from consert.configs import ConfigError, dataclass_from_dict
+from consert.train.config import MIN_MAX_LENGTH, TrainConfig, load_train_config
 
 
 def test_yaml_and_overrides(tmp_path):

@@ -86,7 +86,7 @@ def test_each_recipe_names_its_objective_and_the_name_alone_picks_it():
     """The authors' stages and the family each name an objective (no rule on other keys picks it): a two-stage
     mode's first stage is the NLI one, SimCSE is contrastive, AugCSE is AugCSE even with its lambda at 0, and an
     unknown name fails in one line before anything loads."""
-    from consert.train.config import ConfigError
+    from consert.configs import ConfigError
     from consert.train.objectives import AugCSE, Contrastive, JointNli, NliClassification, objective_for
 
     expected = {

@@ -15,7 +15,8 @@ from consert.train.loop import TrainingFault
 @given(text=st.text(max_size=200))
 def test_fuzzed_config_yaml_loads_or_raises_config_error(tmp_path_factory, text):
     """Any text is a config that validates or one ConfigError that names the file or a key."""
-    from consert.train.config import MODES, ConfigError, load_train_config
+    from consert.configs import ConfigError
+    from consert.train.config import MODES, load_train_config
 
     path = tmp_path_factory.mktemp("cfg") / "c.yaml"
     path.write_text(text, encoding="utf-8")

@@ -8,7 +8,8 @@ import random
 import pytest
 
 from consert.cli import main
-from consert.train.config import ConfigError, TrainConfig
+from consert.configs import ConfigError
+from consert.train.config import TrainConfig
 from consert.train.corpus import few_shot_texts
 
 CORPUS = [f"text {i}" for i in range(89192)]  # the unlabeled STS corpus's size (Table 1)

@@ -7,9 +7,10 @@ import pytest
 import yaml
 from snakemake.utils import validate
 
+from consert.configs import ConfigError
 from consert.paper.plan import plan_runs
 from consert.paper.workflow_config import check_schema, check_training_keys
-from consert.train.config import ConfigError, load_train_config
+from consert.train.config import load_train_config
 from consert.train.recipes import stage_defaults
 from tests.conftest import ROOT
 

@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from consert.cli import main as cli_main
+from consert.configs import read_yaml
 from consert.paper import artifacts
 from consert.paper.summary import primary_summary
-from consert.train.config import read_yaml
 from tests.conftest import ROOT
 from tests.fixtures import write_senteval_tree
 

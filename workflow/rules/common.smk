@@ -11,7 +11,7 @@ from snakemake.utils import validate
 from consert.data.download import find_senteval
 from consert.data.senteval import DataFormatError
 from consert.paper import artifacts
-from consert.train.config import ConfigError
+from consert.configs import ConfigError
 from consert.paper.plan import flow_nli_run, plan_runs, unique_runs
 from consert.paper.compare import load_decision
 from consert.paper.gate_rates import expected_seeds

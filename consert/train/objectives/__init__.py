@@ -5,7 +5,8 @@ is handed."""
 
 from __future__ import annotations
 
-from consert.train.config import ConfigError, TrainConfig
+from consert.configs import ConfigError
+from consert.train.config import TrainConfig
 from consert.train.objectives.augcse import AugCSE
 from consert.train.objectives.base import Objective
 from consert.train.objectives.contrastive import Contrastive
