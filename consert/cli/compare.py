@@ -16,6 +16,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--published", default="results/published")
     parser.add_argument("--output", default="results/comparison.csv", metavar="FILE.csv")
     parser.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE.yaml",
+        help="the comparison's settings (margins, seed_noise, seeds, not_run, inconclusive, allow_stand_in: "
+        "the workflow writes results/comparison_config.yaml); the flags below add to them",
+    )
+    parser.add_argument(
         "--margin",
         action="append",
         default=[],
@@ -54,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--inconclusive",
         choices=("pass", "fail"),
-        default="pass",
+        default=None,
         help="what --check does with an inconclusive primary cell (its interval straddles the margin); default "
         "pass: listed as not shown equivalent",
     )
@@ -80,21 +87,25 @@ def run(args: argparse.Namespace) -> int:
         load_decision,
         stand_in_allowed_row,
     )
+    from consert.paper.comparison_config import ComparisonConfig
     from consert.paper.gate_rates import design_of, design_power
 
-    margins = {key: float(value) for key, value in parse_overrides(args.margin).items()}
-    noise = {key: float(value) for key, value in parse_overrides(args.seed_noise).items()}
-    seeds = {key: int(value) for key, value in parse_overrides(args.seeds).items()}
+    settings = ComparisonConfig.read(args.config) if args.config else ComparisonConfig()
+    margins = {**settings.margins, **{key: float(value) for key, value in parse_overrides(args.margin).items()}}
+    noise = {**settings.seed_noise, **{key: float(value) for key, value in parse_overrides(args.seed_noise).items()}}
+    seeds = {**settings.seeds, **{key: int(value) for key, value in parse_overrides(args.seeds).items()}}
+    allow_stand_in = args.allow_stand_in or settings.allow_stand_in
+    inconclusive = args.inconclusive or settings.inconclusive
     results = Path(args.results)
     if args.check and not results.is_dir():
         print(f"error: --check: results directory {results} does not exist: nothing to check", file=sys.stderr)
         return 1
-    table = compare(results, Path(args.published), args.not_run, margins, noise, seeds)
+    table = compare(results, Path(args.published), [*settings.not_run, *args.not_run], margins, noise, seeds)
     decision = load_decision(Path(args.published), margins, noise)
     if design := design_of(table, decision):
         print(design_power(design, decision))
-    code, reason = gate(table, args.allow_stand_in, args.inconclusive)
-    allowed = args.allow_stand_in and code == 0 and comparable_cells(table).empty
+    code, reason = gate(table, allow_stand_in, inconclusive)
+    allowed = allow_stand_in and code == 0 and comparable_cells(table).empty
     if allowed:
         table = pd.concat([table, pd.DataFrame([stand_in_allowed_row(table)])], ignore_index=True)
     write_csv(table, args.output)

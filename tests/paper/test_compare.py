@@ -11,6 +11,7 @@ from scipy import stats
 from consert.cli import main
 from consert.encode.models import STAND_IN_MODEL
 from consert.paper.compare import NO_COMPARABLE_EXIT, STAND_IN_ALLOWED, compare, failures
+from consert.paper.comparison_config import ComparisonConfig
 from consert.paper.tables import MULTI_SUBSET
 from tests.conftest import PUBLISHED
 
@@ -463,3 +464,8 @@ def test_a_missing_seed_is_missing_unless_declared_and_the_design_that_ran_has_i
     assert "power of this run's design (2 trained rows, 1000 simulated runs each): a correct run passes" in (
         capsys.readouterr().out
     )
+    # the same settings as the workflow hands them, one resolved file: the same two verdicts of the gate
+    for not_run, code in ((ONLY_CONSERT, 1), ([*ONLY_CONSERT, "table2:ConSERT-base"], 0)):
+        settings = tmp_path / "comparison_config.yaml"
+        settings.write_text(ComparisonConfig(seeds={"table2:consert": 3}, not_run=not_run).to_yaml(), encoding="utf-8")
+        assert _gate(results, tmp_path, (), "--config", str(settings)) == code

@@ -37,7 +37,7 @@ def _snakemake(workdir: Path, env: dict[str, str], *args: str) -> subprocess.Com
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(3600)  # 254 jobs on 2 cores may pass the suite's 30-minute default on a slow CPU
+@pytest.mark.timeout(3600)  # 255 jobs on 2 cores may pass the suite's 30-minute default on a slow CPU
 def test_the_paper_config_runs_to_its_last_job_on_tiny_stand_ins(tmp_path, real_data_dir):
     env = build(tmp_path, real_data_dir)
     planned = _snakemake(tmp_path, env, "all", "-n", "--quiet", "rules")

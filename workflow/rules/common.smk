@@ -13,8 +13,7 @@ from consert.data.senteval import DataFormatError
 from consert.paper import artifacts
 from consert.configs import ConfigError
 from consert.paper.plan import flow_nli_run, plan_runs, unique_runs
-from consert.paper.compare import load_decision
-from consert.paper.gate_rates import expected_seeds
+from consert.paper.comparison_config import ComparisonConfig
 from consert.paper.workflow_config import check_schema, check_training_keys
 from consert.paper.run_configs import consert_run_config, run_config_text, sgopt_run_config
 from consert.train.recipes import COMMON
@@ -61,7 +60,7 @@ PUBLISHED = str(Path(workflow.basedir) / "results" / "published")
 REPORT_COMMAND = " ".join(
     ["snakemake", *(f"--configfile {path}" for path in workflow.overwrite_configfiles or ()), "--report report.html"]
 )
-#: A run's config file is this template filled with its YAML text (rule run_config).
+#: A resolved config file is this template filled with its YAML text (rules run_config, comparison_config).
 RUN_CONFIG_TEMPLATE = str(Path(workflow.basedir) / "workflow" / "templates" / "run_config.yaml.jinja")
 TABLES = {"table2_unsup": "table2", "table3_sup": "table3", "table4_batch_size": "table4"}
 if config["family"]["methods"]:  # SimCSE and AugCSE beside ConSERT
@@ -178,22 +177,7 @@ def flow_flags():
     return " ".join(flags)
 
 
-def comparison_flags():
-    """The config's overrides of decision.yaml and the published rows it declares it does not reproduce."""
-    comparison = config.get("comparison", {})
-    flags = [f"--margin {k}={v}" for k, v in comparison.get("margins", {}).items()]
-    flags += [f"--seed-noise {k}={v}" for k, v in comparison.get("seed_noise", {}).items()]
-    flags += [f"--not-run {shlex.quote(pattern)}" for pattern in config["not_run"]]
-    decision = load_decision(Path(PUBLISHED), comparison.get("margins"), comparison.get("seed_noise"))
-    flags += [f"--seeds {key}={n}" for key, n in expected_seeds(config, decision).items()]
-    return " ".join(flags)
-
-
-def gate_flags():
-    """The gate's policy on inconclusive cells, and ``--allow-stand-in`` where the config lets a run with no
-    comparable cell of the paper pass (offline, test)."""
-    gate = config.get("gate", {})
-    flags = [f"--inconclusive {gate.get('inconclusive', 'pass')}"]
-    if gate.get("allow_stand_in", False):
-        flags.append("--allow-stand-in")
-    return " ".join(flags)
+def comparison_config(wildcards):
+    """The comparison's and the gate's settings as YAML text: the config's overrides of decision.yaml, the seeds
+    its design gives each trained row, the rows it does not run, and its gate policy."""
+    return ComparisonConfig.of_workflow(config, Path(PUBLISHED)).to_yaml()

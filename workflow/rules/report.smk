@@ -1,19 +1,38 @@
+localrules:
+    comparison_config,  # a file written from the config: never worth a cluster job
+
+
+rule comparison_config:
+    """What the comparison and the gate decide with besides decision.yaml, resolved from the config: its
+    overrides of the margins and seed SDs, the seeds its design gives each trained row, the published rows it
+    does not run, and the gate's policy (rendered as run_config is)."""
+    input:
+        template=RUN_CONFIG_TEMPLATE,
+    output:
+        "results/comparison_config.yaml",
+    log:
+        "logs/configs/comparison.log",
+    params:
+        text=comparison_config,
+    template_engine:
+        "jinja2"
+
+
 rule comparison:
     """Every reproduced cell next to its published value (never fails: see check_published)."""
     input:
-        expand("results/{name}.csv", name=list(TABLES) + ["figure4_topk", "figure5_heatmap"]),
+        tables=expand("results/{name}.csv", name=list(TABLES) + ["figure4_topk", "figure5_heatmap"]),
+        settings="results/comparison_config.yaml",
     output:
         report("results/comparison.csv", caption="../report/comparison.rst", category="Comparison"),
     log:
         "logs/comparison.log",
     params:
         published=PUBLISHED,
-        comparison=comparison_flags(),
-        gate=gate_flags(),
     conda:
         "../envs/consert.yaml"
     shell:
-        "consert compare --results results --published {params.published} {params.comparison} {params.gate} "
+        "consert compare --results results --published {params.published} --config {input.settings} "
         "--output {output} > {log} 2>&1"
 
 
@@ -22,19 +41,18 @@ rule check_published:
     not reproduced, or a published row is missing; exits 3 when no cell of the paper is comparable, unless the
     config's gate allows a stand-in run."""
     input:
-        "results/comparison.csv",
+        comparison="results/comparison.csv",
+        settings="results/comparison_config.yaml",
     log:
         text="logs/check_published.log",
         table="logs/check_published.csv",
     params:
         published=PUBLISHED,
-        comparison=comparison_flags(),
-        gate=gate_flags(),
     conda:
         "../envs/consert.yaml"
     shell:
-        "consert compare --results results --published {params.published} {params.comparison} "
-        "{params.gate} --output {log.table} --check 2>&1 | tee {log.text}"
+        "consert compare --results results --published {params.published} --config {input.settings} "
+        "--output {log.table} --check 2>&1 | tee {log.text}"
 
 
 rule claims:
