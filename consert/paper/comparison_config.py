@@ -12,11 +12,8 @@ from typing import Any
 import yaml
 
 from consert.configs import ConfigError, dataclass_from_dict, key, read_yaml
-from consert.paper.compare import load_decision
+from consert.paper.compare import INCONCLUSIVE_POLICIES, load_decision
 from consert.paper.gate_rates import expected_seeds
-
-#: How the gate treats an inconclusive primary cell.
-INCONCLUSIVE_POLICIES = ("pass", "fail")
 
 
 @dataclass
