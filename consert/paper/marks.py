@@ -14,7 +14,7 @@ import pandas as pd
 
 from consert.paper.tables import authors_topk_k
 
-#: consert_text_values.csv quantities, by what they mark.
+#: consert_text_values.csv quantities, by what they mark (the comparison decides the same quantities).
 FIGURE4_POINTS = (
     "BERT-base avg spearman with no tokens removed",
     "BERT-base best avg spearman (k=34 most frequent tokens removed)",
