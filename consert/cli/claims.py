@@ -20,12 +20,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``consert claims`` on parsed ``args``; return its exit status."""
     from consert.io import write_csv
-    from consert.paper.claims import CLAIMS_FILE, evaluate_claims, load_claims
+    from consert.paper.artifacts import CSV_FILES
     from consert.train.config import read_workflow_config
+    from consert.verdict.claims import CLAIMS_FILE, evaluate_claims, load_claims
 
     claims = load_claims(Path(args.published) / CLAIMS_FILE)
     config = read_workflow_config(args.configfile)
-    table = evaluate_claims(claims, Path(args.results), config, Path(args.published))
+    table = evaluate_claims(claims, Path(args.results), config, CSV_FILES, Path(args.published))
     print(table[["id", "size", "test", "verdict", "p_adjusted", "comparable", "detail"]].to_string(index=False))
     print(f"wrote {write_csv(table, args.output)} ({len(table)} claims)")
     return 0

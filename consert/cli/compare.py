@@ -79,16 +79,11 @@ def run(args: argparse.Namespace) -> int:
 
     from consert.configs import parse_overrides
     from consert.io import write_csv
-    from consert.paper.compare import (
-        STAND_IN_ALLOWED,
-        comparable_cells,
-        compare,
-        gate,
-        load_decision,
-        stand_in_allowed_row,
-    )
     from consert.paper.comparison_config import ComparisonConfig
-    from consert.paper.gate_rates import design_of, design_power
+    from consert.verdict.compare import compare
+    from consert.verdict.decision import load_decision
+    from consert.verdict.gate import STAND_IN_ALLOWED, comparable_cells, gate, stand_in_allowed_row
+    from consert.verdict.gate_rates import design_of, design_power
 
     settings = ComparisonConfig.read(args.config) if args.config else ComparisonConfig()
     margins = {**settings.margins, **{key: float(value) for key, value in parse_overrides(args.margin).items()}}
@@ -124,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_comparison(table) -> None:
     """What the comparison found: the primary cells' verdicts, the shared shift, what decided each."""
-    from consert.paper.compare import SHIFT, comparable_cells, gaps, primary_cells, verdict_counts
+    from consert.verdict.decision import SHIFT
+    from consert.verdict.gate import comparable_cells, gaps, primary_cells, verdict_counts
 
     compared = table[(table.status == "compared") & (table.role != SHIFT)]
     missing, not_run = gaps(table), table[table.status == "not run"]

@@ -22,11 +22,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``consert gate-rates`` on parsed ``args``; return its exit status."""
     from consert.io import write_csv
-    from consert.paper.gate_rates import error_rates
+    from consert.paper.design import paper_design
     from consert.train.config import read_workflow_config
+    from consert.verdict.decision import load_decision
+    from consert.verdict.gate_rates import error_rates
 
     config = read_workflow_config(args.configfile)
-    rates = error_rates(config, Path(args.published), replicates=args.replicates)
+    decision = load_decision(Path(args.published))
+    rates = error_rates(paper_design(config, decision), decision, replicates=args.replicates)
     shown = rates.assign(rate=rates.rate.round(3), mc_se=rates.mc_se.round(4),
                          reproduced_share=rates.reproduced_share.round(3))  # fmt: skip
     columns = ["scenario", "row", "what", "rate", "mc_se", "reproduced_share", "kind", "n", "m", "sigma"]

@@ -251,6 +251,9 @@ LAYOUT: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "curves": ("training_curves.csv", (), ()),
 }
 
+#: Each artifact's CSV under the results folder.
+CSV_FILES = {artifact: file for artifact, (file, _, _) in LAYOUT.items()}
+
 
 def inputs(artifact: str, config: dict[str, Any]) -> list[str]:
     """The evaluation files an artifact is built from (the DAG's inputs)."""

@@ -12,8 +12,8 @@ from typing import Any
 import yaml
 
 from consert.configs import ConfigError, dataclass_from_dict, key, read_yaml
-from consert.paper.compare import INCONCLUSIVE_POLICIES, load_decision
-from consert.paper.gate_rates import expected_seeds
+from consert.paper.design import expected_seeds
+from consert.verdict.decision import INCONCLUSIVE_POLICIES, load_decision
 
 
 @dataclass

@@ -19,9 +19,9 @@ import seaborn as sns  # noqa: E402
 
 from consert.data.senteval import DATASETS  # noqa: E402
 from consert.io import atomic_path  # noqa: E402
-from consert.paper.marks import PublishedMarks  # noqa: E402
+from consert.paper.marks import PublishedMarks
 from consert.paper.plan import AUGMENTATION_LABELS  # noqa: E402
-from consert.paper.tables import heatmap_matrix  # noqa: E402
+from consert.paper.tables import heatmap_matrix
 
 
 def _setting_line(table: pd.DataFrame) -> str:

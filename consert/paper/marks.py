@@ -12,17 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from consert.paper.tables import authors_topk_k
+from consert.verdict.decision import authors_topk_k
+from consert.verdict.stated import FIGURE4_POINTS, FIGURE5_CELLS
 
-#: consert_text_values.csv quantities, by what they mark (the comparison decides the same quantities).
-FIGURE4_POINTS = (
-    "BERT-base avg spearman with no tokens removed",
-    "BERT-base best avg spearman (k=34 most frequent tokens removed)",
-)
-FIGURE5_CELLS = {
-    "None-None avg spearman": ("none", "none"),
-    "best pair (Shuffle + Feature Cutoff) avg spearman": ("shuffle", "feature_cutoff"),
-}
 FIGURE7_RANGE = "best range"
 
 

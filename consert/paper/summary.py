@@ -14,8 +14,9 @@ from pathlib import Path
 import pandas as pd
 
 from consert.data.senteval import DATASETS
-from consert.paper.claims import FAILS, HOLDS, NOT_CONTRADICTED, NOT_RUN, UNDECIDED
-from consert.paper.compare import PRIMARY, SHIFT, comparable_cells, verdict_counts
+from consert.verdict.claims import FAILS, HOLDS, NOT_CONTRADICTED, NOT_RUN, UNDECIDED
+from consert.verdict.decision import PRIMARY, SHIFT
+from consert.verdict.gate import comparable_cells, verdict_counts
 
 #: The paper's tables and figures in the paper's order, each with its title (rendered: the columns of
 #: :data:`SHOWN`; every figure drawn beside its table).

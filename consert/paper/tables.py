@@ -16,9 +16,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from consert.data.senteval import DATASETS, STS_YEAR_SUBSETS
+from consert.data.senteval import DATASETS
+from consert.verdict.decision import MULTI_SUBSET, authors_topk_k
 
 SCORE_COLUMNS = (*DATASETS, "Avg")
+
+
 #: Provenance carried from the evaluation CSVs into every artifact row (first seed's values; the
 #: per-seed details stay in the evaluation CSVs).
 PROVENANCE_COLUMNS = (
@@ -33,13 +36,14 @@ PROVENANCE_COLUMNS = (
     "packages",
 )
 
+
 Entry = tuple[dict[str, Any], pd.DataFrame]
 
 
-#: Sets whose SentEval aggregates (mean / wmean over subsets) differ from the merged Spearman.
-MULTI_SUBSET = (*STS_YEAR_SUBSETS, "Avg")
 #: SentEval's aggregates, kept beside the merged Spearman as ``<set>_mean`` and ``<set>_wmean``.
 SUBSET_AGGREGATES = ("mean", "wmean")
+
+
 #: Every score a table row averages over seeds (with ``_std`` and a seed interval): the merged
 #: Spearman of each set and Avg, and SentEval's aggregates of the multi-subset sets.
 SEEDED_SCORES = (*SCORE_COLUMNS, *(f"{c}_{a}" for a in SUBSET_AGGREGATES for c in MULTI_SUBSET))
@@ -130,12 +134,6 @@ def score_table(entries: Iterable[Entry], label_columns: Sequence[str], extra: S
 def heatmap_matrix(figure5: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:
     """Figure 5 as a view1 x view2 matrix of average Spearman, rows and columns in ``order``."""
     return figure5.pivot(index="view1", columns="view2", values="Avg").reindex(index=order, columns=order)
-
-
-def authors_topk_k(tokens_removed: int) -> int | None:
-    """The ConSERT authors' k for a curve point: their ``analysis_rep_space.py`` drops every token of
-    frequency rank <= k (ranks from 0), i.e. k + 1 tokens; no removal has no k (None)."""
-    return tokens_removed - 1 if tokens_removed > 0 else None
 
 
 def topk_table(curves: Iterable[tuple[str, pd.DataFrame]]) -> pd.DataFrame:

@@ -16,9 +16,10 @@ from baselines.glove import GloveBaseline, load_glove_text
 from baselines.run import evaluate_baseline, fit_corpora
 from baselines.sgopt import ProjectionHead, SgOptConfig, SgOptTrainer
 from consert.paper.card import recipe_card, unexplained
-from consert.paper.compare import compare
-from consert.paper.tables import authors_topk_k, topk_table
+from consert.paper.tables import topk_table
 from consert.train.loop import LoopSettings, run_loop
+from consert.verdict.compare import compare
+from consert.verdict.decision import authors_topk_k
 from tests.conftest import PUBLISHED, ROOT
 
 PAPER = {"setting": "paper setting (model as named)", "nli": "", "base_model": "bert-base-uncased"}

@@ -73,7 +73,7 @@ def test_the_paths_auto_can_pick_stay_within_0_03_of_pytorch_fp32(fp32_csv, real
     """
     from consert.evaluate.protocol import evaluate_model
     from consert.hardware import cpu_flags
-    from consert.paper.yardstick import PRECISION_ALLOWANCE
+    from consert.verdict.yardstick import PRECISION_ALLOWANCE
 
     paths = {("fp32", "onnxruntime")}
     if cpu_flags() & {"avx512_bf16", "amx_bf16"}:

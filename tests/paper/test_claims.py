@@ -15,8 +15,9 @@ import pytest
 from scipy import stats
 
 from consert.data.senteval import DATASETS
-from consert.paper.claims import CLAIMS_FILE, evaluate_claims, load_claims
+from consert.paper.artifacts import CSV_FILES
 from consert.train.config import read_workflow_config
+from consert.verdict.claims import CLAIMS_FILE, evaluate_claims, load_claims
 from tests.conftest import PAPERS, PUBLISHED, ROOT
 
 PAPER = {"setting": "paper setting (model as named)", "nli": ""}
@@ -90,7 +91,7 @@ def _config():
 
 
 def _evaluate(results) -> pd.DataFrame:
-    return evaluate_claims(CLAIMS, results, _config(), PUBLISHED).set_index(["id", "size"])
+    return evaluate_claims(CLAIMS, results, _config(), CSV_FILES, PUBLISHED).set_index(["id", "size"])
 
 
 def _verdicts(tmp_path, **changes) -> pd.DataFrame:
@@ -284,7 +285,7 @@ def test_every_two_row_claim_fails_when_its_rows_say_otherwise(tmp_path, claim):
     size = (claim.get("sizes") or ["base"])[0]
     results = _results(tmp_path)
     column = claim.get("column", "Avg")
-    found = evaluate_claims([claim], results, _config(), PUBLISHED).set_index("size").loc[size]
+    found = evaluate_claims([claim], results, _config(), CSV_FILES, PUBLISHED).set_index("size").loc[size]
     assert found.verdict == "holds"
     b = claim["b"]["value"] if "value" in claim["b"] else pd.read_csv(results / LAYOUT_FILES[claim["b"]["artifact"]])
     if isinstance(b, pd.DataFrame):
@@ -300,7 +301,7 @@ def test_every_two_row_claim_fails_when_its_rows_say_otherwise(tmp_path, claim):
     elif claim["test"] == "about":
         target = b + claim["target"] + 5 * claim["margin"]
     _edit(results, claim["a"], size, **{column: target})
-    found = evaluate_claims([claim], results, _config(), PUBLISHED).set_index("size").loc[size]
+    found = evaluate_claims([claim], results, _config(), CSV_FILES, PUBLISHED).set_index("size").loc[size]
     assert found.verdict == "does not hold", (found.verdict, found.detail)
 
 
@@ -317,6 +318,6 @@ def test_every_two_row_claim_is_undecided_when_its_seeds_spread_widely(tmp_path,
         table = pd.read_csv(path)
         if f"{column}_std" in table:
             table.assign(**{f"{column}_std": 25.0}).to_csv(path, index=False)
-    found = evaluate_claims([claim], results, _config(), PUBLISHED).set_index("size").loc[size]
+    found = evaluate_claims([claim], results, _config(), CSV_FILES, PUBLISHED).set_index("size").loc[size]
     expected = "not significant" if claim["test"] == "significant" else "not decided"
     assert found.verdict == expected, (found.verdict, found.detail, found.low, found.high)

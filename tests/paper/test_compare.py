@@ -10,9 +10,10 @@ from scipy import stats
 
 from consert.cli import main
 from consert.encode.models import STAND_IN_MODEL
-from consert.paper.compare import NO_COMPARABLE_EXIT, STAND_IN_ALLOWED, compare, failures
 from consert.paper.comparison_config import ComparisonConfig
-from consert.paper.tables import MULTI_SUBSET
+from consert.verdict.compare import compare
+from consert.verdict.decision import MULTI_SUBSET
+from consert.verdict.gate import NO_COMPARABLE_EXIT, STAND_IN_ALLOWED, failures
 from tests.conftest import PUBLISHED
 
 PAPER = {"setting": "paper setting (model as named)", "nli": "", "base_model": "bert-base-uncased"}
@@ -410,7 +411,8 @@ def test_every_published_row_has_a_primary_rule():
     """Each compared published table: its artifact's primary column exists in the file (or every column is its
     own row, ``*``), and every published row paired for comparison has a value there or says why not (an
     unpublished row's ``source``). A table without an Avg (BERT-whitening's) once had no primary cell."""
-    from consert.paper.compare import COMPARED, ComparedRows, load_decision
+    from consert.verdict.compare import COMPARED, ComparedRows
+    from consert.verdict.decision import load_decision
 
     decision = load_decision(PUBLISHED)
     for block in (b for b in COMPARED if isinstance(b, ComparedRows)):

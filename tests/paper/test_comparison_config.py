@@ -7,10 +7,10 @@ import pytest
 import yaml
 
 from consert.configs import ConfigError
-from consert.paper.compare import load_decision
 from consert.paper.comparison_config import ComparisonConfig
-from consert.paper.gate_rates import expected_seeds
+from consert.paper.design import expected_seeds
 from consert.train.config import read_workflow_config
+from consert.verdict.decision import load_decision
 from tests.conftest import PUBLISHED, ROOT
 
 

@@ -14,9 +14,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from consert.paper.compare import COMPARISON_COLUMNS, decide, failures, load_decision
-from consert.paper.gate_rates import error_rates, paper_design, simulate
+from consert.paper.design import paper_design
 from consert.train.config import read_workflow_config
+from consert.verdict.compare import decide
+from consert.verdict.decision import COMPARISON_COLUMNS, load_decision
+from consert.verdict.gate import failures
+from consert.verdict.gate_rates import error_rates, simulate
 from tests.conftest import PUBLISHED, ROOT
 
 REPLICATES = 4000
@@ -29,7 +32,8 @@ def paper_config():
 
 @pytest.fixture(scope="module")
 def rates(paper_config):
-    return error_rates(paper_config, PUBLISHED, replicates=REPLICATES)
+    decision = load_decision(PUBLISHED)
+    return error_rates(paper_design(paper_config, decision), decision, replicates=REPLICATES)
 
 
 def _rate(rates: pd.DataFrame, scenario: str, row: str = "every row") -> pd.Series:
@@ -79,7 +83,8 @@ def test_three_seeds_are_what_the_rates_need(paper_config):
     """With one seed, a 2-point error in a ConSERT row is caught only about 3 times in 4: the published run's
     own noise and ours together are too wide for the 1-point margin."""
     one_seed = {**paper_config, "seeds": [1]}
-    rates = error_rates(one_seed, PUBLISHED, replicates=REPLICATES)
+    decision = load_decision(PUBLISHED)
+    rates = error_rates(paper_design(one_seed, decision), decision, replicates=REPLICATES)
     rows = rates[rates.scenario.str.startswith("one row") & rates.row.str.match(r"table[23] ConSERT")]
     assert (rows.rate + 3 * rows.mc_se < 0.80).all()
     assert paper_config["seeds"] == [1, 2, 3] and paper_config["sweeps"]["seeds"] == [1]

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from consert.evaluate.bootstrap import bootstrap_sets, bootstrap_spearman, interval, resample_weights
-from consert.paper.yardstick import (
+from consert.verdict.yardstick import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,

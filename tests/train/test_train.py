@@ -168,7 +168,7 @@ def test_an_export_gives_the_harness_seven_set_numbers_through_sentence_transfor
     from sentence_transformers import SentenceTransformer
 
     from consert.evaluate.protocol import evaluate_embedder, evaluate_model
-    from consert.paper.yardstick import PRECISION_ALLOWANCE
+    from consert.verdict.yardstick import PRECISION_ALLOWANCE
 
     run = train(short_config(tmp_path, eval_pooling=pooling, max_steps=2, eval_every=2), real_data, progress=False)
     model = SentenceTransformer(str(run.output_dir), device="cpu")

@@ -1,6 +1,6 @@
 """The gate's error rates, measured by simulating a config's design.
 
-The gate (:func:`consert.paper.compare.gate`) fails a run when a comparable primary cell, or the shift
+The gate (:func:`consert.verdict.gate.gate`) fails a run when a comparable primary cell, or the shift
 shared by the trained primary cells, is *not reproduced*. How often it says the right thing depends on
 the design: which trained rows a config runs, with how many seeds, how many runs each published value
 averages, and the seed SD of each kind of row. This module draws whole runs from that design, with the
@@ -22,16 +22,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from consert.paper.compare import PAPER_MODELS, Decision, block_of, load_decision, trained_primary_cells
-from consert.paper.plan import sweep_seeds
-from consert.paper.yardstick import (
+from consert.verdict.compare import trained_primary_cells
+from consert.verdict.decision import Decision, block_of
+from consert.verdict.yardstick import (
     NOT_REPRODUCED,
     REPRODUCED,
     UNDECIDABLE,
@@ -45,7 +43,7 @@ from consert.paper.yardstick import (
 class DesignRow:
     """One trained primary cell of a design: its label, artifact (for the margin), noise kind and scale,
     our seeds ``n``, the runs ``m`` its published value averages, its declared seed SD, and the model size it is
-    pooled and tested at (with its artifact, the block: :func:`~consert.paper.compare.block_of`)."""
+    pooled and tested at (with its artifact, the block: :func:`~consert.verdict.decision.block_of`)."""
 
     label: str
     artifact: str
@@ -58,7 +56,7 @@ class DesignRow:
 
 
 def row_design(design: list[DesignRow], decision: Decision) -> RowDesign:
-    """The arrays :func:`~consert.paper.yardstick.decide_rows` decides a design's rows with."""
+    """The arrays :func:`~consert.verdict.yardstick.decide_rows` decides a design's rows with."""
     return RowDesign(
         n=np.array([row.n for row in design], dtype=float),
         m=np.array([row.m for row in design], dtype=float),
@@ -70,41 +68,8 @@ def row_design(design: list[DesignRow], decision: Decision) -> RowDesign:
     )
 
 
-def paper_design(config: dict[str, Any], decision: Decision) -> list[DesignRow]:
-    """The trained primary cells a workflow config compares with published numbers (paper sizes only)."""
-    n, sweep_n = len(config["seeds"]), len(sweep_seeds(config))
-    sgopt_n = len(config["baselines"].get("sgopt_seeds") or config["seeds"])
-    rows: list[DesignRow] = []
-
-    def add(label: str, artifact: str, kind: str, seeds: int, m: int = 1, size: str = "base") -> None:
-        sigma = float(decision.noise[kind]["avg"])  # primary cells: the avg scale
-        rows.append(DesignRow(label, artifact, kind, "avg", seeds, m, sigma, size))
-
-    sizes = [size for size in config["models"] if size in PAPER_MODELS]
-    for size in sizes:
-        add(f"table2 ConSERT-{size}", "table2", "consert", n, size=size)
-        add(f"table2 BERT-{size}-flow", "table2", "flow", 1, size=size)
-        for setting in ("sup", "joint", "sup-unsup", "joint-unsup"):
-            add(f"table3 ConSERT-{size} {setting}", "table3", "consert", n, size=size)
-        add(f"table3 BERT-{size}-flow (NLI)", "table3", "flow_nli", n, size=size)
-    if "base" in sizes:
-        add("sgopt_table1 SG-OPT (STS-B)", "sgopt_table1", "sgopt", sgopt_n, m=8)
-    sweeps = config["sweeps"]
-    if "base" in sweeps["sizes"]:
-        for batch_size in sweeps["batch_sizes"]:
-            if batch_size in (16, 48, 192, 288):  # Table 4's published sizes; 96 is the Table 2 run again
-                add(f"table4 batch {batch_size}", "table4", "consert", sweep_n)
-        augmentations = set(sweeps["augmentations"])
-        if "none" in augmentations:
-            add("figure5 None-None", "figure5_heatmap", "consert", sweep_n)
-    family = config.get("family") or {}
-    if "simcse" in (family.get("methods") or []) and "base" in (family.get("sizes") or []):
-        add("family SimCSE-base", "family", "simcse", n)
-    return rows
-
-
 def design_of(comparison: pd.DataFrame, decision: Decision) -> list[DesignRow]:
-    """The design that actually ran: the rows the gate decides (:func:`~consert.paper.compare.trained_primary_cells`),
+    """The design that actually ran: the rows the gate decides (:func:`~consert.verdict.compare.trained_primary_cells`),
     with the seeds each ran."""
     return [
         DesignRow(
@@ -142,12 +107,6 @@ def design_power(design: list[DesignRow], decision: Decision, replicates: int = 
     )
 
 
-def expected_seeds(config: dict[str, Any], decision: Decision) -> dict[str, int]:
-    """The seeds a config's design gives each trained primary row, by ``artifact:kind`` (what ``consert compare
-    --seeds`` checks the rows that ran against: a missing seed is a missing row, not a quieter one)."""
-    return {f"{row.artifact}:{row.kind}": row.n for row in paper_design(config, decision)}
-
-
 def simulate(
     design: list[DesignRow],
     decision: Decision,
@@ -159,7 +118,7 @@ def simulate(
 ) -> dict[str, np.ndarray]:
     """Draw ``replicates`` runs whose rows are off by ``truth`` (one value per design row), with true seed SDs
     ``noise`` times the declared ones (default 1; the published runs keep the declared SD), and decide them
-    with the gate's rule (:func:`~consert.paper.yardstick.decide_rows`, and the shared shift). ``seeds``: the
+    with the gate's rule (:func:`~consert.verdict.yardstick.decide_rows`, and the shared shift). ``seeds``: the
     seeds that ran per row, where fewer than the design's (a missing seed fails the gate).
 
     Returns ``verdicts`` (replicates x rows), ``shift`` (the shared shift's verdict per replicate),
@@ -197,8 +156,8 @@ ERROR_BLOCKS = {
 
 
 def error_rates(
-    config: dict[str, Any],
-    published: Path,
+    design: list[DesignRow],
+    decision: Decision,
     replicates: int = 4000,
     shift: float = 1.0,
     error: float = 2.0,
@@ -207,7 +166,8 @@ def error_rates(
     noisy: float = 5.0,
     wider: float = 1.5,
 ) -> pd.DataFrame:
-    """The gate's rates under a config's design, one row per scenario (and per row for a one-row error),
+    """The gate's rates under a config's design (:func:`consert.paper.design.paper_design`), one row per
+    scenario (and per row for a one-row error),
     with the Monte Carlo standard error of each rate:
 
     * ``correct``: every row true; also with every kind's true seed SD ``wider`` times the declared one;
@@ -217,8 +177,6 @@ def error_rates(
       ``noisy`` times noisier than declared;
     * ``missing seed``: one row with a seed fewer than the design's.
     """
-    decision = load_decision(published)
-    design = paper_design(config, decision)
     rng = np.random.default_rng(seed)
     zeros, ones = np.zeros(len(design)), np.ones(len(design))
     undecidable = simulate(design, decision, zeros, 1, rng)["verdicts"][0] == UNDECIDABLE

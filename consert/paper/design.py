@@ -1,0 +1,50 @@
+"""The design a workflow config runs, as the gate sees it: the trained primary cells it compares with published
+numbers, and the seeds each runs (what ``consert compare`` checks the rows that ran against, and what the gate's
+error rates are simulated on)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from consert.paper.plan import sweep_seeds
+from consert.verdict.decision import PAPER_MODELS, Decision
+from consert.verdict.gate_rates import DesignRow
+
+
+def paper_design(config: dict[str, Any], decision: Decision) -> list[DesignRow]:
+    """The trained primary cells a workflow config compares with published numbers (paper sizes only)."""
+    n, sweep_n = len(config["seeds"]), len(sweep_seeds(config))
+    sgopt_n = len(config["baselines"].get("sgopt_seeds") or config["seeds"])
+    rows: list[DesignRow] = []
+
+    def add(label: str, artifact: str, kind: str, seeds: int, m: int = 1, size: str = "base") -> None:
+        sigma = float(decision.noise[kind]["avg"])  # primary cells: the avg scale
+        rows.append(DesignRow(label, artifact, kind, "avg", seeds, m, sigma, size))
+
+    sizes = [size for size in config["models"] if size in PAPER_MODELS]
+    for size in sizes:
+        add(f"table2 ConSERT-{size}", "table2", "consert", n, size=size)
+        add(f"table2 BERT-{size}-flow", "table2", "flow", 1, size=size)
+        for setting in ("sup", "joint", "sup-unsup", "joint-unsup"):
+            add(f"table3 ConSERT-{size} {setting}", "table3", "consert", n, size=size)
+        add(f"table3 BERT-{size}-flow (NLI)", "table3", "flow_nli", n, size=size)
+    if "base" in sizes:
+        add("sgopt_table1 SG-OPT (STS-B)", "sgopt_table1", "sgopt", sgopt_n, m=8)
+    sweeps = config["sweeps"]
+    if "base" in sweeps["sizes"]:
+        for batch_size in sweeps["batch_sizes"]:
+            if batch_size in (16, 48, 192, 288):  # Table 4's published sizes; 96 is the Table 2 run again
+                add(f"table4 batch {batch_size}", "table4", "consert", sweep_n)
+        augmentations = set(sweeps["augmentations"])
+        if "none" in augmentations:
+            add("figure5 None-None", "figure5_heatmap", "consert", sweep_n)
+    family = config.get("family") or {}
+    if "simcse" in (family.get("methods") or []) and "base" in (family.get("sizes") or []):
+        add("family SimCSE-base", "family", "simcse", n)
+    return rows
+
+
+def expected_seeds(config: dict[str, Any], decision: Decision) -> dict[str, int]:
+    """The seeds a config's design gives each trained primary row, by ``artifact:kind`` (what ``consert compare
+    --seeds`` checks the rows that ran against: a missing seed is a missing row, not a quieter one)."""
+    return {f"{row.artifact}:{row.kind}": row.n for row in paper_design(config, decision)}

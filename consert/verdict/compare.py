@@ -1,0 +1,390 @@
+"""Cell-by-cell comparison of reproduced artifacts with the published numbers (the gate: :mod:`consert.verdict.gate`).
+
+Every reproduced cell that has a published counterpart becomes one row of ``comparison.csv``. One
+**primary** cell per published row decides the row (Avg with the aggregate the published row used;
+``decision.yaml`` names the exceptions); the seven sets stay beside it as **diagnostics**, with their
+own interval, outside the gate. Each cell is judged by an equivalence test (:mod:`consert.verdict.yardstick`):
+the interval of reproduced - published (``diff_low``, ``diff_high``) against a declared ``margin``, with
+the verdict ``reproduced``, ``not reproduced`` or ``inconclusive``; ``not comparable`` when the row was
+not produced in the paper's setting (the offline stand-in, another encoder, SICK-E instead of
+SNLI+MNLI, an unknown aggregate). A last row tests a **shared shift** of every trained primary cell.
+
+Each published STS12-16 number (and an Avg over them) was aggregated one way: ConSERT merges a year's
+subsets into one Spearman (``all``), BERT-flow and BERT-whitening report SentEval's mean weighted by
+subset size (``wmean``). ``aggregates.csv`` beside the published tables maps every published row to its
+aggregate, with the source; the reproduced value of the same aggregate is compared.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from consert.verdict.cells import Context, gap_row, published_row_cells
+from consert.verdict.decision import (
+    ARTIFACT_FILES,
+    BLOCK,
+    COMPARISON_COLUMNS,
+    FAMILY_ROWS,
+    FIXED,
+    NEAR_BEST,
+    PAPER_MODELS,
+    PRIMARY,
+    SCORE_PAIRS,
+    SHIFT,
+    UNTRAINED,
+    Decision,
+    RowKinds,
+    block_of,
+    load_aggregates,
+    load_decision,
+)
+from consert.verdict.stated import figure4_text_cells, figure5_text_cells, stand_in_cells
+from consert.verdict.yardstick import (
+    BLOCK_ALPHA,
+    NOT_REPRODUCED,
+    SPREAD_ALPHA,
+    SPREAD_RATIO,
+    UNDECIDABLE,
+    RowDesign,
+    decide_rows,
+    difference_half_width,
+    equivalence_verdict,
+    pooled_noise,
+    shared_shift,
+)
+
+
+def _by_method(frame: pd.DataFrame) -> pd.Series:
+    return frame.method
+
+
+def _every_row(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame
+
+
+def _per_size(*templates: tuple[str, str]) -> Callable[[pd.DataFrame], list[tuple[str, str, str | None]]]:
+    """Row pairs for every paper model size, from (published, reproduced) names with ``{size}`` in them."""
+    return lambda _: [(p.format(size=size), r.format(size=size), size) for size in PAPER_MODELS for p, r in templates]
+
+
+@dataclass(frozen=True)
+class ComparedRows:
+    """A block of compared rows, declared once: the published file and how its rows are keyed, the reproduced
+    artifact file and how its rows are keyed, which published row pairs with which reproduced row (and the
+    model size the pair is judged at), and the (published, reproduced) columns compared."""
+
+    artifact: str
+    published_file: str
+    reproduced_file: str
+    published_key: Callable[[pd.DataFrame], pd.Series]
+    pairs: Callable[[pd.DataFrame], list[tuple[str, str, str | None]]]
+    reproduced_key: Callable[[pd.DataFrame], pd.Series] = _by_method
+    columns: tuple[tuple[str, str], ...] = SCORE_PAIRS
+    reproduced_rows: Callable[[pd.DataFrame], pd.DataFrame] = _every_row
+    report_gaps: bool = True
+    margin_key: str | None = None  # a count judged by a fixed tolerance under this key (Table 4's steps)
+    optional: bool = False  # compared only when the config produced it (the contrastive family)
+
+    def cells(self, published: Path, reproduced: pd.DataFrame, context: Context) -> list[dict[str, Any]]:
+        pub = pd.read_csv(published / self.published_file)
+        pub = pub.assign(key=self.published_key(pub))
+        rep = self.reproduced_rows(reproduced)
+        rep = rep.assign(key=self.reproduced_key(rep))
+        pairs, columns = self.pairs(pub), list(self.columns)
+        return published_row_cells(self.artifact, pub, rep, pairs, columns, context, self.report_gaps, self.margin_key)
+
+
+@dataclass(frozen=True)
+class StatedCells:
+    """Cells that a procedure builds from one reproduced file: the stand-in's own published scores, the values
+    the paper states in its text for Figures 4 and 5."""
+
+    artifact: str
+    reproduced_file: str
+    build: Callable[[pd.DataFrame, Path, Context], list[dict[str, Any]]]
+    optional: bool = False
+
+    def cells(self, published: Path, reproduced: pd.DataFrame, context: Context) -> list[dict[str, Any]]:
+        return self.build(reproduced, published, context)
+
+
+def _base_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[frame["size"] == "base"]
+
+
+def _by_batch_size(frame: pd.DataFrame) -> pd.Series:
+    return frame.batch_size.astype(str)
+
+
+def _table4_rows(columns: tuple[str, str], **options: Any) -> ComparedRows:
+    """Table 4 (base, by batch size): one published column against one reproduced column."""
+    return ComparedRows(
+        "table4", "consert_table4_batch_size.csv", "table4_batch_size.csv", _by_batch_size, _same_keys,
+        reproduced_key=_by_batch_size, columns=(columns,), reproduced_rows=_base_rows, **options,
+    )  # fmt: skip
+
+
+def _same_keys(published: pd.DataFrame) -> list[tuple[str, str, str | None]]:
+    return [(key, key, "base") for key in published.key]
+
+
+def _whitening_pairs(published: pd.DataFrame) -> list[tuple[str, str, str | None]]:
+    """BERT-whitening's Table 1 rows against Table 2's whitening rows of the same pooling."""
+    return [(m, f"{m} ({p})", "base") for m, p in zip(published.method, published.pooling, strict=True)]
+
+
+def _table2_pairs(_: pd.DataFrame) -> list[tuple[str, str, str | None]]:
+    pairs = [("Avg. GloVe embeddings", "Avg. GloVe embeddings", None)]
+    return pairs + _per_size(
+        ("BERT-{size}", "BERT-{size} (mean:-2,-1)"),
+        ("BERT-{size}-flow", "BERT-{size}-flow"),
+        ("ConSERT-{size}", "ConSERT-{size}"),
+    )(_)
+
+
+def read_reproduced(results: Path) -> dict[str, pd.DataFrame | None]:
+    """Every reproduced file the comparison reads (None where it is missing). Loading only loads."""
+    files = dict.fromkeys(block.reproduced_file for block in COMPARED)
+    # .copy(): one block per dtype (a wide table is read as many blocks, and keying it would fragment it)
+    return {name: pd.read_csv(results / name).copy() if (results / name).is_file() else None for name in files}
+
+
+def compare(
+    results: Path,
+    published: Path,
+    not_run: Sequence[str] = (),
+    margins: dict[str, float] | None = None,
+    seed_noise: dict[str, float] | None = None,
+    seeds: dict[str, int] | None = None,
+) -> pd.DataFrame:
+    """The comparison table of the reproduced artifacts under ``results``, block by block of :data:`COMPARED`.
+
+    Every published row the harness reproduces gives cells (``status`` ``compared``) or a gap row:
+    ``not run`` when it matches one of ``not_run`` (``artifact:row`` glob patterns a config declares,
+    e.g. ``table2:*large*`` for a base-only run), else ``missing``; a missing artifact file gives one
+    gap row per comparison artifact it feeds. ``margins`` and ``seed_noise`` override ``decision.yaml``.
+    ``seeds`` (``artifact:kind`` -> seeds, the config's design): a comparable trained primary cell that ran
+    fewer is ``missing`` (its seeds named in ``reason``) unless ``not_run`` declares it.
+    """
+    context = Context(load_aggregates(published), RowKinds(published), load_decision(published, margins, seed_noise))
+    reproduced = read_reproduced(results)
+    rows: list[dict[str, Any]] = []
+    reported: set[str] = set()
+    for block in COMPARED:
+        frame = reproduced[block.reproduced_file]
+        if frame is not None:
+            rows += block.cells(published, frame, context)
+        elif not block.optional and block.reproduced_file not in reported:
+            reported.add(block.reproduced_file)
+            why = f"{results / block.reproduced_file} not found"
+            rows += [gap_row(artifact, "*", why) for artifact in ARTIFACT_FILES[block.reproduced_file]]
+    frame = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
+    declared = frame.apply(lambda r: any(fnmatch(f"{r.artifact}:{r.row}", p) for p in not_run), axis=1)
+    frame.loc[(frame.status == "missing") & declared.astype(bool), ["status", "verdict"]] = "not run"
+    short = _missing_seeds(frame, seeds or {}) & ~declared.astype(bool)
+    frame.loc[short, "reason"] = [f"{int(n)} of {seeds[f'{a}:{k}']} seeds ran (the config's design)"
+                                  for n, a, k in zip(frame.n_seeds[short], frame.artifact[short], frame.noise[short],
+                                                     strict=True)]  # fmt: skip
+    frame.loc[short, ["status", "verdict"]] = "missing"
+    return decide(frame, context.decision)
+
+
+def _missing_seeds(frame: pd.DataFrame, seeds: dict[str, int]) -> pd.Series:
+    """Comparable primary cells that ran fewer seeds than the design gives their ``artifact:kind``."""
+    expected = pd.Series([seeds.get(f"{a}:{k}", 0) for a, k in zip(frame.artifact, frame.noise, strict=True)],
+                         index=frame.index)  # fmt: skip
+    chosen = (frame.status == "compared") & (frame.role == PRIMARY) & frame.comparable.astype(bool)
+    return chosen & (pd.to_numeric(frame.n_seeds, errors="coerce").fillna(0) < expected)
+
+
+def decide(frame: pd.DataFrame, decision: Decision) -> pd.DataFrame:
+    """Intervals and verdicts of the compared cells, the block-wise shift tests and the shared-shift row.
+
+    The comparable trained primary cells are decided together by :func:`~consert.verdict.yardstick.decide_rows`
+    (the seed SD pooled per kind and model size, never below the declared one; the seed-spread test; leaning
+    out; undecidable rows; the block tests). Other trained cells (diagnostics, rows of another setting) get
+    their interval alike, pooled per kind, size, scale and comparability; untrained and fixed cells are judged
+    on their point difference; ``not comparable`` for rows outside the paper's setting."""
+    frame = frame.copy()
+    for column in ("sigma_source", "verdict", "reason"):
+        frame[column] = frame[column].astype(object)
+    compared = frame.status == "compared"
+    trained = compared & ~frame.noise.isin([UNTRAINED, FIXED, NEAR_BEST])
+    frame.loc[compared, ["diff_low", "diff_high"]] = frame.loc[compared, ["delta", "delta"]].to_numpy()
+    frame.loc[compared & ~trained, ["sigma", "sigma_df"]] = 0.0
+    scale = np.where(frame.role == PRIMARY, "avg", "set")
+    comparable = frame.comparable.astype(bool).to_numpy()
+    repeats = repeats_another_run(frame).to_numpy()
+    sizes = frame["size"].fillna("").astype(str).replace("", "base").to_numpy()
+    keys = [frame.noise[trained], sizes[trained.to_numpy()], scale[trained.to_numpy()], comparable[trained.to_numpy()]]
+    for (kind, _, level, _), group in frame[trained].groupby(keys):
+        # one pool per kind, size, scale and comparability; a row that repeats another's run adds no seeds
+        pool = group[~repeats[frame.index.get_indexer(group.index)]]
+        declared = decision.declared_noise(kind, level)
+        noise = pooled_noise(pool.seed_std.tolist(), pool.n_seeds.astype(int).tolist(), declared)
+        noise = noise if noise.sigma > declared.sigma else declared  # never narrower than the declared SD
+        for index, row in group.iterrows():
+            half = difference_half_width(noise, int(row.n_seeds), int(row.published_runs), decision.level)
+            frame.loc[index, ["sigma", "sigma_df", "sigma_source"]] = [noise.sigma, noise.df, noise.source]
+            frame.loc[index, ["diff_low", "diff_high"]] = [row.delta - half, row.delta + half]
+    decided = compared & (frame.noise != NEAR_BEST)
+    verdicts = [
+        equivalence_verdict(low, high, margin) if comparable else "not comparable"
+        for low, high, margin, comparable in zip(
+            frame.diff_low[decided], frame.diff_high[decided], frame.margin[decided],
+            frame.comparable[decided].astype(bool), strict=True,
+        )
+    ]  # fmt: skip
+    frame.loc[decided, "verdict"] = verdicts
+    frame.loc[compared & (frame.noise == NEAR_BEST) & ~frame.comparable.astype(bool), "verdict"] = "not comparable"
+    rows = trained & (frame.role == PRIMARY) & frame.comparable.astype(bool)
+    blocks = _decide_rows(frame, rows.to_numpy(), sizes, repeats, decision) if rows.any() else []
+    shift = shift_row(frame, decision)
+    extra = blocks + ([shift] if shift is not None else [])
+    return pd.concat([frame, pd.DataFrame(extra)], ignore_index=True) if extra else frame
+
+
+def _decide_rows(frame: pd.DataFrame, rows: np.ndarray, sizes: np.ndarray, repeats: np.ndarray,
+                 decision: Decision) -> list[dict[str, Any]]:  # fmt: skip
+    """Decide the comparable trained primary cells (``rows``) in place; return the block tests' rows."""
+    chosen = frame[rows]
+    design = RowDesign(
+        n=chosen.n_seeds.to_numpy(dtype=float),
+        m=chosen.published_runs.to_numpy(dtype=float),
+        margin=chosen.margin.to_numpy(dtype=float),
+        declared=np.array([decision.declared_noise(kind, "avg").sigma for kind in chosen.noise]),
+        group=np.array([f"{kind} {size}" for kind, size in zip(chosen.noise, sizes[rows], strict=True)]),
+        block=np.array([block_of(a, size) for a, size in zip(chosen.artifact, sizes[rows], strict=True)]),
+        repeats=repeats[rows],
+    )
+    spread = chosen.seed_std.to_numpy(dtype=float)
+    result = decide_rows(chosen.delta.to_numpy(dtype=float)[None], np.nan_to_num(spread)[None], design,
+                         decision.shift_margin[0], decision.level)  # fmt: skip
+    for position, index in enumerate(chosen.index):
+        why = [str(frame.at[index, "reason"])] if isinstance(frame.at[index, "reason"], str) else []
+        if result.spread_beyond[0, position]:
+            why.append(f"seed spread beyond {SPREAD_RATIO:g}x the declared SD (chi-square, p < {SPREAD_ALPHA:g})")
+        if result.leans_out[0, position]:
+            why.append("leans out: its interval at the declared SD lies beyond the margin")
+        if result.verdict[0, position] == UNDECIDABLE:
+            why.append("the published run's own noise fills the margin: no run can show it equivalent")
+        kind, df = frame.at[index, "noise"], result.df[0, position]
+        declared = decision.declared_noise(kind, "avg")
+        source = declared.source if math.isinf(df) else (
+            f"pooled per kind and size ({design.group[position]}, {df:g} df), above the declared {declared.sigma:g}"
+        )  # fmt: skip
+        frame.loc[index, ["sigma", "sigma_df", "diff_low", "diff_high", "verdict", "reason"]] = [
+            result.sigma[0, position], result.df[0, position], result.low[0, position], result.high[0, position],
+            result.verdict[0, position], "; ".join(why),
+        ]  # fmt: skip
+        frame.loc[index, "sigma_source"] = source
+    margin, reason = decision.shift_margin
+    return [
+        {
+            **gap_row(SHIFT, f"block: {name}", ""),
+            "column": "mean delta" if math.isfinite(mean) else "sum of squared standardised deltas",
+            "role": BLOCK,
+            "delta": mean,
+            "noise": "rows",
+            "margin": margin,
+            "margin_source": reason,
+            "verdict": NOT_REPRODUCED if p < BLOCK_ALPHA else "no shift shown",
+            "comparable": True,
+            "reason": f"Holm-adjusted p = {p:.3g} of a shift beyond the margin (family-wise {BLOCK_ALPHA:g})",
+            "status": "compared",
+        }
+        for name, mean, p in zip(result.blocks, result.block_mean[0], result.block_p[0], strict=True)
+    ]
+
+
+def shift_row(frame: pd.DataFrame, decision: Decision) -> dict[str, Any] | None:
+    """The shared-shift test over the comparable trained primary cells (None when there is none)."""
+    cells = trained_primary_cells(frame)
+    if cells.empty:
+        return None
+    margin, reason = decision.shift_margin
+    result = shared_shift(cells.delta.tolist(), margin, decision.level)
+    sign = f"{result.positive} of {result.rows} deltas positive, sign test p = {result.sign_p:.3g}"
+    return {
+        **gap_row(SHIFT, f"mean delta of {result.rows} trained primary cells", ""),
+        "column": "mean delta",
+        "role": SHIFT,
+        "delta": result.mean,
+        "n_seeds": result.rows,
+        "noise": "rows",
+        "sigma_source": "Student t over the rows' deltas",
+        "margin": margin,
+        "margin_source": reason,
+        "diff_low": result.low,
+        "diff_high": result.high,
+        "verdict": result.verdict,
+        "comparable": result.verdict != "not decided",
+        "reason": sign if result.rows >= 3 else f"{result.rows} trained primary cells: a shared shift needs 3",
+        "status": "compared",
+    }
+
+
+def trained_primary_cells(comparison: pd.DataFrame) -> pd.DataFrame:
+    """Comparable primary cells of trained rows, each run once (a row repeating another's run left out):
+    the ones the shared-shift test averages."""
+    chosen = (comparison.status == "compared") & (comparison.role == PRIMARY) & comparison.comparable.astype(bool)
+    once = ~repeats_another_run(comparison) & (comparison.verdict != UNDECIDABLE)
+    return comparison[chosen & once & ~comparison.noise.isin([UNTRAINED, FIXED, NEAR_BEST])]
+
+
+def repeats_another_run(comparison: pd.DataFrame) -> pd.Series:
+    """Rows whose run is another row's (``same_run_as``): decided, but neither pooled nor averaged twice."""
+    named = comparison.same_run_as.astype(object)
+    return named.notna() & (named.astype(str).str.strip() != "") & (named.astype(str) != "nan")
+
+
+#: Every compared block, in the order of the comparison's rows.
+COMPARED: tuple[ComparedRows | StatedCells, ...] = (
+    ComparedRows("table2", "consert_table2_unsup.csv", "table2_unsup.csv", _by_method, _table2_pairs),
+    ComparedRows("whitening_table1", "bert_whitening_table1.csv", "table2_unsup.csv", _by_method, _whitening_pairs),
+    ComparedRows(
+        "sgopt_table1",
+        "sgopt_table1_bert_base.csv",
+        "table2_unsup.csv",
+        lambda f: f.model + " | " + f.pooling.astype(str),
+        lambda _: [
+            ("BERT-base + contrastive (SG-OPT) | cls", "BERT-base-SG-OPT", "base"),
+            ("BERT-base no tuning | cls", "BERT-base (cls)", "base"),
+            ("BERT-base no tuning | mean", "BERT-base (mean)", "base"),
+        ],
+    ),
+    StatedCells("stand_in_mteb", "table2_unsup.csv", stand_in_cells),
+    ComparedRows(
+        "table3",
+        "consert_table3_sup.csv",
+        "table3_sup.csv",
+        lambda f: f.method + " | " + f.training_data,
+        _per_size(
+            ("SBERT-{size}-NLI (re-impl.) | nli", "ConSERT-{size} sup"),
+            ("ConSERT-{size} joint | nli", "ConSERT-{size} joint"),
+            ("ConSERT-{size} sup-unsup | nli+sts_unlabeled", "ConSERT-{size} sup-unsup"),
+            ("ConSERT-{size} joint-unsup | nli+sts_unlabeled", "ConSERT-{size} joint-unsup"),
+            ("BERT-{size}-flow | nli+sts_unlabeled", "BERT-{size}-flow (NLI)"),
+        ),
+    ),
+    _table4_rows(("avg_spearman", "Avg")),
+    _table4_rows(("steps", "best_step"), report_gaps=False, margin_key="table4_steps"),
+    ComparedRows(
+        "family",
+        "contrastive_family.csv",
+        "table_contrastive_family.csv",
+        _by_method,
+        lambda _: list(FAMILY_ROWS),
+        optional=True,
+    ),  # fmt: skip
+    StatedCells("figure4_topk", "figure4_topk.csv", figure4_text_cells),
+    StatedCells("figure5_heatmap", "figure5_heatmap.csv", figure5_text_cells),
+)
