@@ -152,7 +152,7 @@ def _timed_config(config, model: str, steps: int, device: str, workdir: Path, da
 
 def untimeable(config) -> str | None:
     """Why a kind cannot be timed here (a package its run needs is not installed), or None."""
-    if getattr(config, "mode", None) == "augcse" and importlib.util.find_spec("spacy") is None:
+    if getattr(config, "objective", None) == "augcse" and importlib.util.find_spec("spacy") is None:
         return "AugCSE's text augmentations need spaCy, which is not installed here"
     return None
 
