@@ -32,7 +32,7 @@ report: "workflow/report/workflow.rst"
 
 rule all:
     input:
-        "results/table1_datasets.csv",
+        TABLE1,
         expand("results/{name}.csv", name=list(TABLES) + list(FIGURES)),
         expand("figures/{name}.{ext}", name=FIGURES, ext=["png", "pdf"]),
         expand("figures/{name}.{ext}", name=DIAGNOSTIC_FIGURES, ext=["png", "pdf"]),

@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 
 from consert.cli.arguments import add_data_argument
+from consert.registry import TABLE1
 
-NAME = "table1"
+NAME = TABLE1.key  # the command is named after the artifact it builds
 HELP = "regenerate the paper's Table 1 (dataset statistics)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``consert table1``."""
-    parser.add_argument("--output", default="results/table1_datasets.csv", metavar="FILE.csv")
+    parser.add_argument("--output", default=f"results/{TABLE1.csv}", metavar="FILE.csv")
     add_data_argument(parser)
 
 

@@ -13,12 +13,26 @@ from typing import Any
 
 import pandas as pd
 
+from consert import registry
 from consert.paper import tables
-from consert.paper.plan import AUGMENTATION_LABELS, PlannedRun, RunSpec, flow_nli_base, plan_runs
+from consert.paper.plan import AUGMENTATION_LABELS, FLOW_NLI, PlannedRun, RunSpec, flow_nli_base, plan_runs
+from consert.registry import (
+    CURVES,
+    DIAGNOSTICS,
+    FAMILY,
+    FIGURE1,
+    FIGURE4,
+    FIGURE5,
+    FIGURE6,
+    FIGURE7,
+    TABLE2,
+    TABLE3,
+    TABLE4,
+)
 
 RESULTS = Path("results")
 EVALS = RESULTS / "evals"
-CURVES = RESULTS / "curves"
+CURVE_DIR = RESULTS / "curves"
 RUNS = Path("runs")
 BENCHMARKS = Path("benchmarks")
 
@@ -30,7 +44,7 @@ def consert_eval(run_id: str) -> str:
 
 def run_curve(run_id: str) -> str:
     """Training curve of one training run (ConSERT, SimCSE, AugCSE or SG-OPT): :mod:`consert.train.curves`."""
-    return str(CURVES / f"{run_id}.csv")
+    return str(CURVE_DIR / f"{run_id}.csv")
 
 
 def benchmark(evaluation: str) -> str:
@@ -145,12 +159,12 @@ def table2_sources(config: dict[str, Any]) -> list[Source]:
             sources.append(
                 ({"method": f"BERT-{size}-SG-OPT", "size": size, "seed": seed}, sgopt_eval(size, seed), None)
             )
-    return sources + _consert_sources(config, "table2")
+    return sources + _consert_sources(config, TABLE2.key)
 
 
 def table3_sources(config: dict[str, Any]) -> list[Source]:
     """Supervised table: SBERT-NLI re-impl. (``sup``), joint, sup-unsup, joint-unsup, flow + NLI."""
-    sources = _consert_sources(config, "table3")
+    sources = _consert_sources(config, TABLE3.key)
     for size in config["models"]:
         for seed in config["seeds"]:
             base = flow_nli_base(config)
@@ -161,14 +175,14 @@ def table3_sources(config: dict[str, Any]) -> list[Source]:
 
 def family_sources(config: dict[str, Any]) -> list[Source]:
     """The contrastive family: BERT [CLS] and mean (untrained references), ConSERT, SimCSE, AugCSE."""
-    sizes = [p.spec.size for p in _planned(config, "family")]
+    sizes = [p.spec.size for p in _planned(config, FAMILY.key)]
     sources: list[Source] = []
     for size in dict.fromkeys(sizes):
         for pooling in [p for p in config["baselines"]["poolings"] if p in ("cls", "mean")]:
             sources.append(
                 ({"method": f"BERT-{size} ({pooling})", "size": size}, baseline_eval(size, "poolings"), pooling)
             )
-    return sources + _consert_sources(config, "family")
+    return sources + _consert_sources(config, FAMILY.key)
 
 
 def diagnostics_sources(config: dict[str, Any]) -> list[Source]:
@@ -188,14 +202,14 @@ def diagnostics_sources(config: dict[str, Any]) -> list[Source]:
 
 #: The curves figure's panels: which planned runs each draws.
 CURVE_GROUPS = {
-    "table2": "Table 2",
-    "flow_nli": "Table 3",
-    "table3": "Table 3",
-    "family": "contrastive family",
-    "table4": "Table 4",
-    "figure5": "Figure 5",
-    "figure6": "Figure 6",
-    "figure7": "Figure 7",
+    TABLE2.key: "Table 2",
+    FLOW_NLI: "Table 3",
+    TABLE3.key: "Table 3",
+    FAMILY.key: "contrastive family",
+    TABLE4.key: "Table 4",
+    FIGURE5.key: "Figure 5",
+    FIGURE6.key: "Figure 6",
+    FIGURE7.key: "Figure 7",
 }
 
 
@@ -216,43 +230,29 @@ def curve_sources(config: dict[str, Any]) -> list[Source]:
     return list(unique.values())
 
 
+#: Each artifact's sources, by key (every artifact of :data:`consert.registry.ARTIFACTS` built from evaluations).
 SOURCES: dict[str, Callable[[dict[str, Any]], list[Source]]] = {
-    "table2": table2_sources,
-    "table3": table3_sources,
-    "table4": lambda config: _consert_sources(config, "table4"),
-    "family": family_sources,
-    "figure5": lambda config: _consert_sources(config, "figure5"),
-    "figure6": lambda config: _consert_sources(config, "figure6"),
-    "figure7": lambda config: _consert_sources(config, "figure7"),
-    "figure4": lambda config: [
+    TABLE2.key: table2_sources,
+    TABLE3.key: table3_sources,
+    TABLE4.key: lambda config: _consert_sources(config, TABLE4.key),
+    FAMILY.key: family_sources,
+    FIGURE5.key: lambda config: _consert_sources(config, FIGURE5.key),
+    FIGURE6.key: lambda config: _consert_sources(config, FIGURE6.key),
+    FIGURE7.key: lambda config: _consert_sources(config, FIGURE7.key),
+    FIGURE4.key: lambda config: [
         ({"model": f"BERT-{figure_size(config)}"}, topk_eval(figure_size(config), "bert"), None),
         ({"model": f"ConSERT-{figure_size(config)}"}, topk_eval(figure_size(config), "consert"), None),
     ],
-    "figure1": lambda config: [
+    FIGURE1.key: lambda config: [
         ({"model": f"BERT-{figure_size(config)}"}, predictions_eval(figure_size(config), "bert"), None),
         ({"model": f"ConSERT-{figure_size(config)}"}, predictions_eval(figure_size(config), "consert"), None),
     ],
-    "diagnostics": diagnostics_sources,
-    "curves": curve_sources,
+    DIAGNOSTICS.key: diagnostics_sources,
+    CURVES.key: curve_sources,
 }
 
-#: artifact -> (CSV file name, label columns of its rows, extra averaged columns)
-LAYOUT: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
-    "table2": ("table2_unsup.csv", ("method", "size"), ()),
-    "table3": ("table3_sup.csv", ("method", "size", "mode"), ()),
-    "table4": ("table4_batch_size.csv", ("size", "batch_size"), ("best_step",)),
-    "family": ("table_contrastive_family.csv", ("method", "size"), ()),
-    "figure1": ("figure1_scatter.csv", (), ()),
-    "figure4": ("figure4_topk.csv", (), ()),
-    "figure5": ("figure5_heatmap.csv", ("size", "view1", "view2", "trained_as"), ()),
-    "figure6": ("figure6_fewshot.csv", ("size", "mode", "n_texts"), ()),
-    "figure7": ("figure7_temperature.csv", ("size", "temperature"), ()),
-    "diagnostics": ("diagnostics.csv", (), ()),
-    "curves": ("training_curves.csv", (), ()),
-}
-
-#: Each artifact's CSV under the results folder.
-CSV_FILES = {artifact: file for artifact, (file, _, _) in LAYOUT.items()}
+#: Each artifact's CSV under the results folder, by key.
+CSV_FILES = {artifact.key: artifact.csv for artifact in registry.ARTIFACTS}
 
 
 def inputs(artifact: str, config: dict[str, Any]) -> list[str]:
@@ -270,26 +270,26 @@ def build(artifact: str, config: dict[str, Any]) -> pd.DataFrame:
             cache[path] = pd.read_csv(path)
         return cache[path]
 
-    if artifact == "curves":
+    if artifact == CURVES.key:
         frames = [read(path).assign(group=labels["group"], run=labels["run"]) for labels, path, _ in sources]
         table = pd.concat(frames, ignore_index=True)
         return table[["group", "run", *[c for c in table.columns if c not in ("group", "run")]]]
-    if artifact == "diagnostics":
+    if artifact == DIAGNOSTICS.key:
         from consert.paper.representation import diagnostics_table
 
         return diagnostics_table(sources, read)
-    if artifact == "figure4":
+    if artifact == FIGURE4.key:
         return tables.topk_table((labels["model"], read(path)) for labels, path, _ in sources)
-    if artifact == "figure1":
+    if artifact == FIGURE1.key:
         frames = [read(path).assign(model=labels["model"]) for labels, path, _ in sources]
         return pd.concat(frames, ignore_index=True)[["model", "subset", "gold", "cosine", "setting", "sent1", "sent2"]]
     entries = []
     for labels, path, pooling in sources:
         frame = read(path)
         entries.append((labels, frame[frame.pooling == pooling] if pooling is not None else frame))
-    _, label_columns, extra = LAYOUT[artifact]
-    table = tables.score_table(entries, label_columns, extra)
-    if artifact == "figure5":
+    declared = registry.BY_KEY[artifact]
+    table = tables.score_table(entries, declared.label_columns, declared.extra_columns)
+    if artifact == FIGURE5.key:
         table = table.assign(
             view1_label=table.view1.map(AUGMENTATION_LABELS), view2_label=table.view2.map(AUGMENTATION_LABELS)
         )
@@ -311,7 +311,7 @@ def write_artifact(
 
     table = build(artifact, config)
     marks = PublishedMarks.load(published) if published else None
-    if marks and artifact == "table4":
+    if marks and artifact == TABLE4.key:
         table = marks.beside_table4(table)
     write_csv(table, csv_path)
     if figure_paths:

@@ -12,21 +12,10 @@ from typing import Any
 
 import pandas as pd
 
+from consert import registry
 from consert.paper import artifacts
 from consert.paper.plan import flow_nli_run, plan_runs
 
-#: The artifacts costed, by their results file name (the paper's tables and figures).
-COSTED = {
-    "table2_unsup": "table2",
-    "table3_sup": "table3",
-    "table4_batch_size": "table4",
-    "table_contrastive_family": "family",
-    "figure1_scatter": "figure1",
-    "figure4_topk": "figure4",
-    "figure5_heatmap": "figure5",
-    "figure6_fewshot": "figure6",
-    "figure7_temperature": "figure7",
-}
 COST_COLUMNS = ("artifact", "jobs", "wall_s", "cpu_s", "peak_rss_mb", "hardware", "missing_benchmarks")
 
 
@@ -88,13 +77,14 @@ def _job_cost(jobs: dict[str, str], root: Path) -> dict[str, Any]:
 
 
 def cost_table(config: dict[str, Any], root: str | Path = ".") -> pd.DataFrame:
-    """One row per costed artifact of ``config`` and an ``all`` row (each job once)."""
+    """One row per costed artifact of ``config`` (:attr:`consert.registry.Artifact.costed`, named by file stem)
+    and an ``all`` row (each job once)."""
     root = Path(root)
-    costed = {name: key for name, key in COSTED.items() if key != "family" or config["family"]["methods"]}
+    costed = [artifact for artifact in registry.ARTIFACTS if artifact.costed and artifact.runs_in(config)]
     rows, every = [], {}
-    for name, artifact in costed.items():
-        jobs = artifact_jobs(artifact, config)
+    for artifact in costed:
+        jobs = artifact_jobs(artifact.key, config)
         every.update(jobs)
-        rows.append({"artifact": name, **_job_cost(jobs, root)})
+        rows.append({"artifact": artifact.stem, **_job_cost(jobs, root)})
     rows.append({"artifact": "all", **_job_cost(every, root)})
     return pd.DataFrame(rows, columns=list(COST_COLUMNS))

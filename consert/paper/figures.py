@@ -17,6 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from consert import registry  # noqa: E402
 from consert.data.senteval import DATASETS  # noqa: E402
 from consert.io import atomic_path  # noqa: E402
 from consert.paper.marks import PublishedMarks
@@ -240,14 +241,15 @@ def training_curves(
     return figure
 
 
+#: Each drawn artifact's drawing, by key (every artifact of :data:`consert.registry.ARTIFACTS` that is ``drawn``).
 DRAW = {
-    "figure1": figure1,
-    "figure4": figure4,
-    "figure5": figure5,
-    "figure6": figure6,
-    "figure7": figure7,
-    "diagnostics": diagnostics,
-    "curves": training_curves,
+    registry.FIGURE1.key: figure1,
+    registry.FIGURE4.key: figure4,
+    registry.FIGURE5.key: figure5,
+    registry.FIGURE6.key: figure6,
+    registry.FIGURE7.key: figure7,
+    registry.DIAGNOSTICS.key: diagnostics,
+    registry.CURVES.key: training_curves,
 }
 
 FOREST_COLOURS = {"reproduced": "tab:green", "not reproduced": "tab:red", "inconclusive": "tab:orange",

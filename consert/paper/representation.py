@@ -13,13 +13,14 @@ from typing import Any
 import pandas as pd
 
 from consert.evaluate.diagnostics import DIAGNOSTIC_COLUMNS
+from consert.registry import FIGURE5, FIGURE6, FIGURE7, TABLE4
 
 #: How a sweep's planned run is named in the diagnostics table (its artifact has no ``method`` label).
 SWEEP_NAMES: dict[str, Callable[[dict[str, Any]], str]] = {
-    "table4": lambda labels: f"ConSERT-{labels['size']} batch {labels['batch_size']}",
-    "figure5": lambda labels: f"ConSERT-{labels['size']} {labels['view1']}+{labels['view2']}",
-    "figure6": lambda labels: f"ConSERT-{labels['size']} {labels['mode']} n={labels['n_texts']}",
-    "figure7": lambda labels: f"ConSERT-{labels['size']} tau={labels['temperature']:g}",
+    TABLE4.key: lambda labels: f"ConSERT-{labels['size']} batch {labels['batch_size']}",
+    FIGURE5.key: lambda labels: f"ConSERT-{labels['size']} {labels['view1']}+{labels['view2']}",
+    FIGURE6.key: lambda labels: f"ConSERT-{labels['size']} {labels['mode']} n={labels['n_texts']}",
+    FIGURE7.key: lambda labels: f"ConSERT-{labels['size']} tau={labels['temperature']:g}",
 }
 #: The label columns of a diagnostics row.
 LABELS = ("method", "size", "mode", "dataset", "pooling", "setting")

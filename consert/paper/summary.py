@@ -13,34 +13,22 @@ from pathlib import Path
 
 import pandas as pd
 
+from consert import registry
 from consert.data.senteval import DATASETS
 from consert.verdict.claims import FAILS, HOLDS, NOT_CONTRADICTED, NOT_RUN, UNDECIDED
 from consert.verdict.decision import PRIMARY, SHIFT
 from consert.verdict.gate import comparable_cells, verdict_counts
 
-#: The paper's tables and figures in the paper's order, each with its title (rendered: the columns of
-#: :data:`SHOWN`; every figure drawn beside its table).
-RENDERED = {
-    "table1_datasets": "Table 1: the STS sets",
-    "figure1_scatter": "Figure 1: predicted against gold similarity",
-    "table2_unsup": "Table 2: unsupervised",
-    "table3_sup": "Table 3: supervised",
-    "figure4_topk": "Figure 4: removing the most frequent tokens",
-    "figure5_heatmap": "Figure 5: augmentation pairs",
-    "figure6_fewshot": "Figure 6: few-shot",
-    "figure7_temperature": "Figure 7: temperature",
-    "table4_batch_size": "Table 4: batch size",
-    "table_contrastive_family": "The contrastive family (SimCSE, AugCSE)",
-}
 SHOWN = ("method", "size", "mode", "batch_size", "view1", "view2", "n_texts", "temperature", "k", "dataset",
          "n_pairs", *DATASETS, "Avg", "spearman", "best_step",
          "published_Avg", "published_steps", "n_seeds")  # fmt: skip
 #: Table 1 and Figure 1 are long (a row per set or per pair): the summary shows their first rows.
 ROWS_SHOWN = 40
+#: The figures shown after the paper's artifacts (each artifact with its title: :func:`consert.registry.in_summary`,
+#: rendered as the columns of :data:`SHOWN`, every figure drawn beside its table).
 FIGURES = (
     ("comparison_forest", "Reproduced minus published, every compared cell"),
-    ("training_curves", "Training curves"),
-    ("diagnostics", "Representation diagnostics"),
+    *((artifact.stem, artifact.title) for artifact in registry.ARTIFACTS if artifact.kind == "diagnostic"),
 )
 DIAGNOSTICS_SHOWN = ("method", "pooling", "anisotropy", "bert_anisotropy", "anisotropy_minus_bert", "alignment",
                      "uniformity", "n_seeds")  # fmt: skip
@@ -205,21 +193,22 @@ def write_summary(results: str | Path, figures: str | Path, output: str | Path, 
         parts.append("<h2>Claims on comparable rows</h2>" + _table_html(claims[comparable][shown], "claims"))
         parts.append("<h2>Claims checked on rows of another setting (they say nothing of the paper)</h2>"
                      + _table_html(claims[~comparable][shown], "claims-not-comparable"))  # fmt: skip
-    for name, title in RENDERED.items():
-        table = _read(folder / f"{name}.csv")
+    for artifact in registry.in_summary():
+        name, title = artifact.stem, artifact.title
+        table = _read(folder / artifact.csv)
         if table is not None:
             shown = table[[c for c in SHOWN if c in table]].head(ROWS_SHOWN)
             more = f"<p>First {ROWS_SHOWN} of {len(table)} rows: {name}.csv</p>" if len(table) > ROWS_SHOWN else ""
             parts.append(f"<h2>{html.escape(title)}</h2>" + _table_html(shown, name) + more)
-        if name.startswith("figure"):
+        if artifact.drawn:
             parts.append(_image(drawn / f"{name}.png", title))
     for name, title in FIGURES:
         parts.append(f"<h2>{html.escape(title)}</h2>" + _image(drawn / f"{name}.png", title))
-    diagnostics = _read(folder / "diagnostics.csv")
+    diagnostics = _read(folder / registry.DIAGNOSTICS.csv)
     if diagnostics is not None:
         average = diagnostics[diagnostics.dataset == "Avg"]
         parts.append("<h2>Representation diagnostics (Avg of the 7 sets)</h2>"
-                     + _table_html(average[list(DIAGNOSTICS_SHOWN)], "diagnostics"))  # fmt: skip
+                     + _table_html(average[list(DIAGNOSTICS_SHOWN)], registry.DIAGNOSTICS.stem))  # fmt: skip
     cost = _read(folder / "cost.csv")
     if cost is not None:
         parts.append("<h2>Cost per artifact</h2>" + _table_html(cost, "cost"))

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from consert import registry
 from consert.data.senteval import DATASETS
 from consert.verdict.decision import (
     Decision,
@@ -82,7 +83,7 @@ def _describe(cell: dict[str, Any]) -> str:
 
 
 #: The kind of seed noise of a claim's cell when it names none: by artifact, or by the method's name.
-SWEEP_ARTIFACTS = ("table4", "figure5", "figure6", "figure7")
+SWEEP_ARTIFACTS = tuple(artifact.key for artifact in registry.SWEEPS)
 
 
 METHOD_NOISE = (
@@ -148,7 +149,7 @@ class Tables:
         """The seed SD of ``column`` pooled over the rows of every artifact of ``kind`` at model ``size`` that ran
         2+ seeds, and its degrees of freedom (0: none)."""
         squares, df = 0.0, 0
-        for artifact in ("table2", "table3", "table4", "family", "figure5", "figure6", "figure7"):
+        for artifact in (scored.key for scored in registry.SCORED):
             table = self(artifact)
             if table is None or f"{column}_std" not in table or "n_seeds" not in table:
                 continue
@@ -254,7 +255,7 @@ def _near_best(values: pd.Series, chosen: Any, tables: Tables, row: pd.Series, c
 
 
 def _best_cell(claim: dict, tables: Tables, size: str) -> Outcome:
-    table = tables("figure5")
+    table = tables(registry.FIGURE5.key)
     view1, view2 = claim["cell"]
     cells = f"figure5: {view1} + {view2} among the pairs trained"
     if table is None:
@@ -277,7 +278,7 @@ def _best_cell(claim: dict, tables: Tables, size: str) -> Outcome:
 
 
 def _peak_in_range(claim: dict, tables: Tables, size: str) -> Outcome:
-    table = tables("figure7")
+    table = tables(registry.FIGURE7.key)
     low, high = claim["low"], claim["high"]
     cells = f"figure7: the best temperature in [{low}, {high}] against the best outside it"
     if table is None:
@@ -303,7 +304,7 @@ def _peak_in_range(claim: dict, tables: Tables, size: str) -> Outcome:
 
 def _both_ends(claim: dict, tables: Tables, size: str) -> Outcome:
     """The chosen temperature's Avg minus the Avg at the smallest and at the largest temperature run."""
-    table = tables("figure7")
+    table = tables(registry.FIGURE7.key)
     chosen = float(claim["chosen"])
     cells = f"figure7: Avg at {chosen:g} minus Avg at the smallest and at the largest temperature"
     if table is None:
@@ -319,7 +320,7 @@ def _both_ends(claim: dict, tables: Tables, size: str) -> Outcome:
 
 
 def _topk_curve(claim: dict, tables: Tables, size: str) -> pd.DataFrame | None:
-    table = tables("figure4")
+    table = tables(registry.FIGURE4.key)
     model = claim["model"].format(size=size)
     if table is None or table[table.model == model].empty:
         return None

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from consert.registry import FIGURE4, FIGURE5, FIGURE7, TABLE2, TABLE3, TABLE4
 from consert.verdict.claim_checks import CHECKS, Estimate, Outcome, Tables
 from consert.verdict.decision import (
     load_decision,
@@ -128,12 +129,12 @@ def _combine(verdicts: list[str]) -> str:
     return NOT_CONTRADICTED if all(v in (HOLDS, NOT_CONTRADICTED) for v in verdicts) else UNDECIDED
 
 
-KIND_ARTIFACTS = {"best_cell": "figure5", "peak_in_range": "figure7", "both_ends": "figure7", "topk_gain": "figure4",
-                  "topk_largest_gain": "figure4", "trend": "table4"}  # fmt: skip
+KIND_ARTIFACTS = {"best_cell": FIGURE5.key, "peak_in_range": FIGURE7.key, "both_ends": FIGURE7.key,
+                  "topk_gain": FIGURE4.key, "topk_largest_gain": FIGURE4.key, "trend": TABLE4.key}  # fmt: skip
 
 
 #: Artifacts with a row per model size the config runs; the others are sweeps over ``sweeps.sizes``.
-PER_MODEL_ARTIFACTS = ("table2", "table3")
+PER_MODEL_ARTIFACTS = (TABLE2.key, TABLE3.key)
 
 
 def _sizes(claim: dict[str, Any], config: dict[str, Any]) -> list[str]:
@@ -143,7 +144,7 @@ def _sizes(claim: dict[str, Any], config: dict[str, Any]) -> list[str]:
     (Table 4, the figures) for the sweeps' sizes."""
     cells = [claim.get(key) for key in ("a", "b")] + list(claim.get("winners", [])) + list(claim.get("losers", []))
     artifacts = {cell["artifact"] for cell in cells if cell and "artifact" in cell}
-    artifacts |= {KIND_ARTIFACTS.get(claim["kind"], "table2")}
+    artifacts |= {KIND_ARTIFACTS.get(claim["kind"], TABLE2.key)}
     per_model = artifacts <= set(PER_MODEL_ARTIFACTS)
     sizes = list(config["models"]) if per_model else list(config["sweeps"]["sizes"])
     wanted = claim.get("sizes")

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from consert.registry import FAMILY, FIGURE4, FIGURE5, TABLE2, TABLE3, TABLE4
 from consert.verdict.cells import Context, gap_row, published_row_cells
 from consert.verdict.decision import (
     ARTIFACT_FILES,
@@ -127,7 +128,7 @@ def _by_batch_size(frame: pd.DataFrame) -> pd.Series:
 def _table4_rows(columns: tuple[str, str], **options: Any) -> ComparedRows:
     """Table 4 (base, by batch size): one published column against one reproduced column."""
     return ComparedRows(
-        "table4", "consert_table4_batch_size.csv", "table4_batch_size.csv", _by_batch_size, _same_keys,
+        TABLE4.key, "consert_table4_batch_size.csv", TABLE4.csv, _by_batch_size, _same_keys,
         reproduced_key=_by_batch_size, columns=(columns,), reproduced_rows=_base_rows, **options,
     )  # fmt: skip
 
@@ -348,12 +349,12 @@ def repeats_another_run(comparison: pd.DataFrame) -> pd.Series:
 
 #: Every compared block, in the order of the comparison's rows.
 COMPARED: tuple[ComparedRows | StatedCells, ...] = (
-    ComparedRows("table2", "consert_table2_unsup.csv", "table2_unsup.csv", _by_method, _table2_pairs),
-    ComparedRows("whitening_table1", "bert_whitening_table1.csv", "table2_unsup.csv", _by_method, _whitening_pairs),
+    ComparedRows(TABLE2.key, "consert_table2_unsup.csv", TABLE2.csv, _by_method, _table2_pairs),
+    ComparedRows("whitening_table1", "bert_whitening_table1.csv", TABLE2.csv, _by_method, _whitening_pairs),
     ComparedRows(
         "sgopt_table1",
         "sgopt_table1_bert_base.csv",
-        "table2_unsup.csv",
+        TABLE2.csv,
         lambda f: f.model + " | " + f.pooling.astype(str),
         lambda _: [
             ("BERT-base + contrastive (SG-OPT) | cls", "BERT-base-SG-OPT", "base"),
@@ -361,11 +362,11 @@ COMPARED: tuple[ComparedRows | StatedCells, ...] = (
             ("BERT-base no tuning | mean", "BERT-base (mean)", "base"),
         ],
     ),
-    StatedCells("stand_in_mteb", "table2_unsup.csv", stand_in_cells),
+    StatedCells("stand_in_mteb", TABLE2.csv, stand_in_cells),
     ComparedRows(
-        "table3",
+        TABLE3.key,
         "consert_table3_sup.csv",
-        "table3_sup.csv",
+        TABLE3.csv,
         lambda f: f.method + " | " + f.training_data,
         _per_size(
             ("SBERT-{size}-NLI (re-impl.) | nli", "ConSERT-{size} sup"),
@@ -378,13 +379,13 @@ COMPARED: tuple[ComparedRows | StatedCells, ...] = (
     _table4_rows(("avg_spearman", "Avg")),
     _table4_rows(("steps", "best_step"), report_gaps=False, margin_key="table4_steps"),
     ComparedRows(
-        "family",
+        FAMILY.key,
         "contrastive_family.csv",
-        "table_contrastive_family.csv",
+        FAMILY.csv,
         _by_method,
         lambda _: list(FAMILY_ROWS),
         optional=True,
     ),  # fmt: skip
-    StatedCells("figure4_topk", "figure4_topk.csv", figure4_text_cells),
-    StatedCells("figure5_heatmap", "figure5_heatmap.csv", figure5_text_cells),
+    StatedCells(FIGURE4.stem, FIGURE4.csv, figure4_text_cells),
+    StatedCells(FIGURE5.stem, FIGURE5.csv, figure5_text_cells),
 )

@@ -15,6 +15,7 @@ import pandas as pd
 import yaml
 
 from consert.data.senteval import DATASETS, STS_YEAR_SUBSETS
+from consert.registry import FAMILY, FIGURE4, FIGURE5, TABLE2, TABLE3, TABLE4
 from consert.verdict.yardstick import (
     SeedNoise,
 )
@@ -85,18 +86,18 @@ INCONCLUSIVE_POLICIES = ("pass", "fail")
 
 #: The reproduced artifact files the comparison reads, and the comparison artifacts each feeds.
 ARTIFACT_FILES = {
-    "table2_unsup.csv": ("table2", "whitening_table1", "sgopt_table1"),
-    "table3_sup.csv": ("table3",),
-    "table4_batch_size.csv": ("table4",),
-    "figure4_topk.csv": ("figure4_topk",),
-    "figure5_heatmap.csv": ("figure5_heatmap",),
-    "table_contrastive_family.csv": ("family",),
+    TABLE2.csv: (TABLE2.key, "whitening_table1", "sgopt_table1"),
+    TABLE3.csv: (TABLE3.key,),
+    TABLE4.csv: (TABLE4.key,),
+    FIGURE4.csv: (FIGURE4.stem,),
+    FIGURE5.csv: (FIGURE5.stem,),
+    FAMILY.csv: (FAMILY.key,),
 }
 
 
 #: The blocks of the block-wise shift tests: which artifacts test together (the sweeps: Table 4 and Figure 5).
-BLOCK_OF = {"table2": "Table 2", "table3": "Table 3", "table4": "sweeps", "figure5_heatmap": "sweeps",
-            "family": "family", "sgopt_table1": "SG-OPT"}  # fmt: skip
+BLOCK_OF = {TABLE2.key: "Table 2", TABLE3.key: "Table 3", TABLE4.key: "sweeps", FIGURE5.stem: "sweeps",
+            FAMILY.key: FAMILY.key, "sgopt_table1": "SG-OPT"}  # fmt: skip
 
 
 def block_of(artifact: str, size: str) -> str:

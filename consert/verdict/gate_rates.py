@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from consert.registry import FIGURE5, TABLE3, TABLE4
 from consert.verdict.compare import trained_primary_cells
 from consert.verdict.decision import Decision, block_of
 from consert.verdict.yardstick import (
@@ -150,8 +151,8 @@ def simulate(
 #: The blocks a one-block error is simulated in: the 7 BERT-large rows, Table 3 (both sizes), the sweeps.
 ERROR_BLOCKS = {
     "the large rows": lambda row: row.size == "large",
-    "Table 3": lambda row: row.artifact == "table3",
-    "the sweeps": lambda row: row.artifact in ("table4", "figure5_heatmap"),
+    "Table 3": lambda row: row.artifact == TABLE3.key,
+    "the sweeps": lambda row: row.artifact in (TABLE4.key, FIGURE5.stem),
 }
 
 

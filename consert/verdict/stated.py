@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from consert.encode.models import STAND_IN_MODEL
+from consert.registry import FIGURE4, FIGURE5
 from consert.verdict.cells import Context, cell_row, cell_value, gap_row
 from consert.verdict.decision import (
     NEAR_BEST,
@@ -69,7 +70,7 @@ def figure4_text_cells(curve: pd.DataFrame, published: Path, context: Context) -
     stated = _stated(published)
     bert = curve[curve.model == "BERT-base"].set_index("k")
     if bert.empty:
-        return [gap_row("figure4_topk", "BERT-base", "no BERT-base curve in figure4_topk.csv")]
+        return [gap_row(FIGURE4.stem, "BERT-base", f"no BERT-base curve in {FIGURE4.csv}")]
     rows = []
     published_k = int(stated["best k for BERT-base"])
     nothing_removed, at_best_k = FIGURE4_POINTS
@@ -79,9 +80,9 @@ def figure4_text_cells(curve: pd.DataFrame, published: Path, context: Context) -
     }
     for quantity, value in reproduced.items():
         if pd.isna(value):  # the curve stops short of the paper's k (a small topk_max)
-            rows.append(gap_row("figure4_topk", quantity, f"the BERT-base curve stops at k = {bert.index.max()}"))
+            rows.append(gap_row(FIGURE4.stem, quantity, f"the BERT-base curve stops at k = {bert.index.max()}"))
             continue
-        rows.append(_text_row("figure4_topk", quantity, stated[quantity], value, context, bert.iloc[0]))
+        rows.append(_text_row(FIGURE4.stem, quantity, stated[quantity], value, context, bert.iloc[0]))
     rows.append(best_k_row(bert.Avg, published_k, bert.iloc[0], context))
     return [r for r in rows if r is not None]
 
@@ -93,10 +94,10 @@ def figure5_text_cells(heat: pd.DataFrame, published: Path, context: Context) ->
     rows = []
     for quantity, cell in FIGURE5_CELLS.items():
         if cell not in heat.index:
-            rows.append(gap_row("figure5_heatmap", quantity, f"no base heatmap cell {cell}"))
+            rows.append(gap_row(FIGURE5.stem, quantity, f"no base heatmap cell {cell}"))
         else:
             row = heat.loc[cell]
-            rows.append(_text_row("figure5_heatmap", quantity, stated[quantity], row.Avg, context, row))
+            rows.append(_text_row(FIGURE5.stem, quantity, stated[quantity], row.Avg, context, row))
     return [r for r in rows if r is not None]
 
 
@@ -112,7 +113,7 @@ def best_k_row(
     best = authors_topk_k(int(curve.idxmax()))
     if best is None:  # nothing removed is best: no k
         best = -1
-    row = cell_row("figure4_topk", "best k for BERT-base", "value", published_k, best, reproduced_row, context,
+    row = cell_row(FIGURE4.stem, "best k for BERT-base", "value", published_k, best, reproduced_row, context,
                    PRIMARY, not_comparable_reason(reproduced_row, "base"), "all", "k")  # fmt: skip
     if row is None:
         return None

@@ -10,10 +10,12 @@ from snakemake.utils import validate
 
 from consert.data.download import find_senteval
 from consert.data.senteval import DataFormatError
+from consert import registry
 from consert.paper import artifacts
 from consert.configs import ConfigError
 from consert.paper.plan import flow_nli_run, plan_runs, unique_runs
 from consert.paper.comparison_config import ComparisonConfig
+from consert.verdict.decision import ARTIFACT_FILES
 from consert.paper.workflow_config import check_schema, check_training_keys
 from consert.paper.run_configs import consert_run_config, run_config_text, sgopt_run_config
 from consert.train.recipes import COMMON
@@ -62,18 +64,16 @@ REPORT_COMMAND = " ".join(
 )
 #: A resolved config file is this template filled with its YAML text (rules run_config, comparison_config).
 RUN_CONFIG_TEMPLATE = str(Path(workflow.basedir) / "workflow" / "templates" / "run_config.yaml.jinja")
-TABLES = {"table2_unsup": "table2", "table3_sup": "table3", "table4_batch_size": "table4"}
-if config["family"]["methods"]:  # SimCSE and AugCSE beside ConSERT
-    TABLES["table_contrastive_family"] = "family"
-FIGURES = {
-    "figure1_scatter": "figure1",
-    "figure4_topk": "figure4",
-    "figure5_heatmap": "figure5",
-    "figure6_fewshot": "figure6",
-    "figure7_temperature": "figure7",
-}
-#: Figures of the harness's own, beside the paper's: what a reviewer reads when a number is off.
-DIAGNOSTIC_FIGURES = {"training_curves": "curves", "diagnostics": "diagnostics"}
+#: The artifacts this config builds, {file stem: key} (consert.registry): the paper's tables (the contrastive
+#: family's only when the config trains it), its figures, and the harness's own figures beside them (what a
+#: reviewer reads when a number is off).
+TABLES = registry.stems("table", config)
+FIGURES = registry.stems("figure", config)
+DIAGNOSTIC_FIGURES = registry.stems("diagnostic", config)
+#: Table 1: counted from the STS files.
+TABLE1 = f"results/{registry.TABLE1.csv}"
+#: The artifact CSVs the comparison reads (those this config builds).
+COMPARED = [f"results/{a.csv}" for a in registry.ARTIFACTS if a.csv in ARTIFACT_FILES and a.runs_in(config)]
 
 
 #: On a box with several GPUs each job that may use one claims a card of this pool (consert.gpu_pool): a job

@@ -19,7 +19,7 @@ rule table1:
     input:
         senteval=DATA,
     output:
-        report("results/table1_datasets.csv", caption="../report/table1.rst", category="Tables"),
+        report(TABLE1, caption="../report/table1.rst", category="Tables"),
     log:
         "logs/table1.log",
     conda:

@@ -21,7 +21,7 @@ rule comparison_config:
 rule comparison:
     """Every reproduced cell next to its published value (never fails: see check_published)."""
     input:
-        tables=expand("results/{name}.csv", name=list(TABLES) + ["figure4_topk", "figure5_heatmap"]),
+        tables=COMPARED,
         settings="results/comparison_config.yaml",
     output:
         report("results/comparison.csv", caption="../report/comparison.rst", category="Comparison"),

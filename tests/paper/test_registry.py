@@ -1,0 +1,120 @@
+"""Every artifact is declared once (``consert/registry.py``): its key and file stem are spelled in at most two
+code files of ``consert/`` and ``workflow/`` (the registry, and where it is drawn or computed), and every
+part of the harness that lists artifacts lists the declared ones.
+
+A literal counts when it is the key or the stem (with ``.csv``, ``.png`` or ``.pdf``) as a whole string. Not
+counted, because they name something else spelled alike: a config section read by subscript or ``.get``
+(``config["family"]``) and a folder joined by ``/`` (``RESULTS / "curves"``, the per-run curve files).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from consert import registry
+from consert.paper.artifacts import CSV_FILES, SOURCES
+from consert.paper.cost import cost_table
+from consert.paper.figures import DRAW
+from consert.train.config import read_workflow_config
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The bound of the issue: the registry, and where the artifact is drawn or computed.
+MAX_FILES = 2
+
+
+def _spellings(artifact: registry.Artifact) -> set[str]:
+    return {name + suffix for name in (artifact.key, artifact.stem) for suffix in ("", ".csv", ".png", ".pdf")}
+
+
+def _python_literals(source: str) -> list[str]:
+    """The string constants of a Python module, less config keys read by subscript or ``.get`` and folder names
+    joined by ``/``."""
+    tree = ast.parse(source)
+    other: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript):
+            other.add(id(node.slice))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            other.update(id(arg) for arg in node.args[:1])
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            other.update((id(node.left), id(node.right)))
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in other
+    ]
+
+
+def _snakemake_literals(source: str) -> list[str]:
+    """The quoted strings of a Snakemake file (not Python: its literals are read as text)."""
+    return [match[1] for match in re.findall(r"""(["'])([^"'\n]*)\1""", source)]
+
+
+def _code_files() -> list[Path]:
+    files = [*sorted((ROOT / "consert").rglob("*.py")), *sorted((ROOT / "workflow").rglob("*.py"))]
+    return [*files, *sorted((ROOT / "workflow").rglob("*.smk")), ROOT / "Snakefile"]
+
+
+def files_spelling(artifact: registry.Artifact, files: list[Path], root: Path = ROOT) -> list[str]:
+    """The files among ``files`` (named relative to ``root``) whose literals spell ``artifact``'s key or stem."""
+    spellings = _spellings(artifact)
+    found = []
+    for path in files:
+        source = path.read_text()
+        literals = _python_literals(source) if path.suffix == ".py" else _snakemake_literals(source)
+        if spellings & set(literals):
+            found.append(str(path.relative_to(root)))
+    return found
+
+
+@pytest.mark.parametrize("artifact", registry.ARTIFACTS, ids=lambda artifact: artifact.key)
+def test_an_artifacts_key_is_spelled_in_at_most_two_code_files(artifact):
+    found = files_spelling(artifact, _code_files())
+    assert "consert/registry.py" in found
+    assert len(found) <= MAX_FILES, found
+
+
+def test_the_count_sees_a_key_spelled_in_a_third_file(tmp_path):
+    """A module that keys an artifact by its literal name (the drift the rule forbids) is counted, in Python and
+    in a rule file; a config section of the same name is not."""
+    planted = tmp_path / "planted.py"
+    planted.write_text('COSTED = {"figure5_heatmap": 1}\nmethods = config["family"]["methods"]\n')
+    rule = tmp_path / "planted.smk"
+    rule.write_text('rule x:\n    output: "results/x.csv", expand("{n}", n=["table4_batch_size"])\n')
+    assert files_spelling(registry.FIGURE5, [planted], tmp_path) == ["planted.py"]
+    assert files_spelling(registry.TABLE4, [rule], tmp_path) == ["planted.smk"]
+    assert files_spelling(registry.FAMILY, [planted], tmp_path) == []
+
+
+def test_every_declared_artifact_has_its_sources_and_every_drawn_one_its_drawing():
+    built = {artifact.key for artifact in registry.ARTIFACTS if artifact.kind != "data"}
+    assert set(SOURCES) == built
+    assert set(DRAW) == {artifact.key for artifact in registry.ARTIFACTS if artifact.drawn}
+    assert CSV_FILES[registry.TABLE2.key] == "table2_unsup.csv"  # the paper's table's file, as the docs name it
+    assert len({artifact.stem for artifact in registry.ARTIFACTS}) == len(registry.ARTIFACTS)
+
+
+def test_the_config_decides_which_artifacts_are_built():
+    """The contrastive family's table only when the config trains the family; the summary keeps the paper's
+    order (Table 1, Figure 1, Tables 2 and 3, Figures 4 to 7, Table 4, the family)."""
+    without = {"family": {"methods": []}}
+    with_family = {"family": {"methods": ["simcse"]}}
+    assert list(registry.stems("table", without)) == ["table2_unsup", "table3_sup", "table4_batch_size"]
+    assert list(registry.stems("table", with_family))[-1] == "table_contrastive_family"
+    assert [a.key for a in registry.in_summary()] == [
+        "table1", "figure1", "table2", "table3", "figure4", "figure5", "figure6", "figure7", "table4", "family",
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="unknown artifact kind"):
+        registry.of_kind("tables", without)
+
+
+def test_the_cost_table_has_a_row_per_costed_artifact_of_the_config(tmp_path):
+    config = read_workflow_config(ROOT / "config" / "test.yaml")
+    table = cost_table(config, tmp_path)  # no benchmark files: every job counted missing
+    expected = [a.stem for a in registry.ARTIFACTS if a.costed and a.runs_in(config)] + ["all"]
+    assert table.artifact.tolist() == expected
+    assert (table.missing_benchmarks == table.jobs).all()
