@@ -28,6 +28,7 @@ reference's ``drop_remainder``), one epoch, the encoder's dropout on while fitti
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -37,6 +38,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .base import CachedPooledVectors
+from .flow_settings import FlowSettings
 
 #: The reference scales every log-scale parameter by 3 (``logscale_factor=3.`` in its actnorm and zero conv).
 LOGSCALE_FACTOR = 3.0
@@ -157,47 +159,20 @@ class Glow(nn.Module):
 
 
 class FlowBaseline:
-    """Frozen encoder + BERT-flow fitted on pooled vectors (defaults: the authors' settings, above).
-
-    ``encoder_dropout``: encode every fitting batch afresh with the encoder's dropout on, as the
-    authors' estimator did (costly: one encoder pass per fitted sentence); off, the fit reads the
-    cached dropout-free vectors.
-    """
+    """Frozen encoder + BERT-flow fitted on pooled vectors, as :class:`FlowSettings` say (the authors' by default)."""
 
     def __init__(
-        self,
-        vectors: CachedPooledVectors,
-        levels: int = 3,
-        depth: int = 3,
-        width: int = 32,
-        lr: float = 1e-3,
-        weight_decay: float = 0.01,
-        max_grad_norm: float = 1.0,
-        epochs: int = 1,
-        batch_size: int = 64,
-        encoder_dropout: bool = True,
-        seed: int = 1,
-        progress: bool = True,
+        self, vectors: CachedPooledVectors, settings: FlowSettings | None = None, seed: int = 1, progress: bool = True
     ):
         self.vectors = vectors
-        self.settings = dict(
-            levels=levels,
-            depth=depth,
-            width=width,
-            lr=lr,
-            weight_decay=weight_decay,
-            max_grad_norm=max_grad_norm,
-            epochs=epochs,
-            batch_size=batch_size,
-            encoder_dropout=encoder_dropout,
-        )
+        self.settings = settings or FlowSettings()
         self.seed, self.progress = seed, progress
         self.flow: Glow | None = None
         self.history: list[float] = []
         self.name = f"flow[{vectors.pooling}]"
 
     def _batch_vectors(self, texts: list[str]) -> torch.Tensor:
-        if self.settings["encoder_dropout"]:
+        if self.settings.encoder_dropout:
             matrix = self.vectors.encoder.encode(texts, self.vectors.pooling, progress=False, dropout=True)
         else:
             matrix = self.vectors(texts)
@@ -209,7 +184,7 @@ class FlowBaseline:
 
         torch.manual_seed(self.seed)
         texts = list(texts)
-        s = self.settings
+        s = dataclasses.asdict(self.settings)
         dim = self.vectors(texts[:1]).shape[1]
         self.flow = Glow(dim, s["levels"], s["depth"], s["width"])
         optimizer = AdamW(
@@ -257,4 +232,5 @@ class FlowBaseline:
         return z.numpy()
 
     def describe(self) -> dict[str, object]:
-        return {"method": self.name, **{f"flow_{k}": v for k, v in self.settings.items()}, **self.vectors.describe()}
+        settings = {f"flow_{name}": value for name, value in dataclasses.asdict(self.settings).items()}
+        return {"method": self.name, **settings, **self.vectors.describe()}

@@ -16,6 +16,7 @@ from consert.provenance import provenance
 from . import BASELINES
 from .base import CachedPooledVectors, SentenceEmbedder
 from .flow import FlowBaseline
+from .flow_settings import FlowSettings
 from .glove import GloveBaseline
 from .pooling import PoolingBaseline
 from .whitening import WhiteningBaseline
@@ -59,7 +60,7 @@ def build_baseline(
     glove_path: str | None = None,
     progress: bool = True,
     cache: VectorCache | None = None,
-    **flow_settings,
+    flow: FlowSettings | None = None,
 ) -> SentenceEmbedder:
     """A baseline by name; encoder-based ones share ``encoder``'s cached pooled vectors, taken from
     ``cache`` (a corpus encoded once by ``consert encode``) when given."""
@@ -76,7 +77,7 @@ def build_baseline(
         return PoolingBaseline(vectors)
     if name == "whitening":
         return WhiteningBaseline(vectors, whitening_k)
-    return FlowBaseline(vectors, progress=progress, **flow_settings)
+    return FlowBaseline(vectors, flow, progress=progress)
 
 
 def evaluate_baseline(

@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from baselines import BASELINES
+from baselines.flow_settings import FlowSettings
 from consert.cli.arguments import add_encoder_arguments, at_least
 from consert.cli.common import load_cache, load_encoder
 from consert.encode.pooling import PAPER_POOLING
 
 NAME = "baseline"
 HELP = "evaluate a baseline: pooling, whitening, flow, glove"
-#: ``consert baseline flow`` options (``--flow-NAME``), each a FlowBaseline keyword.
-FLOW_OPTIONS = (
-    ("levels", int),
-    ("depth", int),
-    ("width", int),
-    ("lr", float),
-    ("weight-decay", float),
-    ("max-grad-norm", float),
-    ("epochs", int),
-    ("batch-size", int),
-    ("encoder-dropout", bool),
-)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,15 +38,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--glove", default=None, metavar="FILE", help="GloVe text file (default: offline 6B-50d)")
     parser.add_argument("--output", default=None, metavar="FILE.csv")
     parser.add_argument("--vectors", default=None, metavar="CACHE.npz", help="read vectors from `consert encode`")
-    for name, kind in FLOW_OPTIONS:
-        if kind is bool:
-            parser.add_argument(
-                f"--flow-{name}", action=argparse.BooleanOptionalAction, default=None, help=f"flow: {name} (default on)"
-            )
+    parser.add_argument(
+        "--flow-config",
+        default=None,
+        metavar="FLOW.yaml",
+        help="flow: its settings as one YAML file (the workflow's results/flow_config.yaml); --flow-KEY overrides",
+    )
+    for setting in dataclasses.fields(FlowSettings):  # one flag per setting, with the setting's own help
+        flag, help_text = f"--flow-{setting.name.replace('_', '-')}", f"flow: {setting.metadata['help']}"
+        if setting.type == "bool":
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
         else:
-            parse = at_least(1) if kind is int else kind
-            parser.add_argument(f"--flow-{name}", type=parse, default=None, help=f"flow: {name} (authors' default)")
+            parse = at_least(1) if setting.type == "int" else float
+            parser.add_argument(flag, type=parse, default=None, help=help_text)
     add_encoder_arguments(parser)
+
+
+def flow_settings(args: argparse.Namespace) -> FlowSettings:
+    """The flow's settings: ``--flow-config``'s file (else the authors' defaults), then each ``--flow-KEY`` flag."""
+    settings = FlowSettings.read(args.flow_config) if args.flow_config else FlowSettings()
+    flags = {s.name: getattr(args, f"flow_{s.name}") for s in dataclasses.fields(FlowSettings)}
+    return dataclasses.replace(settings, **{name: value for name, value in flags.items() if value is not None})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,11 +69,11 @@ def run(args: argparse.Namespace) -> int:
     from consert.evaluate.protocol import summary_table
     from consert.io import write_csv
 
+    flow = flow_settings(args) if args.name == "flow" else None  # a wrong setting stops before any work
     data = load_senteval(args.data)
     encoder = None
     if args.name != "glove":
         encoder = load_encoder(args)
-    flow = {key: getattr(args, f"flow_{key}") for key in (name.replace("-", "_") for name, _ in FLOW_OPTIONS)}
     embedder = build_baseline(
         args.name,
         encoder,
@@ -79,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         whitening_k=args.k,
         glove_path=args.glove,
         cache=load_cache(args.vectors, encoder, data) if args.vectors else None,
-        **({k: v for k, v in flow.items() if v is not None} if args.name == "flow" else {}),
+        flow=flow,
     )
     fit_on = args.fit_on if args.name in ("whitening", "flow") else ""
     corpora = fit_corpora(args.name, data, fit_on, args.nli_file)

@@ -15,7 +15,7 @@ import pandas as pd
 import yaml
 
 from consert.data.senteval import DATASETS, STS_YEAR_SUBSETS
-from consert.registry import FAMILY, FIGURE4, FIGURE5, TABLE2, TABLE3, TABLE4
+from consert.registry import FAMILY, FIGURE5, TABLE2, TABLE3, TABLE4
 from consert.verdict.yardstick import (
     SeedNoise,
 )
@@ -82,17 +82,6 @@ UNTRAINED, FIXED, NEAR_BEST = "none", "fixed", "near-best"
 
 #: What ``compare --check`` does with an inconclusive primary cell (``gate.inconclusive``).
 INCONCLUSIVE_POLICIES = ("pass", "fail")
-
-
-#: The reproduced artifact files the comparison reads, and the comparison artifacts each feeds.
-ARTIFACT_FILES = {
-    TABLE2.csv: (TABLE2.key, "whitening_table1", "sgopt_table1"),
-    TABLE3.csv: (TABLE3.key,),
-    TABLE4.csv: (TABLE4.key,),
-    FIGURE4.csv: (FIGURE4.stem,),
-    FIGURE5.csv: (FIGURE5.stem,),
-    FAMILY.csv: (FAMILY.key,),
-}
 
 
 #: The blocks of the block-wise shift tests: which artifacts test together (the sweeps: Table 4 and Figure 5).

@@ -94,3 +94,22 @@ def test_whitening_fitted_on_nli_reads_the_snli_mnli_files_it_is_given(tiny_tree
     frame = pd.read_csv(out)
     assert set(frame.fit_on) == {f"nli (snli+mnli: {snli})"}
     assert set(frame[frame.subset == "all"].fit_texts) == {6}  # 3 labelled pairs, both sentences
+
+
+def test_flow_reads_its_settings_from_one_file_and_a_flag_overrides_it(tiny_tree, tmp_path, capsys):
+    """What the workflow hands a flow job (results/flow_config.yaml) is what the flow fits with, as its CSV's
+    columns say; a ``--flow-KEY`` flag wins over the file; a wrong key in the file stops in one line."""
+    settings = tmp_path / "flow.yaml"
+    settings.write_text("levels: 2\ndepth: 1\nwidth: 8\nbatch_size: 4\nencoder_dropout: false\n")
+    out = tmp_path / "flow.csv"
+    argv = ["baseline", "flow", "--flow-config", str(settings), "--flow-depth", "2", "--data", str(tiny_tree)]
+    assert main([*argv, "--output", str(out)]) == 0
+    row = pd.read_csv(out).iloc[0]
+    assert (row.flow_levels, row.flow_depth, row.flow_width, row.flow_batch_size) == (2, 2, 8, 4)
+    assert not row.flow_encoder_dropout and row.flow_lr == 1e-3  # a key the file leaves out keeps the authors'
+    settings.write_text("level: 2\n")
+    capsys.readouterr()
+    assert main([*argv, "--output", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert "flow.yaml: unknown key `level` (did you mean `levels`?)" in error
+    assert "Loading weights" not in error  # stopped before the model loads

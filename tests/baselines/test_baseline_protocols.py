@@ -3,12 +3,14 @@ authors ran them). Expected values come from the references and the papers, not 
 
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+import yaml
 from torch import nn
 
 from baselines.flow import FlowBaseline
@@ -87,7 +89,7 @@ def test_a_per_task_fit_fits_once_per_task_and_records_each_fit_size(tiny_tree):
 
 def test_flow_defaults_are_the_authors():
     # optimization_bert_flow.py / run_siamese.py / config_l3_d3_w32.json
-    flow = FlowBaseline(SimpleNamespace(pooling="mean:1,-1"), progress=False).settings
+    flow = dataclasses.asdict(FlowBaseline(SimpleNamespace(pooling="mean:1,-1"), progress=False).settings)
     assert flow == {
         "levels": 3,
         "depth": 3,
@@ -99,6 +101,18 @@ def test_flow_defaults_are_the_authors():
         "batch_size": 64,  # train_batch_size 32 pairs = 64 sentences
         "encoder_dropout": True,
     }
+
+
+def test_a_workflow_config_resolves_the_flow_settings_over_the_authors():
+    """The offline config turns the encoder's dropout off (its flows fit on cached vectors) and keeps every other
+    setting the authors'; the paper's config keeps all of them. The resolved file reads back as written."""
+    from baselines.flow_settings import FlowSettings
+    from consert.train.config import read_workflow_config
+
+    offline = FlowSettings.of_workflow(read_workflow_config(ROOT / "config" / "offline.yaml"))
+    assert offline == dataclasses.replace(FlowSettings(), encoder_dropout=False)
+    assert FlowSettings.of_workflow(read_workflow_config(ROOT / "config" / "config.yaml")) == FlowSettings()
+    assert yaml.safe_load(offline.to_yaml()) == dataclasses.asdict(offline)
 
 
 def test_sgopt_trains_on_the_17256_stsb_texts_with_the_codes_settings(real_data):

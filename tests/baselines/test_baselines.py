@@ -48,6 +48,7 @@ def test_flow_is_invertible_and_its_log_det_matches_autograd():
 
 def test_flow_fit_lowers_the_bits_per_dimension(monkeypatch):
     from baselines.flow import FlowBaseline
+    from baselines.flow_settings import FlowSettings
 
     rng = np.random.default_rng(0)
     table = {f"s{i}": v for i, v in enumerate(rng.normal(size=(2048, 16)) @ rng.normal(size=(16, 16)) + 2)}
@@ -61,9 +62,8 @@ def test_flow_fit_lowers_the_bits_per_dimension(monkeypatch):
         def describe(self):
             return {}
 
-    flow = FlowBaseline(
-        FakeVectors(), levels=2, depth=2, width=16, batch_size=32, encoder_dropout=False, progress=False
-    ).fit(list(table))
+    settings = FlowSettings(levels=2, depth=2, width=16, batch_size=32, encoder_dropout=False)
+    flow = FlowBaseline(FakeVectors(), settings, progress=False).fit(list(table))
     assert flow.history[-1] < flow.history[0] - 0.1  # bits per dimension (the reference's objective)
     assert flow.encode(["s0", "s1"]).shape == (2, 16)
 

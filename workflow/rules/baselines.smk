@@ -73,12 +73,32 @@ rule eval_whitening:
         )
 
 
+localrules:
+    flow_config,  # a file written from the config: never worth a cluster job
+
+
+rule flow_config:
+    """BERT-flow's settings resolved from the config (the authors', with baselines.flow over them), one file that
+    every flow job reads (rendered as run_config is)."""
+    input:
+        template=RUN_CONFIG_TEMPLATE,
+    output:
+        FLOW_CONFIG,
+    log:
+        "logs/configs/flow.log",
+    params:
+        text=flow_config,
+    template_engine:
+        "jinja2"
+
+
 rule eval_flow:
     """BERT-flow, one flow per task fitted on that task's scored pairs (the authors' "target,
     train+dev+test"), on their first-last pooling."""
     input:
         senteval=DATA,
         vectors=artifacts.vector_cache("{size}"),
+        settings=FLOW_CONFIG,
     output:
         artifacts.baseline_eval("{size}", "flow"),
     log:
@@ -89,7 +109,6 @@ rule eval_flow:
         encoder=ENCODER_FLAGS,
         model=lambda wc: config["models"][wc.size],
         pooling=shlex.quote(FLOW_POOLING),
-        flow=flow_flags(),
     threads: config["threads"]
     resources:
         gpu=GPU_PER_JOB,
@@ -97,8 +116,8 @@ rule eval_flow:
         "../envs/consert.yaml"
     shell:
         consert_shell(
-            "baseline flow --model {params.model} --pooling {params.pooling} {params.flow} --fit-on task "
-            "--vectors {input.vectors}",
+            "baseline flow --model {params.model} --pooling {params.pooling} --flow-config {input.settings} "
+            "--fit-on task --vectors {input.vectors}",
             share=GPU_SHARE,
         )
 
@@ -108,6 +127,7 @@ use rule eval_flow as eval_flow_nli with:
         senteval=DATA,
         model=lambda wc: artifacts.run_model(FLOW_NLI_RUNS[wc.size, int(wc.seed)]),
         vectors=lambda wc: artifacts.run_vectors(FLOW_NLI_RUNS[wc.size, int(wc.seed)]),
+        settings=FLOW_CONFIG,
     output:
         artifacts.flow_nli_eval("{size}", "{seed}"),
     log:
@@ -118,7 +138,6 @@ use rule eval_flow as eval_flow_nli with:
         encoder=ENCODER_FLAGS,
         model=lambda wc, input: input.model,
         pooling=shlex.quote(FLOW_POOLING),
-        flow=flow_flags(),
 
 
 rule eval_glove:

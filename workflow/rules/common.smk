@@ -10,12 +10,13 @@ from snakemake.utils import validate
 
 from consert.data.download import find_senteval
 from consert.data.senteval import DataFormatError
+from baselines.flow_settings import FlowSettings
 from consert import registry
 from consert.paper import artifacts
 from consert.configs import ConfigError
 from consert.paper.plan import flow_nli_run, plan_runs, unique_runs
 from consert.paper.comparison_config import ComparisonConfig
-from consert.verdict.decision import ARTIFACT_FILES
+from consert.verdict.compare import ARTIFACT_FILES
 from consert.paper.workflow_config import check_schema, check_training_keys
 from consert.paper.run_configs import consert_run_config, run_config_text, sgopt_run_config
 from consert.train.recipes import COMMON
@@ -64,6 +65,8 @@ REPORT_COMMAND = " ".join(
 )
 #: A resolved config file is this template filled with its YAML text (rules run_config, comparison_config).
 RUN_CONFIG_TEMPLATE = str(Path(workflow.basedir) / "workflow" / "templates" / "run_config.yaml.jinja")
+#: BERT-flow's resolved settings (rule flow_config), read by every flow job.
+FLOW_CONFIG = "results/flow_config.yaml"
 #: The artifacts this config builds, {file stem: key} (consert.registry): the paper's tables (the contrastive
 #: family's only when the config trains it), its figures, and the harness's own figures beside them (what a
 #: reviewer reads when a number is off).
@@ -165,16 +168,9 @@ def pooling_flags(cache=False):
     return " ".join(f"--pooling {shlex.quote(p)}" for p in poolings)
 
 
-def flow_flags():
-    """``--flow-KEY VALUE`` for each key of ``baselines.flow`` (booleans as ``--[no-]flow-KEY``)."""
-    flags = []
-    for key, value in config["baselines"].get("flow", {}).items():
-        name = key.replace("_", "-")
-        if isinstance(value, bool):
-            flags.append(f"--flow-{name}" if value else f"--no-flow-{name}")
-        else:
-            flags.append(f"--flow-{name} {value}")
-    return " ".join(flags)
+def flow_config(wildcards):
+    """BERT-flow's settings as YAML text: the authors', with the config's ``baselines.flow`` over them."""
+    return FlowSettings.of_workflow(config).to_yaml()
 
 
 def comparison_config(wildcards):

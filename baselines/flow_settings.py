@@ -1,0 +1,55 @@
+"""BERT-flow's settings (:mod:`baselines.flow`), each with its help text: light to import, so that the command
+line can list them without loading torch."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from consert.configs import ConfigError, dataclass_from_dict, key, read_yaml
+
+
+@dataclass(frozen=True)
+class FlowSettings:
+    """How BERT-flow's flow is built and fitted; every default is the authors' (module docstring). A workflow
+    config's ``baselines.flow`` overrides them; the workflow hands ``consert baseline flow`` the resolved
+    settings as one file (``results/flow_config.yaml``)."""
+
+    levels: int = key("levels of the Glow (BERT-flow's config_l3_d3_w32: 3)", 3)
+    depth: int = key("flow steps per level (3)", 3)
+    width: int = key("hidden units of each coupling's network (32)", 32)
+    lr: float = key("constant learning rate of the flow (1e-3)", 1e-3)
+    weight_decay: float = key("AdamWeightDecay's decay, on every flow variable (0.01)", 0.01)
+    max_grad_norm: float = key("global gradient-norm clip (1.0)", 1.0)
+    epochs: int = key("passes over the fitted texts (1)", 1)
+    batch_size: int = key("sentences a step (64: the authors' 32 pairs), the last partial batch dropped", 64)
+    encoder_dropout: bool = key(
+        "encode every fitting batch afresh with the encoder's dropout on, as the authors' estimator did (one "
+        "encoder pass per fitted sentence); false reads the cached dropout-free vectors",
+        True,
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("levels", "depth", "width", "epochs", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"flow: {name} must be at least 1, got {getattr(self, name)}")
+        if self.lr <= 0 or self.max_grad_norm <= 0 or self.weight_decay < 0:
+            raise ConfigError("flow: lr and max_grad_norm must be positive and weight_decay at least 0")
+
+    @classmethod
+    def of_workflow(cls, config: dict[str, Any]) -> FlowSettings:
+        """The settings a workflow config gives BERT-flow: the authors', with ``baselines.flow`` over them."""
+        return dataclass_from_dict(cls, dict(config["baselines"].get("flow") or {}), source="baselines.flow")
+
+    @classmethod
+    def read(cls, path: str | Path) -> FlowSettings:
+        """The settings of a YAML file; a wrong key or value is a one-line :class:`ConfigError`."""
+        return dataclass_from_dict(cls, read_yaml(path), source=str(path))
+
+    def to_yaml(self) -> str:
+        """Every setting as YAML (what :meth:`read` reads back)."""
+        return yaml.safe_dump(dataclasses.asdict(self), sort_keys=False)
