@@ -1,7 +1,7 @@
 """The baselines' rows of the recipe card: what each baseline is fitted or trained on, how, and which
 aggregate its published numbers used, next to the reference implementation that produced them.
 
-The defaults of :class:`baselines.flow.FlowBaseline` and :class:`baselines.sgopt.SgOptConfig` are the
+The defaults of :class:`baselines.flow_settings.FlowSettings` and :class:`baselines.sgopt.SgOptConfig` are the
 authors' settings; a config value that differs from one is listed in ``differs_from_authors`` with
 its reason (``UNEXPLAINED`` when no rule explains it).
 """
@@ -12,7 +12,7 @@ import dataclasses
 import inspect
 from typing import Any
 
-from baselines.flow import FlowBaseline
+from baselines.flow_settings import FlowSettings
 from baselines.sgopt import SgOptConfig
 from consert.paper.artifacts import sgopt_seeds
 from consert.paper.plan import flow_nli_base, flow_nli_run
@@ -83,8 +83,8 @@ def baseline_card_rows(config: dict[str, Any]) -> list[dict[str, Any]]:
 def _flow_row(config: dict[str, Any], size: str) -> dict[str, Any]:
     """BERT-flow's row for the encoder of ``size``, fitted as Table 2 does and on Table 3's BERT-NLI."""
     baselines = config.get("baselines", {})
-    flow_authors = _defaults(FlowBaseline)
-    flow = {**flow_authors, **baselines.get("flow", {})}
+    flow_authors = _defaults(FlowSettings)
+    flow = dataclasses.asdict(FlowSettings.of_workflow(config))
     flow_pooling = baselines.get("flow_pooling", "mean:1,-1")
     nli_model = {
         "li": "BERT-flow's own BERT-NLI, trained here by its authors' recipe (run {run}; the reference)",
