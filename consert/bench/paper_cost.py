@@ -142,11 +142,11 @@ def _timed_config(config, model: str, steps: int, device: str, workdir: Path, da
     if supervised and config.nli_files and not all(Path(p).is_file() for p in config.nli_files):
         changes.update(nli_source="sick-e", nli_files=[])
         swapped.append("SICK-E's pairs for the missing NLI files")
-    if config.spacy_model and importlib.util.find_spec(config.spacy_model) is None:
-        changes.update(
-            spacy_model=None, text_augmentations=[n for n in config.text_augmentations if n in WITHOUT_PARSER]
-        )
-        swapped.append(f"no parser-based augmentations ({config.spacy_model} is not installed)")
+    augcse = config.augcse
+    if augcse.spacy_model and importlib.util.find_spec(augcse.spacy_model) is None:
+        without = tuple(n for n in augcse.text_augmentations if n in WITHOUT_PARSER)
+        changes["augcse"] = dataclasses.replace(augcse, spacy_model=None, text_augmentations=without)
+        swapped.append(f"no parser-based augmentations ({augcse.spacy_model} is not installed)")
     return dataclasses.replace(config, **changes), swapped
 
 

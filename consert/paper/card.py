@@ -10,6 +10,7 @@ difference no rule explains is marked ``UNEXPLAINED``; for the paper's config th
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -17,8 +18,9 @@ import pandas as pd
 
 from consert.paper.card_baselines import UNEXPLAINED, baseline_card_rows
 from consert.paper.plan import RunSpec, plan_runs, train_overrides, unique_runs
+from consert.train.augcse import AugCseSettings
 from consert.train.augment import EMBEDDING_AUGMENTATIONS
-from consert.train.config import SUPERVISED_MODES, TrainConfig
+from consert.train.config import SUB_CONFIGS, SUPERVISED_MODES, TrainConfig
 from consert.train.recipes import authors_recipe
 from consert.train.text_augment import LEFT_OUT
 
@@ -206,7 +208,7 @@ def family_differences(config: TrainConfig) -> list[str]:
             "train_texts: the 89,192 unlabeled STS texts (authors: 1M English Wikipedia sentences, "
             "wiki1m_for_simcse.txt; the offline stand-in for them)"
         )
-    if config.discriminator_weight > 0:
+    if config.augcse.discriminator_weight > 0:
         out.append(
             "augmentations left out of the authors' 12: "
             + "; ".join(f"{name} ({why})" for name, why in LEFT_OUT.items())
@@ -217,6 +219,8 @@ def family_differences(config: TrainConfig) -> list[str]:
 def authors_values(stage: str, size: str) -> dict[str, Any]:
     """The authors' value of every compared key for ``stage`` at ``size`` (``None``: all texts, no step cap)."""
     values = {"max_steps": None, "n_texts": None, "dev_max_pairs": None, "dropout": 0.2, **authors_recipe(stage, size)}
+    for name in SUB_CONFIGS:  # a sub-config's keys by their own names, as TrainConfig.flat gives the run's
+        values.update(values.pop(name))
     values["upsample"] = True  # few-shot runs: main.py --data_proportion with --do_upsampling (Figure 6)
     if stage in FAMILY_NOTES:
         values["seed"] = FAMILY_SEED  # SimCSE's and AugCSE's scripts run the HF Trainer's default seed
@@ -228,12 +232,12 @@ def _used_keys(config: TrainConfig) -> set[str]:
     supervised = config.mode in SUPERVISED_MODES
     contrastive = config.contrastive
     contrastive_keys = {"views", "temperature", "contrastive_weight", "loss", "projection"}
-    augcse_keys = {"discriminator_weight", "text_augmentations", "spacy_model"}
+    augcse_keys = {f.name for f in dataclasses.fields(AugCseSettings)}
     keys = set(COMPARED) - set(EMBEDDING_AUGMENTATIONS) - contrastive_keys - augcse_keys
     if contrastive:
         keys |= contrastive_keys
         keys |= {rate for rate in EMBEDDING_AUGMENTATIONS if rate in config.views}
-    if config.discriminator_weight > 0:
+    if config.augcse.discriminator_weight > 0:
         keys |= augcse_keys
     if not supervised:
         keys -= {"classifier_features"}
@@ -291,10 +295,10 @@ def recipe_card(config: dict[str, Any], run_configs: dict[str, TrainConfig] | No
             run_configs[run_id] if run_configs else TrainConfig.from_dict(train_overrides(spec, config), source=run_id)
         )
         theirs = authors_values(train_config.mode, spec.size)
-        used = _used_keys(train_config)
+        used, settings = _used_keys(train_config), train_config.flat()
         differences = []
         for key in sorted(used, key=COMPARED.index):
-            ours = getattr(train_config, key)
+            ours = settings[key]
             if not _same(key, ours, theirs[key]):
                 reason = _reason(key, spec, setting)
                 ours_text, theirs_text = _text(ours, "none"), _text(theirs[key], "none")
@@ -316,7 +320,7 @@ def recipe_card(config: dict[str, Any], run_configs: dict[str, TrainConfig] | No
             "start_model": train_config.stage1_model or train_config.model,
             "nli": train_config.nli_source if train_config.mode in SUPERVISED_MODES else "",
         }
-        row.update({key: _text(getattr(train_config, key)) if key in used else "" for key in COMPARED})
+        row.update({key: _text(settings[key]) if key in used else "" for key in COMPARED})
         row.update(
             bert_dropout="off" if train_config.remove_dropout else "on",
             optimizer="AdamW" + ("" if train_config.adam_bias_correction else " (no bias correction)"),

@@ -22,6 +22,7 @@ from consert.data.nli import NLI_SOURCES
 from consert.encode.models import STAND_IN_MODEL
 from consert.encode.pooling import POOLER, Pooling
 from consert.encode.precision import DTYPE_CHOICES
+from consert.train.augcse import AugCseSettings
 from consert.train.augment import EMBEDDING_AUGMENTATIONS, check_augmentation
 from consert.train.losses import CONTRASTIVE_LOSSES, FEATURES, PROJECTION_HEADS
 from consert.train.recipes import CONSERT_STAGE_KEYS, FAMILY, FIRST_STAGE, REFERENCE_ENCODERS, stage_defaults
@@ -81,9 +82,11 @@ class TrainConfig:
     contrastive_weight: float = key("cl_rate: times the sum of both directions' NT-Xent, even when alone", BY_STAGE)
     loss: str = key('"nt_xent" (ConSERT), "infonce" (SimCSE), "infonce_symmetric" (AugCSE)', BY_STAGE)
     projection: str = key('training-only head: "mlp" (SimCSE\'s Linear + Tanh), "bn_mlp" (AugCSE\'s)', BY_STAGE)
-    discriminator_weight: float = key("AugCSE's lambda; 0 disables the augmentation discriminator", BY_STAGE)
-    text_augmentations: tuple[str, ...] = key("AugCSE's sentence augmentations (consert.train.text_augment)", BY_STAGE)
-    spacy_model: str | None = key("AugCSE: spaCy model of the parser-based augmentations (None: blank)", BY_STAGE)
+    augcse: AugCseSettings = key(
+        "AugCSE's own settings (objective augcse), a mapping over the stage's: discriminator_weight, "
+        "text_augmentations, spacy_model",
+        BY_STAGE,
+    )
     weight_decay: float = key("AdamW's weight decay (not on biases and LayerNorm weights)", BY_STAGE)
     adam_eps: float = key("AdamW's epsilon", BY_STAGE)
     adam_bias_correction: bool = key("ConSERT: transformers.AdamW(correct_bias=False)", BY_STAGE)
@@ -135,7 +138,7 @@ class TrainConfig:
                 setattr(self, name, value)
         self.views = tuple(self.views)
         self.classifier_features = tuple(self.classifier_features)
-        self.text_augmentations = tuple(self.text_augmentations)
+        self.augcse = _sub_config(AugCseSettings, self.augcse, stage_defaults(self.mode)["augcse"], "augcse")
         check_train_config(self)
 
     @property
@@ -160,11 +163,18 @@ class TrainConfig:
         return dataclass_from_dict(cls, values, source)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-data form (for JSON/YAML records)."""
+        """Plain-data form (for JSON/YAML records); a sub-config as its mapping."""
         values = dataclasses.asdict(self)
         values["views"] = list(self.views)
         values["classifier_features"] = list(self.classifier_features)
-        values["text_augmentations"] = list(self.text_augmentations)
+        values["augcse"]["text_augmentations"] = list(self.augcse.text_augmentations)
+        return values
+
+    def flat(self) -> dict[str, Any]:
+        """Every setting by its own name, a sub-config's keys beside the others (what the recipe card compares)."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in SUB_CONFIGS}
+        for name in SUB_CONFIGS:
+            values.update((f.name, getattr(getattr(self, name), f.name)) for f in dataclasses.fields(SUB_CONFIGS[name]))
         return values
 
     def replace(self, **changes: Any) -> TrainConfig:
@@ -174,9 +184,30 @@ class TrainConfig:
 
 def key_help(mode: str = "unsup") -> list[tuple[str, Any, str]]:
     """Every training key with its value for ``mode`` (the authors' recipe where it depends on the stage)
-    and its help text: what ``consert train --list-keys`` prints and the docs' table shows."""
-    config = TrainConfig(mode=mode)
-    return [(f.name, getattr(config, f.name), f.metadata["help"]) for f in dataclasses.fields(TrainConfig)]
+    and its help text: what ``consert train --list-keys`` prints and the docs' table shows. A sub-config's
+    keys follow it as ``NAME.KEY``, each with its own help."""
+    config, rows = TrainConfig(mode=mode), []
+    for f in dataclasses.fields(TrainConfig):
+        if f.name in SUB_CONFIGS:
+            sub = getattr(config, f.name)
+            rows.append((f.name, "", f.metadata["help"]))
+            rows += [(f"{f.name}.{s.name}", getattr(sub, s.name), s.metadata["help"]) for s in dataclasses.fields(sub)]
+        else:
+            rows.append((f.name, getattr(config, f.name), f.metadata["help"]))
+    return rows
+
+
+#: The sub-configs of a training config: an objective's own settings, by their key.
+SUB_CONFIGS: dict[str, type] = {"augcse": AugCseSettings}
+
+
+def _sub_config(cls: type, given: Any, stage: dict[str, Any], name: str) -> Any:
+    """A sub-config from what a config file gives (a mapping, over the stage's values) or a finished one."""
+    if isinstance(given, cls):
+        return given
+    if not isinstance(given, dict):
+        raise ConfigError(f"{name}: expected a mapping of {', '.join(f.name for f in dataclasses.fields(cls))}")
+    return dataclass_from_dict(cls, {**stage, **given}, source=name)
 
 
 def check_train_config(config: TrainConfig) -> None:
@@ -184,23 +215,14 @@ def check_train_config(config: TrainConfig) -> None:
     key that is wrong, what it holds and what was expected."""
     _choice("loss", config.loss, LOSSES)
     _choice("projection", config.projection, PROJECTIONS)
-    if config.discriminator_weight < 0:
-        raise ConfigError(f"discriminator_weight: expected a number >= 0, got {config.discriminator_weight}")
-    if config.discriminator_weight > 0 and config.objective != "augcse":
+    if config.augcse.discriminator_weight > 0 and config.objective != "augcse":
         raise ConfigError(
-            f"discriminator_weight: AugCSE's discriminator needs objective 'augcse', not {config.objective!r}"
+            f"augcse.discriminator_weight: AugCSE's discriminator needs objective 'augcse', not {config.objective!r}"
         )
     if config.eval_max_length is not None and config.eval_max_length < MIN_MAX_LENGTH:
         raise ConfigError(
             f"eval_max_length: expected at least {MIN_MAX_LENGTH} tokens or null, got {config.eval_max_length}"
         )
-    if config.discriminator_weight > 0:
-        from consert.train.text_augment import check_text_augmentations
-
-        try:
-            check_text_augmentations(config.text_augmentations)
-        except ValueError as err:
-            raise ConfigError(f"text_augmentations: {err}") from None
     if len(config.views) != 2:
         raise ConfigError(f"views: expected two augmentation names, got {list(config.views)}")
     for view in config.views:

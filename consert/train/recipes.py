@@ -140,9 +140,7 @@ FALLBACK: dict[str, Any] = {
     "loss": "nt_xent",
     "projection": "none",
     "eval_max_length": None,  # ConSERT evaluates at its training max_length
-    "discriminator_weight": 0.0,
-    "text_augmentations": (),
-    "spacy_model": None,
+    "augcse": {"discriminator_weight": 0.0, "text_augmentations": (), "spacy_model": None},  # no discriminator
     "classifier_bias": True,  # SBERT's nn.Linear classifier
     "classifier_init_std": None,  # nn.Linear's own initialisation (SBERT's classifier)
     "final_state": "best",  # the best STS-B dev checkpoint (the authors' fit with an evaluator)
@@ -189,18 +187,20 @@ AUGCSE: dict[str, Any] = {
     "eval_every": 500,  # eval_steps=500
     "loss": "infonce_symmetric",  # contrastive_loss_type="ranking": (CE(S) + CE(S^T)) / 2
     "projection": "bn_mlp",  # projection_layers=100: DiffCSE's batch-norm MLP, skipped at evaluation
-    "discriminator_weight": 0.005,  # lambda; gradient reversal multiplier 1.0
-    "text_augmentations": (
-        "contraction_expansions",
-        "auxiliary_negation_removal",
-        "discourse_marker_substitution",
-        "subject_object_switch",
-        "random_swap",
-        "adjectives_antonyms_switch",
-        "yoda_perturbation",
-        "sentence_reordering",
-    ),  # the implemented 8 of the authors' 12, in their order (consert.train.text_augment.LEFT_OUT: the other 4)
-    "spacy_model": "en_core_web_sm",  # NL-Augmenter's initialize.py
+    "augcse": {
+        "discriminator_weight": 0.005,  # lambda; gradient reversal multiplier 1.0
+        "text_augmentations": (
+            "contraction_expansions",
+            "auxiliary_negation_removal",
+            "discourse_marker_substitution",
+            "subject_object_switch",
+            "random_swap",
+            "adjectives_antonyms_switch",
+            "yoda_perturbation",
+            "sentence_reordering",
+        ),  # the implemented 8 of the authors' 12, in their order (consert.train.text_augment.LEFT_OUT: the other 4)
+        "spacy_model": "en_core_web_sm",  # NL-Augmenter's initialize.py
+    },
 }
 
 #: The contrastive family: methods trained by the same loop, their recipes by stage name.

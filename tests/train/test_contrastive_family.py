@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 
 import pytest
 import torch
@@ -61,17 +62,17 @@ def test_simcse_recipe_is_the_authors_unsupervised_bert_base_run():
     assert config.views == ("none", "none") and not config.remove_dropout  # two dropout passes are the views
     assert (config.train_pooling, config.dev_pooling, config.eval_pooling) == ("cls", "cls", "cls")
     assert (config.projection, config.loss, config.contrastive_weight) == ("mlp", "infonce", 1.0)
-    assert config.discriminator_weight == 0  # no discriminator
+    assert config.augcse.discriminator_weight == 0  # no discriminator
     # SimCSE's SentEval batcher pads to the longest sentence and truncates nothing; ConSERT evaluates at 64
     assert config.evaluation_max_length == 512 and TrainConfig(mode="unsup").evaluation_max_length == 64
 
 
 def test_augcse_recipe_adds_the_discriminator_and_keeps_consert_untouched():
     config = TrainConfig(mode="augcse")
-    assert config.discriminator_weight == 0.005  # lambda of the authors' STS recipe
+    assert config.augcse.discriminator_weight == 0.005  # lambda of the authors' STS recipe
     assert (config.batch_size, config.lr, config.epochs, config.temperature) == (128, 2e-5, 4, 0.05)
     # the implemented augmentations plus the left-out ones are exactly the authors' 12
-    implemented = {TEXT_AUGMENTATIONS[name].authors_name for name in config.text_augmentations}
+    implemented = {TEXT_AUGMENTATIONS[name].authors_name for name in config.augcse.text_augmentations}
     assert implemented | set(LEFT_OUT) == set(AUTHORS_STS_LIST) and not implemented & set(LEFT_OUT)
     consert = TrainConfig(mode="unsup")
     assert (consert.temperature, consert.loss, consert.projection, consert.max_length) == (0.1, "nt_xent", "none", 64)
@@ -79,7 +80,28 @@ def test_augcse_recipe_adds_the_discriminator_and_keeps_consert_untouched():
 
 def test_the_discriminator_belongs_to_augcse_only():
     with pytest.raises(ValueError, match="needs objective 'augcse', not 'contrastive'"):
-        TrainConfig(mode="unsup", discriminator_weight=0.005, text_augmentations=["random_swap"])
+        TrainConfig(mode="unsup", augcse={"discriminator_weight": 0.005, "text_augmentations": ["random_swap"]})
+
+
+def test_augcses_own_settings_are_a_sub_config_over_its_recipe():
+    """A config file's ``augcse:`` mapping is laid over the stage's values (the offline run's five augmentations
+    keep the authors' lambda); a wrong key or value in it is one line naming ``augcse``."""
+    from consert.configs import ConfigError
+
+    offline = TrainConfig.from_dict(
+        {"mode": "augcse", "augcse": {"spacy_model": None, "text_augmentations": ["random_swap"]}}
+    )
+    assert (offline.augcse.discriminator_weight, offline.augcse.spacy_model) == (0.005, None)
+    assert offline.augcse.text_augmentations == ("random_swap",)
+    assert TrainConfig.from_dict(offline.to_dict()) == offline  # the run config's mapping reads back the same
+    assert offline.flat()["text_augmentations"] == ("random_swap",) and "augcse" not in offline.flat()
+    for given, message in (
+        ({"lambda": 1.0}, "augcse: unknown key `lambda`"),
+        ({"discriminator_weight": -1.0}, "augcse.discriminator_weight: expected a number >= 0"),
+        (0.005, "augcse: expected a mapping of discriminator_weight, text_augmentations, spacy_model"),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            TrainConfig.from_dict({"mode": "augcse", "augcse": given})
 
 
 def test_each_recipe_names_its_objective_and_the_name_alone_picks_it():
@@ -97,14 +119,14 @@ def test_each_recipe_names_its_objective_and_the_name_alone_picks_it():
     }
     assert {mode: objective_for(TrainConfig(mode=mode)) for mode in expected} == expected
     assert objective_for(TrainConfig(mode="joint-unsup").first_stage()) is JointNli
-    assert objective_for(TrainConfig(mode="augcse", discriminator_weight=0.0)) is AugCSE
+    assert objective_for(TrainConfig(mode="augcse", augcse={"discriminator_weight": 0.0})) is AugCSE
     with pytest.raises(ConfigError, match="objective: expected one of contrastive, nli, joint_nli, augcse, got 'x'"):
         objective_for(TrainConfig(objective="x"))
 
 
 def test_a_left_out_augmentation_is_refused_with_its_reason():
     with pytest.raises(ValueError, match="neural models"):
-        TrainConfig(mode="augcse", text_augmentations=["random_swap", "DiverseParaphrase"])
+        TrainConfig(mode="augcse", augcse={"text_augmentations": ["random_swap", "DiverseParaphrase"]})
 
 
 # ---- views and losses ----------------------------------------------------------------------------

@@ -143,7 +143,10 @@ def assert_same_step(reference: tuple, step: tuple, gradient_tolerance: float) -
         {"mode": "joint", "views": ["shuffle", "token_cutoff"]},  # both views in one packed pass of 2 x 2B rows
         {"mode": "bertflow-nli"},
         pytest.param(
-            {"mode": "augcse", "spacy_model": None, "text_augmentations": ["random_swap", "sentence_reordering"]},
+            {
+                "mode": "augcse",
+                "augcse": {"spacy_model": None, "text_augmentations": ["random_swap", "sentence_reordering"]},
+            },
             marks=pytest.mark.gradient_tolerance(2e-3),  # temperature 0.05 and a batch norm over 6 rows amplify
         ),  # float32 rounding: its loss still agrees to 1e-5
     ],

@@ -57,10 +57,13 @@ def test_every_page_is_in_the_site_and_it_builds_strictly(tmp_path):
     import dataclasses
     import html
 
+    from consert.train.augcse import AugCseSettings
     from consert.train.config import TrainConfig
 
     training = html.unescape((tmp_path / "site" / "training" / "index.html").read_text(encoding="utf-8"))
     for key in dataclasses.fields(TrainConfig):  # every training key in the table, with its one help text
         assert f"<code>{key.name}</code>" in training and key.metadata["help"].replace("|", "/") in training, key.name
+    for key in dataclasses.fields(AugCseSettings):  # and every key of a sub-config, under its name
+        assert f"<code>augcse.{key.name}</code>" in training and key.metadata["help"] in training, key.name
     architecture = (tmp_path / "site" / "architecture" / "index.html").read_text(encoding="utf-8")
     assert '<figure class="rule-graph"><svg' in architecture and "unpkg" not in architecture  # drawn offline

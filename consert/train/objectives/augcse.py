@@ -19,22 +19,24 @@ from consert.train.views import pooled_forward
 class AugCSE(Objective):
     """AugCSE (``diff_cse_mode``): (original, augmented, original) in one dropout pass through the encoder and
     the projection; the contrastive loss on the two originals, plus ``discriminator_weight`` x the
-    reversed-gradient discriminator's BCE on (original, augmented)."""
+    reversed-gradient discriminator's BCE on (original, augmented). Its own settings: ``config.augcse``
+    (:class:`consert.train.augcse.AugCseSettings`)."""
 
     def __init__(self, config, encoder, execution):
         super().__init__(config, encoder, execution)
         hidden, device = encoder.hidden_size, encoder.device
         self.projection = projection_head(config, hidden, device)
-        self.discriminator = AugmentationDiscriminator(hidden, classes=len(config.text_augmentations) + 1).to(device)
+        classes = len(config.augcse.text_augmentations) + 1  # each augmentation, and "no augmentation"
+        self.discriminator = AugmentationDiscriminator(hidden, classes=classes).to(device)
 
     def heads(self) -> list[nn.Module]:
         return [head for head in (self.projection, self.discriminator) if head is not None]
 
     def training_items(self, data: SentEvalData, progress: bool) -> list[AugmentedText]:
-        config = self.config
+        config, settings = self.config, self.config.augcse
         items, self.augmentation_rates = augment_corpus(
-            training_texts(config, data), config.text_augmentations, config.seed, spacy_pipeline(config.spacy_model),
-            progress,
+            training_texts(config, data), settings.text_augmentations, config.seed,
+            spacy_pipeline(settings.spacy_model), progress,
         )  # fmt: skip
         return items
 
@@ -49,6 +51,6 @@ class AugCSE(Objective):
         anchor, augmented, positive = projected.split(count)
         contrastive = CONTRASTIVE_LOSSES[config.loss](anchor, positive, config.temperature)
         labels = torch.tensor([item.label for item in batch], device=encoder.device)
-        return config.contrastive_weight * contrastive + config.discriminator_weight * discriminator_loss(
+        return config.contrastive_weight * contrastive + config.augcse.discriminator_weight * discriminator_loss(
             self.discriminator, anchor, augmented, labels
         )
