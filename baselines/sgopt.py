@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from consert.configs import key
 from consert.data.senteval import SentEvalData, load_senteval
 from consert.encode.models import default_device, resolve_model
 from consert.encode.precision import training_precision
@@ -40,31 +41,35 @@ from consert.train.record import loop_record, provenance_record
 
 @dataclass(frozen=True)
 class SgOptConfig:
-    """SG-OPT's settings (paper defaults)."""
+    """SG-OPT's settings; every default is the authors' (module docstring), each key with its help text."""
 
-    model: str
-    output_dir: str
-    temperature: float = 0.01
-    regularization: float = 0.1
-    lr: float = 5e-5
-    batch_size: int = 16
-    epochs: int = 1
-    max_steps: int | None = None
-    betas: tuple[float, float] = (0.9, 0.9)
-    eval_every: int = 50
-    patience: int = 10  # dev scores below the previous one before stopping (never reset)
-    final_state: str = "last"  # the authors test the in-memory model; "best" = the best dev state
-    warmup_ratio: float = 0.1
-    weight_decay: float = 0.01
-    projection_dim: int = 4096
-    view_pooling: str = "mean"
-    guide_dropout: bool = True  # the authors' fit puts the whole loss model, the guide too, in train mode
-    train_texts: str = "stsb"  # STS-B train+dev+test (17,256); "stsb-train"; "sts" = all 89,192 STS texts
-    max_length: int = 128
-    dev_max_pairs: int | None = None
-    seed: int = 1
-    dtype: str = "auto"  # the fastest measured on this machine (consert.encode.precision)
-    device: str | None = None
+    model: str = key("the encoder to tune: a hub id or a local folder")
+    output_dir: str = key("where the tuned model is exported (absent, empty, or an earlier export of the harness)")
+    temperature: float = key("tau of phi(u, v) = exp(cos(f(u), f(v)) / tau)", 0.01)
+    regularization: float = key("lambda: the weight of ||theta_T - theta_F||^2", 0.1)
+    lr: float = key("AdamW's learning rate", 5e-5)
+    batch_size: int = key("texts per step", 16)
+    epochs: int = key("passes over the training texts", 1)
+    max_steps: int | None = key("stop after this many steps (null: the epochs' length); for smoke runs", None)
+    betas: tuple[float, float] = key("AdamW's betas (the authors' 0.9, 0.9)", (0.9, 0.9))
+    eval_every: int = key("steps between two STS-B dev evaluations", 50)
+    patience: int = key("dev scores below the previous one before stopping (the count is never reset)", 10)
+    final_state: str = key(
+        '"last": the state training stopped in, as the authors test it; "best": the best dev', "last"
+    )
+    warmup_ratio: float = key("the share of the steps spent warming the learning rate up", 0.1)
+    weight_decay: float = key("AdamW's weight decay", 0.01)
+    projection_dim: int = key("the projection head's width (Linear d -> p, GELU, Linear p -> p, GELU)", 4096)
+    view_pooling: str = key("the pooling of the frozen copy's hidden states (the authors' code: mean)", "mean")
+    guide_dropout: bool = key(
+        "dropout on in the frozen guide too (the authors' fit puts the whole loss model in train mode)", True
+    )
+    train_texts: str = key('"stsb": STS-B train+dev+test (17,256); "stsb-train"; "sts": all 89,192 STS texts', "stsb")
+    max_length: int = key("tokens per text, [CLS] and [SEP] included", 128)
+    dev_max_pairs: int | None = key("evaluate on the first n STS-B dev pairs only (fast smoke runs)", None)
+    seed: int = key("the run's seed (data order, dropout, the projection head)", 1)
+    dtype: str = key("the precision measured fastest on this machine (consert.encode.precision)", "auto")
+    device: str | None = key("cpu or cuda (null: cuda when available)", None)
 
 
 class ProjectionHead(nn.Sequential):

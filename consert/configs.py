@@ -22,6 +22,29 @@ def key(help_text: str, default: Any = dataclasses.MISSING, factory: Any = datac
     return field(default=default, default_factory=factory, metadata={"help": help_text})
 
 
+def key_rows(config_class: type, values: Any = None) -> list[tuple[str, Any, str]]:
+    """Each key of a config dataclass: its name, its value in ``values`` (else its default; ``required`` when it has
+    none) and its one help text. The docs' tables and the commands' ``--help`` show these rows."""
+    rows = []
+    for item in dataclasses.fields(config_class):
+        if values is not None:
+            value = getattr(values, item.name)
+        elif item.default is not dataclasses.MISSING:
+            value = item.default
+        elif item.default_factory is not dataclasses.MISSING:
+            value = item.default_factory()
+        else:
+            value = "required"
+        rows.append((item.name, value, item.metadata["help"]))
+    return rows
+
+
+def keys_epilog(config_class: type, title: str) -> str:
+    """A ``--help`` epilog listing the keys of a config dataclass, each with its default and help text."""
+    lines = [f"{title}:"] + [f"  {name:22} {value!s:12} {text}" for name, value, text in key_rows(config_class)]
+    return "\n".join(lines)
+
+
 def dataclass_from_dict(cls: type, values: dict[str, Any], source: str = "config") -> Any:
     """Instantiate config dataclass ``cls`` from a mapping: unknown keys and bad numbers are ConfigErrors."""
     fields = {f.name: str(f.type) for f in dataclasses.fields(cls)}

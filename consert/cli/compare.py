@@ -11,7 +11,12 @@ HELP = "compare reproduced artifacts with the published numbers"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of ``consert compare``."""
+    """The arguments of ``consert compare``; its ``--help`` lists the keys of ``--config`` with their help."""
+    from consert.configs import keys_epilog
+    from consert.paper.comparison_config import ComparisonConfig
+
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = keys_epilog(ComparisonConfig, "keys of --config FILE.yaml")
     parser.add_argument("--results", default="results")
     parser.add_argument("--published", default="results/published")
     parser.add_argument("--output", default="results/comparison.csv", metavar="FILE.csv")

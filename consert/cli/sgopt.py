@@ -12,8 +12,13 @@ HELP = "train the SG-OPT baseline (Kim et al., 2021)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of ``consert sgopt``."""
-    parser.add_argument("--config", default=None, metavar="FILE.yaml")
+    """The arguments of ``consert sgopt``; its ``--help`` lists the keys of ``--config`` and ``--set``."""
+    from baselines.sgopt import SgOptConfig
+    from consert.configs import keys_epilog
+
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = keys_epilog(SgOptConfig, "keys of --config FILE.yaml and --set KEY=VALUE (data: the STS folder)")
+    parser.add_argument("--config", default=None, metavar="FILE.yaml", help="SG-OPT's settings: the keys below")
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. --set model=bert-base-uncased"
     )

@@ -145,3 +145,19 @@ def test_list_keys_prints_every_training_key_with_the_modes_value_and_its_help(c
         augcse = {f"augcse.{f.name}" for f in dataclasses.fields(AugCseSettings)}  # its sub-config's keys too
         assert set(lines) == {f.name for f in dataclasses.fields(TrainConfig)} | augcse
         assert lines["lr"][0] == lr and lines["mode"][0] == mode and "one text a line" in lines["train_texts"][1]
+
+
+@pytest.mark.parametrize(
+    ("command", "config_class"),
+    [("compare", "consert.paper.comparison_config:ComparisonConfig"), ("sgopt", "baselines.sgopt:SgOptConfig")],
+)
+def test_a_commands_help_lists_the_keys_of_its_config_file_with_their_help(capsys, command, config_class):
+    import dataclasses
+    import importlib
+
+    module, name = config_class.split(":")
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps nothing in an epilog, but be safe
+    for key in dataclasses.fields(getattr(importlib.import_module(module), name)):
+        assert f" {key.name} " in text and " ".join(key.metadata["help"].split()) in text, key.name

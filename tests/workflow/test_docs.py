@@ -65,5 +65,13 @@ def test_every_page_is_in_the_site_and_it_builds_strictly(tmp_path):
         assert f"<code>{key.name}</code>" in training and key.metadata["help"].replace("|", "/") in training, key.name
     for key in dataclasses.fields(AugCseSettings):  # and every key of a sub-config, under its name
         assert f"<code>augcse.{key.name}</code>" in training and key.metadata["help"] in training, key.name
+    from baselines.flow_settings import FlowSettings
+    from baselines.sgopt import SgOptConfig
+    from consert.paper.comparison_config import ComparisonConfig
+
+    for page, config_class in (("baselines", FlowSettings), ("baselines", SgOptConfig), ("verdicts", ComparisonConfig)):
+        text = html.unescape((tmp_path / "site" / page / "index.html").read_text(encoding="utf-8"))
+        for key in dataclasses.fields(config_class):  # each key of the other configs, with its help, on its page
+            assert f"<code>{key.name}</code>" in text and key.metadata["help"].replace("|", "/") in text, key.name
     architecture = (tmp_path / "site" / "architecture" / "index.html").read_text(encoding="utf-8")
     assert '<figure class="rule-graph"><svg' in architecture and "unpkg" not in architecture  # drawn offline
