@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -24,7 +26,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("CONSERT_ALLOW_UNVERIFIED_DATA", "1")
 # the measured precision choices of this session go to a fresh folder (the probe runs for real once per
 # model shape, and the suite leaves the user's ~/.cache/consert alone)
-os.environ.setdefault("CONSERT_CACHE_DIR", tempfile.mkdtemp(prefix="consert-precision-"))
+if "CONSERT_CACHE_DIR" not in os.environ:  # removed when the session ends: the suite leaves nothing in /tmp
+    os.environ["CONSERT_CACHE_DIR"] = tempfile.mkdtemp(prefix="consert-precision-")
+    atexit.register(shutil.rmtree, os.environ["CONSERT_CACHE_DIR"], ignore_errors=True)
 
 
 #: The end-to-end runs first, in this order (the paper rehearsed, the DAG resumed, on SLURM, in a browser): where CI's
