@@ -6,11 +6,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from baselines.flow_settings import FlowSettings
 from baselines.run import build_baseline, evaluate_baseline, fit_corpora
 from consert.cli import main
 from consert.data.senteval import load_senteval
 from consert.encode.cache import VectorCache, cache_key
 from consert.encode.models import STAND_IN_MODEL
+
+#: A small flow fitted on the cached vectors (the encoder's dropout off: nothing is encoded again).
+SMALL_FLOW = FlowSettings(batch_size=16, levels=2, encoder_dropout=False)
 
 
 def test_cache_round_trip_and_key_check(tiny_tree, tmp_path, encoder):
@@ -36,9 +40,7 @@ def test_baselines_from_the_cache_never_run_the_model(tiny_tree, encoder):
     handle = encoder.model.register_forward_hook(lambda *args: calls.append(1))
     try:
         for name in ("pooling", "whitening", "flow"):
-            embedder = build_baseline(
-                name, encoder, cache=cache, progress=False, batch_size=16, levels=2, encoder_dropout=False
-            )
+            embedder = build_baseline(name, encoder, cache=cache, progress=False, flow=SMALL_FLOW)
             frame = evaluate_baseline(embedder, data, fit_corpora(name, data))
             assert frame.spearman.notna().all()
     finally:
@@ -90,9 +92,7 @@ def test_a_partial_cache_leaves_only_the_missing_texts_to_encode(tiny_tree, enco
         lambda module, args, kwargs, output: encoded.append(kwargs["input_ids"].shape[0]), with_kwargs=True
     )
     try:
-        embedder = build_baseline(
-            "flow", encoder, cache=cache, progress=False, batch_size=16, levels=2, encoder_dropout=False
-        )
+        embedder = build_baseline("flow", encoder, cache=cache, progress=False, flow=SMALL_FLOW)
         evaluate_baseline(embedder, data, fit_corpora("flow", data))
     finally:
         handle.remove()
