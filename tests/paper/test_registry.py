@@ -10,6 +10,7 @@ counted, because they name something else spelled alike: a config section read b
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -59,16 +60,16 @@ def _code_files() -> list[Path]:
     return [*files, *sorted((ROOT / "workflow").rglob("*.smk")), ROOT / "Snakefile"]
 
 
+@functools.cache
+def _literals(path: Path) -> frozenset[str]:
+    source = path.read_text()
+    return frozenset(_python_literals(source) if path.suffix == ".py" else _snakemake_literals(source))
+
+
 def files_spelling(artifact: registry.Artifact, files: list[Path], root: Path = ROOT) -> list[str]:
     """The files among ``files`` (named relative to ``root``) whose literals spell ``artifact``'s key or stem."""
     spellings = _spellings(artifact)
-    found = []
-    for path in files:
-        source = path.read_text()
-        literals = _python_literals(source) if path.suffix == ".py" else _snakemake_literals(source)
-        if spellings & set(literals):
-            found.append(str(path.relative_to(root)))
-    return found
+    return [str(path.relative_to(root)) for path in files if spellings & _literals(path)]
 
 
 @pytest.mark.parametrize("artifact", registry.ARTIFACTS, ids=lambda artifact: artifact.key)
