@@ -184,37 +184,35 @@ class FlowBaseline:
 
         torch.manual_seed(self.seed)
         texts = list(texts)
-        s = dataclasses.asdict(self.settings)
+        s = self.settings
         dim = self.vectors(texts[:1]).shape[1]
-        self.flow = Glow(dim, s["levels"], s["depth"], s["width"])
+        self.flow = Glow(dim, s.levels, s.depth, s.width)
         optimizer = AdamW(
             self.flow.parameters(),
-            lr=s["lr"],
+            lr=s.lr,
             eps=1e-6,
-            weight_decay=s["weight_decay"],
+            weight_decay=s.weight_decay,
             correct_bias=False,
             decay_first=True,  # BERT-flow's AdamWeightDecayOptimizer decays the pre-update weights
         )
         generator = torch.Generator().manual_seed(self.seed)
-        per_epoch = len(texts) // s["batch_size"]  # the last partial batch is dropped, as the reference's
+        per_epoch = len(texts) // s.batch_size  # the last partial batch is dropped, as the reference's
         if per_epoch == 0:
             raise ValueError(
-                f"flow: {len(texts)} texts make no full batch of {s['batch_size']} (the reference drops the last "
+                f"flow: {len(texts)} texts make no full batch of {s.batch_size} (the reference drops the last "
                 "partial batch): fit on more texts or lower batch_size"
             )
-        report_every = max(1, per_epoch * s["epochs"] // 100)
+        report_every = max(1, per_epoch * s.epochs // 100)
         self.history, running = [], []
-        bar = tqdm(
-            total=per_epoch * s["epochs"], desc="fitting flow", unit="step", disable=not self.progress, leave=False
-        )
-        for _ in range(s["epochs"]):
-            order = torch.randperm(len(texts), generator=generator)[: per_epoch * s["batch_size"]]
-            for batch in order.split(s["batch_size"]):
+        bar = tqdm(total=per_epoch * s.epochs, desc="fitting flow", unit="step", disable=not self.progress, leave=False)
+        for _ in range(s.epochs):
+            order = torch.randperm(len(texts), generator=generator)[: per_epoch * s.batch_size]
+            for batch in order.split(s.batch_size):
                 bits = self.flow.bits_per_dim(self._batch_vectors([texts[i] for i in batch]))
                 loss = 2 * bits.mean()  # mean_a + mean_b over the step's pairs
                 optimizer.zero_grad()
                 loss.backward()
-                torch.nn.utils.clip_grad_norm_(self.flow.parameters(), s["max_grad_norm"])
+                torch.nn.utils.clip_grad_norm_(self.flow.parameters(), s.max_grad_norm)
                 optimizer.step()
                 running.append(bits.mean().item())
                 if len(running) == report_every:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from consert.configs import ConfigError, dataclass_from_dict, key, parse_overrides, read_yaml
+from consert.configs import ConfigError, dataclass_from_dict, key, key_rows, parse_overrides, read_yaml
 from consert.data.nli import NLI_SOURCES
 from consert.encode.models import STAND_IN_MODEL
 from consert.encode.pooling import POOLER, Pooling
@@ -186,14 +186,13 @@ def key_help(mode: str = "unsup") -> list[tuple[str, Any, str]]:
     """Every training key with its value for ``mode`` (the authors' recipe where it depends on the stage)
     and its help text: what ``consert train --list-keys`` prints and the docs' table shows. A sub-config's
     keys follow it as ``NAME.KEY``, each with its own help."""
-    config, rows = TrainConfig(mode=mode), []
-    for f in dataclasses.fields(TrainConfig):
-        if f.name in SUB_CONFIGS:
-            sub = getattr(config, f.name)
-            rows.append((f.name, "", f.metadata["help"]))
-            rows += [(f"{f.name}.{s.name}", getattr(sub, s.name), s.metadata["help"]) for s in dataclasses.fields(sub)]
+    rows = []
+    for name, value, text in key_rows(TrainConfig, TrainConfig(mode=mode)):
+        if name in SUB_CONFIGS:
+            rows.append((name, "", text))
+            rows += [(f"{name}.{key}", sub, help_text) for key, sub, help_text in key_rows(SUB_CONFIGS[name], value)]
         else:
-            rows.append((f.name, getattr(config, f.name), f.metadata["help"]))
+            rows.append((name, value, text))
     return rows
 
 
