@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.special import logsumexp
 
 #: Gold score at or above which a pair counts as positive for alignment (SimCSE: STS-B pairs scored 4+).
 POSITIVE_GOLD = 4.0
@@ -53,18 +52,27 @@ def anisotropy(vectors: np.ndarray) -> float:
 
 
 def uniformity(vectors: np.ndarray, t: float = 2.0) -> float:
-    """``log mean exp(-t ||x - y||^2)`` over all pairs of distinct unit rows (Wang and Isola's L_uniform)."""
+    """``log mean exp(-t ||x - y||^2)`` over all pairs of distinct unit rows (Wang and Isola's L_uniform).
+
+    On unit rows ``||x - y||^2 = 2 - 2 cos``, so each term is ``exp(-2t (1 - cos))``, between ``exp(-4t)``
+    and 1: the kernel is taken in float32 (no overflow; no underflow while ``t <= 20``) and summed in float64,
+    block by block, without the n x n matrix.
+    """
+    if not 0 < t <= 20:
+        raise ValueError(f"uniformity: t={t} is outside (0, 20], where float32 holds exp(-4t)")
     unit = normalise(vectors).astype(np.float32)
     n = len(unit)
-    terms = []
+    total = 0.0
     for start in range(0, n, BLOCK):
-        cosine = (unit[start : start + BLOCK] @ unit.T).astype(np.float64)
-        squared = np.clip(2.0 - 2.0 * cosine, 0.0, None)
-        exponent = -t * squared
-        rows = np.arange(start, min(start + BLOCK, n))
-        exponent[rows - start, rows] = -np.inf  # a sentence with itself is not a pair
-        terms.append(logsumexp(exponent))
-    return float(logsumexp(terms) - np.log(n * (n - 1)))
+        kernel = unit[start : start + BLOCK] @ unit.T  # cosines, then the kernel in place
+        np.minimum(kernel, 1.0, out=kernel)  # a squared distance is never negative
+        kernel -= 1.0
+        kernel *= np.float32(2.0 * t)
+        np.exp(kernel, out=kernel)
+        rows = np.arange(len(kernel))
+        kernel[rows, rows + start] = 0.0  # a sentence with itself is not a pair
+        total += kernel.sum(dtype=np.float64)
+    return float(np.log(total / (n * (n - 1))))
 
 
 def alignment(left: np.ndarray, right: np.ndarray, alpha: float = 2.0) -> float:

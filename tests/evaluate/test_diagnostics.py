@@ -32,6 +32,14 @@ def test_uniformity_is_wang_and_isolas_log_mean_gaussian_potential_by_hand():
     assert uniformity(np.array([[1.0, 0.0], [-5.0, 0.0]])) == pytest.approx(-8.0, abs=1e-6)
 
 
+def test_uniformity_holds_its_float32_kernel_to_t_20_and_refuses_more():
+    # antipodal points at t = 20: log exp(-80) = -80, a term float32 still holds (about 1.8e-35)
+    antipodal = np.array([[1.0, 0.0], [-5.0, 0.0]])
+    assert uniformity(antipodal, t=20.0) == pytest.approx(-80.0, abs=1e-4)
+    with pytest.raises(ValueError, match="outside"):
+        uniformity(antipodal, t=25.0)
+
+
 def test_uniformity_blocks_give_the_same_value_as_one_pass(monkeypatch):
     rng = np.random.default_rng(3)
     vectors = rng.normal(size=(50, 8))
