@@ -283,6 +283,9 @@ def fastest(timings: dict[tuple[str, str], float], candidates: list[tuple[str, s
     return next(c for c in candidates if c in timings and timings[c] <= best * (1 + TIE))
 
 
+#: A candidate this many times slower than the fastest is not timed again.
+SLOWER = 4
+
 #: The probe's workload, (sentences, tokens) by device type and purpose: the shapes the work has. A GPU
 #: probed on a CPU-sized batch picks fp32 (bf16's casts cost more than its arithmetic saves there), so
 #: on CUDA the training probe is a paper-scale step (96 sentences x 2 views, 48 tokens) and the
@@ -299,8 +302,12 @@ def _probe(
     candidates, device: str, purpose: str, model: torch.nn.Module, runner: Callable | None = None
 ) -> dict[tuple[str, str], float]:
     """Median seconds of each candidate on a fixed batch, candidates alternated round by round; a
-    candidate more than 4x slower than the best after the first round is not timed again. ``runner``
-    (default :func:`_runner`, the eager pass) builds each candidate's timed call from
+    candidate more than :data:`SLOWER` times slower than the best after the first round is not timed again.
+    On a CPU a candidate whose warm-up alone takes that much longer than an earlier one's is not timed at
+    all (its warm-up is its timing): emulated bf16 (no bf16 units) costs seconds a pass, and the earlier
+    candidates' warm-ups, one-time costs included, only raise the bar. On CUDA every candidate is timed:
+    a first call there can cost many steps (library handles, kernel selection). ``runner`` (default
+    :func:`_runner`, the eager pass) builds each candidate's timed call from
     ``(candidate, device, purpose, model, ids, mask)``, the ids and mask on the host."""
     runner = runner or _runner
     batch, length = PROBE_SHAPES[(torch.device(device).type, purpose)]
@@ -313,12 +320,18 @@ def _probe(
     cuda = torch.device(device).type == "cuda"
     rounds = 7 if cuda else 3
     seconds: dict[tuple[str, str], list[float]] = {c: [] for c in candidates}
+    warm_up: dict[tuple[str, str], float] = {}
     try:
-        for run in runners.values():  # warm-up (allocations, the ONNX export, cuBLAS handles)
+        for candidate, run in list(runners.items()):  # warm-up (allocations, the ONNX export, cuBLAS handles)
+            start = time.perf_counter()
             run()
+            warm_up[candidate] = time.perf_counter() - start
+            if not cuda and warm_up[candidate] > SLOWER * min(warm_up.values()):
+                seconds[candidate] = [warm_up[candidate]]
+                del runners[candidate]
         for round_index in range(rounds):
             for candidate, run in runners.items():
-                if round_index and seconds[candidate][0] > 4 * min(s[0] for s in seconds.values() if s):
+                if round_index and seconds[candidate][0] > SLOWER * min(s[0] for s in seconds.values() if s):
                     continue
                 if cuda:
                     torch.cuda.synchronize(device)

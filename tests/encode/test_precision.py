@@ -209,6 +209,29 @@ def test_a_graphed_step_is_timed_by_its_own_runner_and_cached_apart(fresh_cache,
     assert eager.how == "measured" and len(json.loads(fresh_cache.read_text())) == 2
 
 
+def test_on_a_cpu_a_candidate_whose_warm_up_is_4x_slower_runs_only_once(tiny_model):
+    """Emulated bf16 costs seconds a pass: the warm-up already rules it out, so it is not timed again; the
+    others, each within 4x of the fastest, are warmed up and timed every round (3 on a CPU)."""
+    import time
+
+    from consert.encode.precision import _probe
+
+    calls = {"fast": 0, "close": 0, "slow": 0}
+    pause = {"fast": 0.004, "close": 0.006, "slow": 0.05}
+
+    def runner(candidate, device, purpose, model, ids, mask):
+        def run():
+            calls[candidate[0]] += 1
+            time.sleep(pause[candidate[0]])
+
+        return run
+
+    candidates = [("fast", "torch"), ("close", "torch"), ("slow", "torch")]
+    timings = _probe(candidates, "cpu", "inference", tiny_model, runner=runner)
+    assert calls == {"fast": 4, "close": 4, "slow": 1}
+    assert timings[("slow", "torch")] >= 0.05 > 4 * timings[("fast", "torch")]
+
+
 def test_hardware_summary_names_the_cpu_its_bf16_units_and_threads():
     summary = hardware_summary("cpu")
     assert summary.startswith(cpu_model_name())
