@@ -54,7 +54,8 @@ def test_two_stage_runs_start_from_the_nli_run():
 
 
 def test_seeds_multiply_runs():
-    config = _config("test.yaml")  # seeds [1, 2], no sweeps.seeds: the sweeps run both too
+    config = _config("test.yaml")  # seeds [1, 2]; without sweeps.seeds the sweeps run both too
+    del config["sweeps"]["seeds"]
     runs = unique_runs(plan_runs(config))
     by_seed = {seed: {spec.run_id.removesuffix(f"-seed{seed}") for spec in runs.values() if spec.seed == seed}
                for seed in (1, 2)}  # fmt: skip
