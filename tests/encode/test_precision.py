@@ -209,27 +209,28 @@ def test_a_graphed_step_is_timed_by_its_own_runner_and_cached_apart(fresh_cache,
     assert eager.how == "measured" and len(json.loads(fresh_cache.read_text())) == 2
 
 
-def test_on_a_cpu_a_candidate_whose_warm_up_is_4x_slower_runs_only_once(tiny_model):
+def test_on_a_cpu_a_candidate_whose_warm_up_is_4x_slower_runs_only_once(tiny_model, monkeypatch):
     """Emulated bf16 costs seconds a pass: the warm-up already rules it out, so it is not timed again; the
-    others, each within 4x of the fastest, are warmed up and timed every round (3 on a CPU)."""
-    import time
+    others, each within 4x of the fastest, are warmed up and timed every round (3 on a CPU). The probe's clock
+    is a fake one that each pass advances by its declared cost, so the test cannot depend on the machine."""
+    from consert.encode import precision
 
-    from consert.encode.precision import _probe
-
+    clock = [0.0]
+    monkeypatch.setattr(precision.time, "perf_counter", lambda: clock[0])
     calls = {"fast": 0, "close": 0, "slow": 0}
-    pause = {"fast": 0.01, "close": 0.015, "slow": 0.3}  # wide margins: sleeps overrun on a busy machine
+    cost = {"fast": 1.0, "close": 1.5, "slow": 4.5}  # slow: 4.5x the fastest warm-up, close: within 4x
 
     def runner(candidate, device, purpose, model, ids, mask):
         def run():
             calls[candidate[0]] += 1
-            time.sleep(pause[candidate[0]])
+            clock[0] += cost[candidate[0]]
 
         return run
 
     candidates = [("fast", "torch"), ("close", "torch"), ("slow", "torch")]
-    timings = _probe(candidates, "cpu", "inference", tiny_model, runner=runner)
+    timings = precision._probe(candidates, "cpu", "inference", tiny_model, runner=runner)
     assert calls == {"fast": 4, "close": 4, "slow": 1}
-    assert timings[("slow", "torch")] >= 0.3 > 4 * timings[("fast", "torch")]
+    assert timings == {("fast", "torch"): 1.0, ("close", "torch"): 1.5, ("slow", "torch"): 4.5}
 
 
 def test_hardware_summary_names_the_cpu_its_bf16_units_and_threads():
