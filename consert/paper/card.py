@@ -49,6 +49,7 @@ COMPARED = (
     "loss",
     "projection",
     "discriminator_weight",
+    "discriminator_dropout",
     "text_augmentations",
     "spacy_model",
     "remove_dropout",

@@ -34,9 +34,14 @@ class AugCseSettings:
         "the sentence augmentations the discriminator tells apart (consert.train.text_augment)", ()
     )
     spacy_model: str | None = key("the spaCy model of the parser-based augmentations (null: a blank tokenizer)", None)
+    discriminator_dropout: float = key("the discriminator's dropout before each of its linear layers", 0.2)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "text_augmentations", tuple(self.text_augmentations))
+        if not 0 <= self.discriminator_dropout < 1:
+            raise ConfigError(
+                f"augcse.discriminator_dropout: expected a number in [0, 1), got {self.discriminator_dropout}"
+            )
         if self.discriminator_weight < 0:
             raise ConfigError(f"augcse.discriminator_weight: expected a number >= 0, got {self.discriminator_weight}")
         if self.discriminator_weight > 0:
@@ -81,10 +86,11 @@ class BatchNormProjection(nn.Module):
 
 
 class AugmentationDiscriminator(nn.Module):
-    """The authors' two-layer discriminator on [original; augmented] (2d): dropout 0.2 before each linear
-    layer, tanh after each (the last included), 4d hidden units, one output per class."""
+    """The authors' two-layer discriminator on [original; augmented] (2d): dropout (theirs: 0.2,
+    :class:`AugCseSettings`) before each linear layer, tanh after each (the last included), 4d hidden units,
+    one output per class."""
 
-    def __init__(self, dim: int, classes: int, dropout: float = 0.2):
+    def __init__(self, dim: int, classes: int, dropout: float = AugCseSettings.discriminator_dropout):
         super().__init__()
         self.classes = classes
         self.layers = nn.Sequential(

@@ -84,7 +84,7 @@ class TrainConfig:
     projection: str = key('training-only head: "mlp" (SimCSE\'s Linear + Tanh), "bn_mlp" (AugCSE\'s)', BY_STAGE)
     augcse: AugCseSettings = key(
         "AugCSE's own settings (objective augcse), a mapping over the stage's: discriminator_weight, "
-        "text_augmentations, spacy_model",
+        "discriminator_dropout, text_augmentations, spacy_model",
         BY_STAGE,
     )
     weight_decay: float = key("AdamW's weight decay (not on biases and LayerNorm weights)", BY_STAGE)

@@ -40,6 +40,7 @@ class GraphableStep(Protocol):
     """What the execution asks of an objective (:class:`consert.train.objectives.base.Objective` keeps it)."""
 
     graphs_blocker: str | None  # why its step cannot run as CUDA graphs; None: it can
+    graphs_auto_blocker: str | None  # why ``cuda_graphs: auto`` does not take them where they apply; None: it does
     graph_copies: int  # how often its packed pass repeats a batch's rows
     graphed_loss: GraphedLoss  # its step's loss with no host reads
 
@@ -63,22 +64,24 @@ class StepExecution:
         self.packed_encoder = packed_encoder
         self.graphed: GraphedStep | None = None  # the step as CUDA graphs (settle)
 
-    def graphs_blocker(self, objective_blocker: str | None, planned_steps: int) -> str | None:
+    def graphs_blocker(self, objective: GraphableStep, planned_steps: int) -> str | None:
         """Why this stage cannot (or, under ``cuda_graphs: auto``, should not) train through CUDA graphs,
-        whatever the precision; None when it can. ``objective_blocker``: the objective's own reason, if any."""
+        whatever the precision; None when it can. The objective may have reasons of its own."""
         config, device = self.config, self.encoder.device
         if config.cuda_graphs == "off":
             return "cuda_graphs: off"
         if torch.device(device).type != "cuda":
             return f"device {device} is not CUDA"
-        if objective_blocker is not None:
-            return objective_blocker
+        if objective.graphs_blocker is not None:
+            return objective.graphs_blocker
         if "adversarial" in config.views:
             return "the adversarial view needs a supervised gradient"
         if self.encoder.train_pooling.layers != (-1,):
             return f"train_pooling {config.train_pooling}: the packed forward keeps the last layer only"
         if config.cuda_graphs == "auto" and planned_steps < COMPILE_MIN_STEPS:
             return f"auto: {planned_steps} planned steps < {COMPILE_MIN_STEPS}"
+        if config.cuda_graphs == "auto" and objective.graphs_auto_blocker is not None:
+            return f"auto: {objective.graphs_auto_blocker}"
         return None
 
     def settle(self, planned_steps: int, parameters: list[nn.Parameter], objective: GraphableStep) -> None:
@@ -90,7 +93,7 @@ class StepExecution:
         (``graphs_blocker``), what the graphs run (``graphed_loss``) and how often its packed pass repeats a
         batch's rows (``graph_copies``)."""
         config, encoder = self.config, self.encoder
-        blocker = self.graphs_blocker(objective.graphs_blocker, planned_steps)
+        blocker = self.graphs_blocker(objective, planned_steps)
         runner = graphed_probe_runner if blocker is None else None  # auto measures the step as it will run
         encoder.use_precision(training_precision(config.dtype, encoder.device, encoder.model, graphed_runner=runner))
         if blocker is None and encoder.dtype == "fp16":  # asked for explicitly

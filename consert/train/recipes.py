@@ -189,6 +189,7 @@ AUGCSE: dict[str, Any] = {
     "projection": "bn_mlp",  # projection_layers=100: DiffCSE's batch-norm MLP, skipped at evaluation
     "augcse": {
         "discriminator_weight": 0.005,  # lambda; gradient reversal multiplier 1.0
+        "discriminator_dropout": 0.2,  # training/discriminator.py: dropout before each linear layer
         "text_augmentations": (
             "contraction_expansions",
             "auxiliary_negation_removal",

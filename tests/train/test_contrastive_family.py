@@ -98,7 +98,12 @@ def test_augcses_own_settings_are_a_sub_config_over_its_recipe():
     for given, message in (
         ({"lambda": 1.0}, "augcse: unknown key `lambda`"),
         ({"discriminator_weight": -1.0}, "augcse.discriminator_weight: expected a number >= 0"),
-        (0.005, "augcse: expected a mapping of discriminator_weight, text_augmentations, spacy_model"),
+        ({"discriminator_dropout": 1.0}, "augcse.discriminator_dropout: expected a number in [0, 1), got 1.0"),
+        (
+            0.005,
+            "augcse: expected a mapping of discriminator_weight, text_augmentations, spacy_model, "
+            "discriminator_dropout",
+        ),
     ):
         with pytest.raises(ConfigError, match=re.escape(message)):
             TrainConfig.from_dict({"mode": "augcse", "augcse": given})

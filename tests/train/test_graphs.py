@@ -111,8 +111,16 @@ def test_the_graphed_precision_probe_times_replays_of_the_packed_step(tmp_path, 
         {"mode": "sup"},
         {"mode": "joint", "views": ["none", "none"]},  # the authors' clean first view; the second drawn as none
         {"mode": "bertflow-nli", "batch_size": 16},
+        {  # the discriminator's dropout off: its draws would differ between the eager step and the replay
+            "mode": "augcse",
+            "augcse": {
+                "spacy_model": None,
+                "text_augmentations": ["random_swap", "sentence_reordering"],
+                "discriminator_dropout": 0.0,
+            },
+        },
     ],
-    ids=["unsup", "simcse", "sup", "joint", "bertflow-nli"],
+    ids=["unsup", "simcse", "sup", "joint", "bertflow-nli", "augcse"],
 )
 def test_every_graphed_objectives_step_equals_its_eager_packed_step(tmp_path_factory, tiny_tree, values):
     """Through the trainer's own parts, each objective whose step is graphed gives, in one replay, the loss and

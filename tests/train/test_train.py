@@ -158,6 +158,28 @@ def test_cuda_graphs_on_where_they_cannot_apply_is_refused_with_the_reason(real_
         train(short_config(tmp_path, device="cpu", cuda_graphs="on", max_steps=2), real_data, progress=False)
 
 
+def test_auto_takes_graphs_where_an_objective_allows_them_and_on_takes_augcses_too(tmp_path):
+    """The graph decision for a (pretended) CUDA encoder of a long run: ``auto`` graphs the contrastive step but
+    keeps AugCSE's off, saying why; ``on`` graphs AugCSE's; an objective without a graph-safe loss is refused."""
+    from types import SimpleNamespace
+
+    from consert.encode.pooling import Pooling
+    from consert.train.execution import StepExecution
+    from consert.train.objectives.augcse import AugCSE
+    from consert.train.objectives.base import Objective
+    from consert.train.objectives.contrastive import Contrastive
+
+    def blocker(cuda_graphs: str, objective) -> str | None:
+        config = short_config(tmp_path, mode="augcse", cuda_graphs=cuda_graphs)
+        encoder = SimpleNamespace(config=config, device="cuda:0", model=None, train_pooling=Pooling.parse("mean"))
+        return StepExecution(encoder).graphs_blocker(objective, planned_steps=10_000)
+
+    assert blocker("auto", Contrastive) is None
+    assert blocker("auto", AugCSE) == f"auto: {AugCSE.graphs_auto_blocker}"
+    assert blocker("on", AugCSE) is None
+    assert blocker("on", Objective) == Objective.graphs_blocker
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("pooling", ["mean:-2,-1", "mean:1,-1"])
 def test_an_export_gives_the_harness_seven_set_numbers_through_sentence_transformers_alone(

@@ -13,21 +13,31 @@ from consert.train.losses import CONTRASTIVE_LOSSES
 from consert.train.objectives.base import Objective
 from consert.train.objectives.contrastive import projection_head
 from consert.train.text_augment import AugmentedText, augment_corpus, spacy_pipeline
-from consert.train.views import pooled_forward
+from consert.train.views import PackedPass, pooled_forward
 
 
 class AugCSE(Objective):
     """AugCSE (``diff_cse_mode``): (original, augmented, original) in one dropout pass through the encoder and
     the projection; the contrastive loss on the two originals, plus ``discriminator_weight`` x the
     reversed-gradient discriminator's BCE on (original, augmented). Its own settings: ``config.augcse``
-    (:class:`consert.train.augcse.AugCseSettings`)."""
+    (:class:`consert.train.augcse.AugCseSettings`).
+
+    Its step is graph-safe: one packed pass over the 3B rows, the labels a further static input. Until the
+    CUDA test of its graphed step (``tests/train/test_graphs.py``) has passed on a GPU, only ``cuda_graphs: on``
+    replays it; ``auto`` keeps it compiled."""
+
+    graphs_blocker: str | None = None
+    graphs_auto_blocker = "AugCSE's graphed step has not yet been checked on a GPU (cuda_graphs: on takes it)"
+    graph_copies = 1  # the (original, augmented, original) rows are the pass's rows, each once
 
     def __init__(self, config, encoder, execution):
         super().__init__(config, encoder, execution)
         hidden, device = encoder.hidden_size, encoder.device
         self.projection = projection_head(config, hidden, device)
         classes = len(config.augcse.text_augmentations) + 1  # each augmentation, and "no augmentation"
-        self.discriminator = AugmentationDiscriminator(hidden, classes=classes).to(device)
+        self.discriminator = AugmentationDiscriminator(
+            hidden, classes=classes, dropout=config.augcse.discriminator_dropout
+        ).to(device)
 
     def heads(self) -> list[nn.Module]:
         return [head for head in (self.projection, self.discriminator) if head is not None]
@@ -41,16 +51,27 @@ class AugCSE(Objective):
         return items
 
     def loss(self, batch: list[AugmentedText]) -> torch.Tensor:
-        config, encoder, count = self.config, self.encoder, len(batch)
+        """The loss of a batch; with CUDA graphs, a replay that also writes the gradients."""
+        encoder, execution = self.encoder, self.execution
         texts = [item.text for item in batch]
-        tokens = self.execution.tokenized(texts + [item.augmented for item in batch] + texts)
-        pooled = pooled_forward(
-            self.execution.forward_model, tokens.ids, tokens.mask, encoder.train_pooling, packed=tokens.packed
-        )
+        rows = texts + [item.augmented for item in batch] + texts  # the authors' (original, augmented, original)
+        labels = torch.tensor([item.label for item in batch])
+        if execution.graphed is not None:
+            ids, mask = encoder.tokens.batch(rows, encoder.pad_multiple)
+            return execution.graphed(ids, mask, labels)
+        tokens = execution.tokenized(rows)
+        return self.graphed_loss(tokens.ids, tokens.mask, tokens.packed, labels.to(encoder.device))
+
+    def graphed_loss(
+        self, ids: torch.Tensor, mask: torch.Tensor, packed: PackedPass | None, labels: torch.Tensor
+    ) -> torch.Tensor:
+        """The step's loss of the tokenized (original, augmented, original) rows on the device (no host reads:
+        graph-safe; ``F.one_hot`` with its class count given does not read the labels back on CUDA)."""
+        config, encoder = self.config, self.encoder
+        pooled = pooled_forward(self.execution.forward_model, ids, mask, encoder.train_pooling, packed=packed)
         projected = self.projection(pooled) if self.projection is not None else pooled
-        anchor, augmented, positive = projected.split(count)
+        anchor, augmented, positive = projected.split(len(labels))
         contrastive = CONTRASTIVE_LOSSES[config.loss](anchor, positive, config.temperature)
-        labels = torch.tensor([item.label for item in batch], device=encoder.device)
         return config.contrastive_weight * contrastive + config.augcse.discriminator_weight * discriminator_loss(
             self.discriminator, anchor, augmented, labels
         )
