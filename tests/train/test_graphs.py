@@ -111,16 +111,8 @@ def test_the_graphed_precision_probe_times_replays_of_the_packed_step(tmp_path, 
         {"mode": "sup"},
         {"mode": "joint", "views": ["none", "none"]},  # the authors' clean first view; the second drawn as none
         {"mode": "bertflow-nli", "batch_size": 16},
-        {  # the discriminator's dropout off: its draws would differ between the eager step and the replay
-            "mode": "augcse",
-            "augcse": {
-                "spacy_model": None,
-                "text_augmentations": ["random_swap", "sentence_reordering"],
-                "discriminator_dropout": 0.0,
-            },
-        },
     ],
-    ids=["unsup", "simcse", "sup", "joint", "bertflow-nli", "augcse"],
+    ids=["unsup", "simcse", "sup", "joint", "bertflow-nli"],
 )
 def test_every_graphed_objectives_step_equals_its_eager_packed_step(tmp_path_factory, tiny_tree, values):
     """Through the trainer's own parts, each objective whose step is graphed gives, in one replay, the loss and
@@ -130,3 +122,29 @@ def test_every_graphed_objectives_step_equals_its_eager_packed_step(tmp_path_fac
     graphed = objective_step(model_dir, tiny_tree, {**values, "packed": "on", "cuda_graphs": "on"}, device="cuda")
     assert graphed[1] == 1 and eager[1] == 0  # the step was replayed from a graph, and the reference was not
     assert_same_step(eager, graphed, 1e-4)
+
+
+def test_augcses_graphed_step_equals_its_eager_packed_step(tmp_path_factory, tiny_tree):
+    """AugCSE's step (its three texts in one packed pass, the batch-norm head, the discriminator behind the
+    gradient reversal) replayed gives the eager packed step's loss and gradients. The batch is written here
+    (spaCy, which draws the augmentations, is not on the GPU machine) and the discriminator's dropout is off
+    (its draws would differ between the eager step and the replay)."""
+    from consert.train.text_augment import AugmentedText
+
+    model_dir = random_bert(tmp_path_factory.mktemp("tiny-bert"), TINY_SHAPE)
+    values = {
+        "mode": "augcse",
+        "packed": "on",
+        "augcse": {"text_augmentations": ["random_swap", "sentence_reordering"], "discriminator_dropout": 0.0},
+    }
+    items = [
+        AugmentedText("a man is playing a guitar .", "a man is playing guitar a .", 0),
+        AugmentedText("two dogs run . the grass is green .", "the grass is green . two dogs run .", 1),
+        AugmentedText("a woman slices an onion", "a woman slices an onion", 2),
+        AugmentedText("the cat sleeps on the warm mat all day", "the cat on sleeps the warm mat all day", 0),
+    ]
+    eager = objective_step(model_dir, tiny_tree, {**values, "cuda_graphs": "off"}, device="cuda", items=items)
+    graphed = objective_step(model_dir, tiny_tree, {**values, "cuda_graphs": "on"}, device="cuda", items=items)
+    assert graphed[1] == 1 and eager[1] == 0
+    # as in the packed test, a batch norm over 4 rows and temperature 0.05 amplify float32 rounding
+    assert_same_step(eager, graphed, 2e-3)

@@ -85,10 +85,11 @@ def tiny_model_dir(tmp_path_factory):
     return random_bert(tmp_path_factory.mktemp("tiny-bert"), TINY_SHAPE)
 
 
-def objective_step(model_dir: str, data_dir, values: dict, device: str = "cpu"):
+def objective_step(model_dir: str, data_dir, values: dict, device: str = "cpu", items: list | None = None):
     """One batch of the objective a config trains, through the real trainer's parts (its execution settled
     as for a 10,000-step run, so ``cuda_graphs: on`` replays the step as a graph): whether it packed, how
-    many graphs it captured, its loss, and the gradients of the encoder and the heads."""
+    many graphs it captured, its loss, and the gradients of the encoder and the heads. The batch: ``items``,
+    else the objective's first 6 training items."""
     from consert.data.senteval import load_senteval
     from consert.train.config import TrainConfig
     from consert.train.encoder import TrainedEncoder
@@ -106,7 +107,7 @@ def objective_step(model_dir: str, data_dir, values: dict, device: str = "cpu"):
     objective = objective_for(config)(config, encoder, execution)
     modules = {"encoder": encoder.model, **{f"head{i}": head for i, head in enumerate(objective.heads())}}
     execution.settle(10_000, [p for module in modules.values() for p in module.parameters()], objective)
-    items = objective.training_items(data, progress=False)[:6]
+    items = items if items is not None else objective.training_items(data, progress=False)[:6]
     torch.manual_seed(1)  # the views' draws
     loss = objective.loss(items)
     if execution.graphed is None:
