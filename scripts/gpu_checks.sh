@@ -3,7 +3,8 @@
 #   bash scripts/gpu_checks.sh OUT_DIR [graphs] [dag] [cost] [bench]
 #   graphs: the CUDA graph tests (every graphed step equals its eager step)
 #   dag:    the offline config's whole DAG on the GPU (--resources gpu=1, every core), timed
-#   cost:   the paper config's cost table (consert bench --config config/config.yaml --device cuda)
+#   cost:   the paper config's cost table (consert bench --config config/config.yaml --device cuda);
+#           COST_STEPS=N steps per kind (150), COST_COMPARE="eager compiled" times each kind that way too
 #   bench:  the paper-scale trainer against a plain and a compiled loop (consert bench --device cuda)
 # Needs snakemake and the STS data ($CONSERT_DATA, or ../shared/data/senteval beside the checkout).
 set -uo pipefail
@@ -24,7 +25,11 @@ for step in "$@"; do
         --cores "$(nproc)" --resources gpu=1 --quiet rules && test -f "$work/results/summary.html" &&
         (cd "$work" && ls results logs) >"$out/dag-files.txt"
       ;;
-    cost) consert bench --config config/config.yaml --device cuda --steps "${COST_STEPS:-150}" --output "$out/cost.csv" --data "$data" ;;
+    cost)
+      # shellcheck disable=SC2086  # COST_COMPARE is a list of words
+      consert bench --config config/config.yaml --device cuda --steps "${COST_STEPS:-150}" --output "$out/cost.csv" \
+        --data "$data" ${COST_COMPARE:+--compare $COST_COMPARE}
+      ;;
     bench) consert bench --device cuda --json "$out/bench.json" --data "$data" ;;
     *) echo "unknown step $step (graphs, dag, cost, bench)"; false ;;
   esac >"$out/$step.log" 2>&1

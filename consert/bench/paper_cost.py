@@ -30,6 +30,7 @@ from typing import Any
 
 import pandas as pd
 
+from consert.bench import COMPARED_EXECUTIONS
 from consert.bench.cuda import random_bert
 from consert.data.senteval import SentEvalData
 from consert.paper.artifacts import sgopt_run, sgopt_seeds
@@ -238,14 +239,23 @@ def projection(
 
 
 def run(
-    workflow: dict[str, Any], data: SentEvalData, device: str, steps: int, gpus: int, shape: str = "hub"
+    workflow: dict[str, Any],
+    data: SentEvalData,
+    device: str,
+    steps: int,
+    gpus: int,
+    shape: str = "hub",
+    compare: tuple[str, ...] = (),
 ) -> tuple[pd.DataFrame, dict[str, float]]:
-    """Plan, time every job kind and each size's evaluations, and project; printed as it goes."""
+    """Plan, time every job kind and each size's evaluations, and project; printed as it goes. ``compare``:
+    executions (:data:`COMPARED_EXECUTIONS`) each ConSERT-trainer kind is also timed in, in the same run, as
+    the columns ``<execution>_steps_per_s`` (SG-OPT's kinds, which run eagerly, are not timed again)."""
     from consert.hardware import hardware_summary
 
     jobs, kinds = planned_jobs(workflow, data)
     print(f"{len(jobs)} training runs in {len(kinds)} job kinds; timing on {hardware_summary(device)}", flush=True)
     rates, notes, dev_seconds, test_seconds = {}, {}, {}, {}
+    compared: dict[str, dict[str, float]] = {execution: {} for execution in compare}
     with tempfile.TemporaryDirectory(prefix="consert-cost-models-") as scratch:
         models = {}
         for size in workflow["models"]:
@@ -260,10 +270,20 @@ def run(
                 rates[kind], notes[kind] = float("nan"), f"not timed: {missing}"
                 print(f"  {kind}: not timed ({missing})", flush=True)
                 continue
-            rate = measure_kind(kind, config, models[kind.split()[0]], data, steps, device, run_steps[kind])
+            model = models[kind.split()[0]]
+            rate = measure_kind(kind, config, model, data, steps, device, run_steps[kind])
             rates[kind], notes[kind] = rate.steps_per_s, rate.how
             print(f"  {kind}: {rate.steps_per_s:.2f} steps/s ({rate.steps_timed} steps timed; {rate.how})", flush=True)
+            if not isinstance(config, TrainConfig):
+                continue
+            for execution, changes in COMPARED_EXECUTIONS.items():
+                if execution in compare:
+                    other = measure_kind(kind, dataclasses.replace(config, **changes), model, data, steps, device)
+                    compared[execution][kind] = other.steps_per_s
+                    print(f"    {execution}: {other.steps_per_s:.2f} steps/s", flush=True)
     table, totals = projection(jobs, rates, dev_seconds, test_seconds, gpus)
+    for execution, by_kind in compared.items():
+        table[f"{execution}_steps_per_s"] = table.kind.map(by_kind)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     table["timed_as"] = table.kind.map(notes)
     untimed = table.kind[table.steps_per_s.isna()].tolist()

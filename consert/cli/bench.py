@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from consert.bench import COMPARED_EXECUTIONS
 from consert.cli.arguments import add_data_argument, at_least
 
 NAME = "bench"
@@ -36,6 +37,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="hub",
         help="--config: random BERTs of the hub configs' shapes (hub), or 2-layer ones to try the command (tiny)",
     )
+    parser.add_argument(
+        "--compare",
+        nargs="+",
+        choices=tuple(COMPARED_EXECUTIONS),
+        default=(),
+        help="--config: also time each ConSERT-trainer kind without CUDA graphs or compilation (eager) and with "
+        "its forward compiled (compiled; cuda only), in the same run",
+    )
     parser.add_argument("--output", default=None, metavar="FILE.csv", help="--config: the cost table as CSV")
     add_data_argument(parser)
 
@@ -46,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
 
     from consert.data.senteval import load_senteval
 
+    if "compiled" in args.compare and args.device != "cuda":
+        raise SystemExit("consert bench: --compare compiled needs --device cuda (torch.compile on a CPU takes minutes)")
     data = load_senteval(args.data)
     if args.config:
         return _paper_cost(args, data)
@@ -77,7 +88,7 @@ def _paper_cost(args: argparse.Namespace, data) -> int:
     if schema.is_file():  # a checkout: the workflow's defaults filled in, as snakemake does
         validate(workflow, str(schema))
     workflow["data_dir"] = str(data.root)
-    table, totals = paper_cost.run(workflow, data, args.device, args.steps, args.gpus, args.shape)
+    table, totals = paper_cost.run(workflow, data, args.device, args.steps, args.gpus, args.shape, tuple(args.compare))
     if args.output:
         table = table.assign(
             hardware=hardware_summary(args.device),

@@ -82,12 +82,13 @@ def test_a_timing_run_swaps_only_what_its_stage_reads(paper_plan, tmp_path):
 
 
 def test_the_command_times_every_kind_of_the_test_config_and_writes_its_table(tmp_path, capsys):
+    """Every kind timed and projected; ``--compare eager`` times each trainer kind again, in the same run."""
     data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
     output = tmp_path / "cost.csv"
     status = cli_main(
         [
             "bench", "--config", str(ROOT / "config" / "test.yaml"), "--shape", "tiny", "--steps", "6",
-            "--gpus", "2", "--data", str(data), "--output", str(output),
+            "--gpus", "2", "--data", str(data), "--output", str(output), "--compare", "eager",
         ]
     )  # fmt: skip
     assert status == 0
@@ -99,6 +100,17 @@ def test_the_command_times_every_kind_of_the_test_config_and_writes_its_table(tm
     jobs, kinds = planned_jobs(workflow, load_senteval(data))
     assert set(table.kind) == set(kinds) and table.runs.sum() == len(jobs)
     assert (table.steps_per_s > 0).all() and (table.gpu_hours > 0).all()
+    # each ConSERT-trainer kind timed again eagerly (a timing of its own, not its rate copied); SG-OPT's not
+    trainer = ~table.kind.str.contains(" sgopt ")
+    assert trainer.any() and (~trainer).any()
+    assert (table.eager_steps_per_s[trainer] > 0).all() and table.eager_steps_per_s[~trainer].isna().all()
+    assert (table.eager_steps_per_s[trainer] != table.steps_per_s[trainer]).all()
     assert table.total_gpu_hours.iloc[0] == pytest.approx(table.gpu_hours.sum(), abs=1e-3)  # 4 decimals a cell
     assert table.hardware.iloc[0] and set(table.gpus) == {2}
     assert "GPU-hours; on 2 card(s)" in capsys.readouterr().out
+
+
+def test_compiled_comparison_on_a_cpu_is_refused_in_one_line_before_any_work(tmp_path):
+    with pytest.raises(SystemExit, match="--compare compiled needs --device cuda"):
+        cli_main(["bench", "--config", str(ROOT / "config" / "test.yaml"), "--compare", "compiled",
+                  "--data", str(tmp_path / "absent")])  # fmt: skip
