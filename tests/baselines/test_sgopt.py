@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from baselines.sgopt import SgOptConfig, layer_views, sgopt_loss, train_sgopt
+from baselines.sgopt import SgOptConfig, layer_views, sgopt_loss, squared_distance, train_sgopt
 
 
 def test_loss_equals_hand_computation():
@@ -25,6 +25,26 @@ def test_loss_equals_hand_computation():
             positive = math.exp(cos(c[i], h[i, k]) / tau)
             terms.append(-math.log(positive / (positive + negatives)))
     assert sgopt_loss(c, h, tau).item() == pytest.approx(sum(terms) / 4, rel=1e-6)
+
+
+def test_the_distance_to_the_frozen_copy_and_its_gradient_by_hand():
+    """||theta_T - theta_F||^2 = 1 + 4 (the weights) + 9 (the biases) = 14 here; its gradient 2 (theta_T - theta_F)
+    reaches the tuned copy only, exactly (a product by 2 is exact), and a frozen tuned tensor gets none."""
+    tuned, frozen = torch.nn.Linear(2, 1), torch.nn.Linear(2, 1)
+    with torch.no_grad():
+        tuned.weight.copy_(torch.tensor([[1.0, 2.0]]))
+        frozen.weight.copy_(torch.tensor([[0.0, 4.0]]))
+        tuned.bias.fill_(0.5), frozen.bias.fill_(3.5)
+    tuned.bias.requires_grad_(False)  # as BERT_T's embeddings: frozen, still in the distance
+    distance = squared_distance(tuned, frozen)
+    assert distance.item() == 1 + 4 + 9
+    (0.1 * distance).backward()
+    assert torch.equal(tuned.weight.grad, 0.1 * 2 * torch.tensor([[1.0, -2.0]]))
+    assert tuned.bias.grad is None and frozen.weight.grad is None
+    tuned.bias.requires_grad_(True)
+    with torch.no_grad():
+        tuned.bias.fill_(4.0)
+    assert squared_distance(tuned, frozen).item() == 1 + 4 + 0.25
 
 
 def test_layer_views_pool_real_tokens_only():
