@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The CUDA checks of a GPU box in one go, each step's log in OUT_DIR (CI has no GPU; run this on any box that has one):
-#   bash scripts/gpu_checks.sh OUT_DIR [graphs] [dag] [cost] [bench]
+#   bash scripts/gpu_checks.sh OUT_DIR [graphs] [dag] [cost] [share] [bench]
 #   graphs: the CUDA graph tests (every graphed step equals its eager step)
 #   dag:    the offline config's whole DAG on the GPU (--resources gpu=1, every core), timed
 #   cost:   the paper config's cost table (consert bench --config config/config.yaml --device cuda);
 #           COST_STEPS=N steps per kind (150), COST_COMPARE="eager compiled" times each kind that way too
+#   share:  whether small jobs (BERT-NLI at batch 16, SG-OPT) run 1, 2, 3 at once raise the card's throughput
 #   bench:  the paper-scale trainer against a plain and a compiled loop (consert bench --device cuda)
 # Needs snakemake and the STS data ($CONSERT_DATA, or ../shared/data/senteval beside the checkout).
 set -uo pipefail
-out=${1:?usage: bash scripts/gpu_checks.sh OUT_DIR [graphs] [dag] [cost] [bench]}
+out=${1:?usage: bash scripts/gpu_checks.sh OUT_DIR [graphs] [dag] [cost] [share] [bench]}
 shift
 mkdir -p "$out"
 data=${CONSERT_DATA:-$(cd "$(dirname "$0")/.." && pwd)/../shared/data/senteval}
@@ -30,8 +31,12 @@ for step in "$@"; do
       consert bench --config config/config.yaml --device cuda --steps "${COST_STEPS:-150}" --output "$out/cost.csv" \
         --data "$data" ${COST_COMPARE:+--compare $COST_COMPARE}
       ;;
+    share)
+      consert bench --config config/config.yaml --device cuda --steps "${SHARE_STEPS:-300}" \
+        --share "base bertflow-nli*" "base sgopt*" --output "$out/share.csv" --data "$data"
+      ;;
     bench) consert bench --device cuda --json "$out/bench.json" --data "$data" ;;
-    *) echo "unknown step $step (graphs, dag, cost, bench)"; false ;;
+    *) echo "unknown step $step (graphs, dag, cost, share, bench)"; false ;;
   esac >"$out/$step.log" 2>&1
   code=$?
   echo "$step: exit $code in $((SECONDS - started)) s" | tee -a "$out/steps.txt"

@@ -238,6 +238,11 @@ def projection(
     return table, {"gpu_hours": total, "wall_hours": max(total / gpus, longest), "longest_chain_hours": longest}
 
 
+def random_models(sizes, folder: Path, shape: str = "hub") -> dict[str, str]:
+    """A randomly initialised BERT per size under ``folder``: the size's hub shape, or ``tiny``'s 2 layers."""
+    return {size: random_bert(folder / size, TINY_SHAPE if shape == "tiny" else HUB_SHAPES[size]) for size in sizes}
+
+
 def run(
     workflow: dict[str, Any],
     data: SentEvalData,
@@ -257,9 +262,8 @@ def run(
     rates, notes, dev_seconds, test_seconds = {}, {}, {}, {}
     compared: dict[str, dict[str, float]] = {execution: {} for execution in compare}
     with tempfile.TemporaryDirectory(prefix="consert-cost-models-") as scratch:
-        models = {}
+        models = random_models(workflow["models"], Path(scratch), shape)
         for size in workflow["models"]:
-            models[size] = random_bert(Path(scratch) / size, TINY_SHAPE if shape == "tiny" else HUB_SHAPES[size])
             dev_seconds[size] = evaluation_seconds(models[size], data, device, dev_pairs=1500)
             test_seconds[size] = evaluation_seconds(models[size], data, device)
             print(f"  {size}: dev evaluation {dev_seconds[size]:.2f} s, 7-set evaluation {test_seconds[size]:.1f} s")

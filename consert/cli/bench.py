@@ -45,8 +45,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="--config: also time each ConSERT-trainer kind without CUDA graphs or compilation (eager) and with "
         "its forward compiled (compiled; cuda only), in the same run",
     )
-    parser.add_argument("--output", default=None, metavar="FILE.csv", help="--config: the cost table as CSV")
+    parser.add_argument(
+        "--share",
+        nargs="+",
+        default=(),
+        metavar="KIND",
+        help="--config: instead of the cost table, run jobs of each matching kind (a glob, e.g. 'base sgopt*') "
+        "1, 2 and 3 at once (--copies) and report whether running them together raises the throughput",
+    )
+    parser.add_argument(
+        "--copies", type=at_least(1), nargs="+", default=(1, 2, 3), help="--share: how many jobs at once"
+    )
+    parser.add_argument(
+        "--output", default=None, metavar="FILE.csv", help="--config: the cost table (or --share's) as CSV"
+    )
     add_data_argument(parser)
+
+
+def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Combinations refused before any work."""
+    if (args.compare or args.share) and not args.config:
+        parser.error("--compare and --share time a workflow config's job kinds: pass --config FILE.yaml too")
+    if args.compare and args.share:
+        parser.error("--compare belongs to the cost table, --share replaces it: pass one of them")
+    if "compiled" in args.compare and args.device != "cuda":
+        parser.error("--compare compiled needs --device cuda (torch.compile on a CPU takes minutes)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,8 +78,6 @@ def run(args: argparse.Namespace) -> int:
 
     from consert.data.senteval import load_senteval
 
-    if "compiled" in args.compare and args.device != "cuda":
-        raise SystemExit("consert bench: --compare compiled needs --device cuda (torch.compile on a CPU takes minutes)")
     data = load_senteval(args.data)
     if args.config:
         return _paper_cost(args, data)
@@ -75,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _paper_cost(args: argparse.Namespace, data) -> int:
-    """``--config``: the workflow config's job kinds timed here and its DAG's cost projected."""
+    """``--config``: the workflow config's job kinds timed here and its DAG's cost projected (or, with
+    ``--share``, jobs of some kinds run together)."""
     import yaml
     from snakemake.utils import validate
 
@@ -88,13 +110,29 @@ def _paper_cost(args: argparse.Namespace, data) -> int:
     if schema.is_file():  # a checkout: the workflow's defaults filled in, as snakemake does
         validate(workflow, str(schema))
     workflow["data_dir"] = str(data.root)
-    table, totals = paper_cost.run(workflow, data, args.device, args.steps, args.gpus, args.shape, tuple(args.compare))
-    if args.output:
-        table = table.assign(
-            hardware=hardware_summary(args.device),
-            shape=args.shape,
-            gpus=args.gpus,
-            **{f"total_{name}": value for name, value in totals.items()},
+    if args.share:
+        table = _sharing(args, workflow, data)
+    else:
+        table, totals = paper_cost.run(
+            workflow, data, args.device, args.steps, args.gpus, args.shape, tuple(args.compare)
         )
+        table = table.assign(gpus=args.gpus, **{f"total_{name}": value for name, value in totals.items()})
+    if args.output:
+        table = table.assign(hardware=hardware_summary(args.device), shape=args.shape)
         print(f"wrote {write_csv(table, args.output)}")
     return 0
+
+
+def _sharing(args: argparse.Namespace, workflow: dict, data):
+    """``--share``: jobs of the matching kinds run 1, 2, 3 (``--copies``) at once, timed whole."""
+    import tempfile
+
+    from consert.bench import paper_cost, sharing
+
+    _, kinds = paper_cost.planned_jobs(workflow, data)
+    chosen = sharing.matching_kinds(kinds, args.share)
+    with tempfile.TemporaryDirectory(prefix="consert-share-models-") as scratch:
+        models = paper_cost.random_models({kind.split()[0] for kind in chosen}, Path(scratch), args.shape)
+        table = sharing.sharing_table(chosen, models, str(data.root), args.steps, args.device, args.copies)
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    return table

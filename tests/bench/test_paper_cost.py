@@ -110,7 +110,37 @@ def test_the_command_times_every_kind_of_the_test_config_and_writes_its_table(tm
     assert "GPU-hours; on 2 card(s)" in capsys.readouterr().out
 
 
-def test_compiled_comparison_on_a_cpu_is_refused_in_one_line_before_any_work(tmp_path):
-    with pytest.raises(SystemExit, match="--compare compiled needs --device cuda"):
-        cli_main(["bench", "--config", str(ROOT / "config" / "test.yaml"), "--compare", "compiled",
-                  "--data", str(tmp_path / "absent")])  # fmt: skip
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--config", "CONFIG", "--compare", "compiled"], "--compare compiled needs --device cuda"),
+        (["--share", "base sgopt*"], "--compare and --share time a workflow config's job kinds"),
+        (["--config", "CONFIG", "--share", "x", "--compare", "eager"], "--compare belongs to the cost table"),
+    ],
+)
+def test_a_bench_combination_that_cannot_run_is_refused_in_one_line_before_any_work(
+    tmp_path, capsys, arguments, message
+):
+    arguments = [str(ROOT / "config" / "test.yaml") if a == "CONFIG" else a for a in arguments]
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main(["bench", *arguments, "--data", str(tmp_path / "absent")])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_jobs_of_a_kind_run_one_and_two_at_once_and_the_ratio_is_their_throughputs(tmp_path, capsys):
+    """``--share``: SG-OPT's kind run as whole jobs, alone and two at once; each row's ratio is n x wall(1) /
+    wall(n) from its own walls; a pattern matching no kind is refused, naming the kinds."""
+    data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
+    output = tmp_path / "share.csv"
+    config = str(ROOT / "config" / "test.yaml")
+    common = ["bench", "--config", config, "--shape", "tiny", "--steps", "6", "--data", str(data)]
+    status = cli_main([*common, "--share", "base sgopt*", "--copies", "2", "--output", str(output)])
+    assert status == 0
+    table = pd.read_csv(output)
+    assert table.kind.str.startswith("base sgopt ").all() and list(table.copies) == [1, 2]
+    alone = table.wall_s[table.copies == 1].iloc[0]
+    assert (table.wall_s > 0).all()
+    assert table.ratio.tolist() == pytest.approx([1.0, 2 * alone / table.wall_s.iloc[1]], rel=1e-3)
+    assert cli_main([*common, "--share", "large *"]) == 2
+    assert "--share 'large *' matches no job kind of the config; its kinds: base unsup" in capsys.readouterr().err

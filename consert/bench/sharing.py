@@ -1,0 +1,78 @@
+"""``consert bench --config FILE --share KIND ...``: whether small jobs run together raise a card's throughput.
+
+A job kind of the config (as :mod:`consert.bench.paper_cost` groups them) is run as whole jobs: ``copies``
+processes started together, each training ``steps`` steps of the kind from its own start (imports, the
+model, the precision choice, graph captures: what a job of the DAG does besides its evaluation), and the wall
+time until the last one ends is measured, for each number of copies, in one run. The throughput ratio of
+``n`` copies is ``n x wall(1) / wall(n)``: above 1, ``n`` such jobs at once get more done per second than one
+at a time (the card idles between one job's kernels; a declared GPU share for the kind pays); at or below 1,
+they only wait for each other.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import multiprocessing
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+
+def matching_kinds(kinds: dict[str, Any], patterns: Sequence[str]) -> dict[str, Any]:
+    """The kinds whose names match one of the glob ``patterns``; a pattern that matches none is an error that
+    lists the kinds."""
+    chosen = {}
+    for pattern in patterns:
+        found = {kind: config for kind, config in kinds.items() if fnmatch.fnmatchcase(kind, pattern)}
+        if not found:
+            raise ValueError(f"--share {pattern!r} matches no job kind of the config; its kinds: {', '.join(kinds)}")
+        chosen.update(found)
+    return chosen
+
+
+def _job(kind: str, config, model: str, data_root: str, steps: int, device: str) -> None:
+    """One job of the kind, in a process of its own: its data read, ``steps`` steps trained."""
+    from consert.bench.paper_cost import measure_kind
+    from consert.data.senteval import load_senteval
+
+    measure_kind(kind, config, model, load_senteval(data_root), steps, device)
+
+
+def jobs_wall_seconds(kind: str, config, model: str, data_root: str, steps: int, device: str, copies: int) -> float:
+    """Seconds from starting ``copies`` jobs of ``kind`` together until the last one ends."""
+    context = multiprocessing.get_context("spawn")  # a fresh process each, as a job of the DAG
+    processes = [
+        context.Process(target=_job, args=(kind, config, model, data_root, steps, device)) for _ in range(copies)
+    ]
+    started = time.perf_counter()
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join()
+    seconds = time.perf_counter() - started
+    failed = [process.exitcode for process in processes if process.exitcode != 0]
+    if failed:
+        raise RuntimeError(f"{kind}: {len(failed)} of {copies} jobs run together failed (exit codes {failed})")
+    return seconds
+
+
+def sharing_table(
+    kinds: dict[str, Any],
+    models: dict[str, str],
+    data_root: str,
+    steps: int,
+    device: str,
+    copies: Sequence[int] = (1, 2, 3),
+) -> pd.DataFrame:
+    """Per kind and number of copies: the wall seconds and the throughput ratio against one job at a time."""
+    rows = []
+    for kind, config in kinds.items():
+        walls = {}
+        for count in sorted(set(copies) | {1}):
+            walls[count] = jobs_wall_seconds(kind, config, models[kind.split()[0]], data_root, steps, device, count)
+            ratio = count * walls[1] / walls[count]
+            rows.append({"kind": kind, "copies": count, "steps_each": steps, "wall_s": walls[count], "ratio": ratio})
+            print(f"  {kind}: {count} at once in {walls[count]:.1f} s, throughput x{ratio:.2f}", flush=True)
+    return pd.DataFrame(rows)
