@@ -238,6 +238,12 @@ def projection(
     return table, {"gpu_hours": total, "wall_hours": max(total / gpus, longest), "longest_chain_hours": longest}
 
 
+def kind_run_steps(jobs: list[PlannedJob]) -> dict[str, int]:
+    """Each kind's first run's planned steps: the run length its timing executes its step for (CUDA graphs and
+    compilation apply to long runs only)."""
+    return {job.kind: job.steps for job in reversed(jobs)}
+
+
 def random_models(sizes, folder: Path, shape: str = "hub") -> dict[str, str]:
     """A randomly initialised BERT per size under ``folder``: the size's hub shape, or ``tiny``'s 2 layers."""
     return {size: random_bert(folder / size, TINY_SHAPE if shape == "tiny" else HUB_SHAPES[size]) for size in sizes}
@@ -267,7 +273,7 @@ def run(
             dev_seconds[size] = evaluation_seconds(models[size], data, device, dev_pairs=1500)
             test_seconds[size] = evaluation_seconds(models[size], data, device)
             print(f"  {size}: dev evaluation {dev_seconds[size]:.2f} s, 7-set evaluation {test_seconds[size]:.1f} s")
-        run_steps = {job.kind: job.steps for job in reversed(jobs)}  # each kind's first run's length
+        run_steps = kind_run_steps(jobs)
         for kind, config in kinds.items():
             missing = untimeable(config)
             if missing:

@@ -2,7 +2,8 @@
 
 A job kind of the config (as :mod:`consert.bench.paper_cost` groups them) is run as whole jobs: ``copies``
 processes started together, each training ``steps`` steps of the kind from its own start (imports, the
-model, the precision choice, graph captures: what a job of the DAG does besides its evaluation), and the wall
+model, the precision choice, graph captures: what a job of the DAG does besides its evaluation; the step
+executed as the kind's full run executes it), and the wall
 time until the last one ends is measured, for each number of copies, in one run. The throughput ratio of
 ``n`` copies is ``n x wall(1) / wall(n)``: above 1, ``n`` such jobs at once get more done per second than one
 at a time (the card idles between one job's kernels; a declared GPU share for the kind pays); at or below 1,
@@ -32,20 +33,22 @@ def matching_kinds(kinds: dict[str, Any], patterns: Sequence[str]) -> dict[str, 
     return chosen
 
 
-def _job(kind: str, config, model: str, data_root: str, steps: int, device: str) -> None:
-    """One job of the kind, in a process of its own: its data read, ``steps`` steps trained."""
+def _job(kind: str, config, model: str, data_root: str, steps: int, device: str, run_steps: int) -> None:
+    """One job of the kind, in a process of its own: its data read, ``steps`` steps trained, executed as a run
+    of ``run_steps`` steps is (CUDA graphs or compilation where its full run takes them)."""
     from consert.bench.paper_cost import measure_kind
     from consert.data.senteval import load_senteval
 
-    measure_kind(kind, config, model, load_senteval(data_root), steps, device)
+    measure_kind(kind, config, model, load_senteval(data_root), steps, device, run_steps)
 
 
-def jobs_wall_seconds(kind: str, config, model: str, data_root: str, steps: int, device: str, copies: int) -> float:
+def jobs_wall_seconds(
+    kind: str, config, model: str, data_root: str, steps: int, device: str, run_steps: int, copies: int
+) -> float:
     """Seconds from starting ``copies`` jobs of ``kind`` together until the last one ends."""
     context = multiprocessing.get_context("spawn")  # a fresh process each, as a job of the DAG
-    processes = [
-        context.Process(target=_job, args=(kind, config, model, data_root, steps, device)) for _ in range(copies)
-    ]
+    arguments = (kind, config, model, data_root, steps, device, run_steps)
+    processes = [context.Process(target=_job, args=arguments) for _ in range(copies)]
     started = time.perf_counter()
     for process in processes:
         process.start()
@@ -64,14 +67,17 @@ def sharing_table(
     data_root: str,
     steps: int,
     device: str,
+    run_steps: dict[str, int],
     copies: Sequence[int] = (1, 2, 3),
 ) -> pd.DataFrame:
-    """Per kind and number of copies: the wall seconds and the throughput ratio against one job at a time."""
+    """Per kind and number of copies: the wall seconds and the throughput ratio against one job at a time.
+    ``run_steps``: each kind's planned run length (:func:`consert.bench.paper_cost.kind_run_steps`)."""
     rows = []
     for kind, config in kinds.items():
         walls = {}
+        model = models[kind.split()[0]]
         for count in sorted(set(copies) | {1}):
-            walls[count] = jobs_wall_seconds(kind, config, models[kind.split()[0]], data_root, steps, device, count)
+            walls[count] = jobs_wall_seconds(kind, config, model, data_root, steps, device, run_steps[kind], count)
             ratio = count * walls[1] / walls[count]
             rows.append({"kind": kind, "copies": count, "steps_each": steps, "wall_s": walls[count], "ratio": ratio})
             print(f"  {kind}: {count} at once in {walls[count]:.1f} s, throughput x{ratio:.2f}", flush=True)

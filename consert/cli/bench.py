@@ -129,10 +129,11 @@ def _sharing(args: argparse.Namespace, workflow: dict, data):
 
     from consert.bench import paper_cost, sharing
 
-    _, kinds = paper_cost.planned_jobs(workflow, data)
+    jobs, kinds = paper_cost.planned_jobs(workflow, data)
     chosen = sharing.matching_kinds(kinds, args.share)
+    run_steps = paper_cost.kind_run_steps(jobs)
     with tempfile.TemporaryDirectory(prefix="consert-share-models-") as scratch:
         models = paper_cost.random_models({kind.split()[0] for kind in chosen}, Path(scratch), args.shape)
-        table = sharing.sharing_table(chosen, models, str(data.root), args.steps, args.device, args.copies)
+        table = sharing.sharing_table(chosen, models, str(data.root), args.steps, args.device, run_steps, args.copies)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     return table
