@@ -52,15 +52,9 @@ class AugCSE(Objective):
 
     def loss(self, batch: list[AugmentedText]) -> torch.Tensor:
         """The loss of a batch; with CUDA graphs, a replay that also writes the gradients."""
-        encoder, execution = self.encoder, self.execution
         texts = [item.text for item in batch]
         rows = texts + [item.augmented for item in batch] + texts  # the authors' (original, augmented, original)
-        labels = torch.tensor([item.label for item in batch])
-        if execution.graphed is not None:
-            ids, mask = encoder.tokens.batch(rows, encoder.pad_multiple)
-            return execution.graphed(ids, mask, labels)
-        tokens = execution.tokenized(rows)
-        return self.graphed_loss(tokens.ids, tokens.mask, tokens.packed, labels.to(encoder.device))
+        return self.rows_loss(rows, torch.tensor([item.label for item in batch]))
 
     def graphed_loss(
         self, ids: torch.Tensor, mask: torch.Tensor, packed: PackedPass | None, labels: torch.Tensor

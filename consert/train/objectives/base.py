@@ -48,6 +48,17 @@ class Objective:
         """The loss of one batch of items."""
         raise NotImplementedError
 
+    def rows_loss(self, rows: list[str], *extras: torch.Tensor) -> torch.Tensor:
+        """The loss of a step that is one pass over ``rows`` (each once; ``extras``: its other inputs, on the host):
+        a replay of the step's CUDA graph, which also writes the gradients, when the step is graphed; else
+        :meth:`graphed_loss` of the tokenized rows."""
+        encoder, execution = self.encoder, self.execution
+        if execution.graphed is not None:
+            ids, mask = encoder.tokens.batch(rows, encoder.pad_multiple)
+            return execution.graphed(ids, mask, *extras)
+        tokens = execution.tokenized(rows)
+        return self.graphed_loss(tokens.ids, tokens.mask, tokens.packed, *(e.to(encoder.device) for e in extras))
+
     def graphed_loss(
         self, ids: torch.Tensor, mask: torch.Tensor, packed: PackedPass, *extras: torch.Tensor
     ) -> torch.Tensor:

@@ -60,13 +60,7 @@ class NliClassification(Objective):
 
     def loss(self, batch: list[NliPair]) -> torch.Tensor:
         """The loss of a batch of pairs; with CUDA graphs, a replay that also writes the gradients."""
-        texts, labels = self.texts_and_labels(batch)
-        encoder, execution = self.encoder, self.execution
-        if execution.graphed is not None:
-            ids, mask = encoder.tokens.batch(texts, encoder.pad_multiple)
-            return execution.graphed(ids, mask, labels)
-        tokens = execution.tokenized(texts)
-        return self.graphed_loss(tokens.ids, tokens.mask, tokens.packed, labels.to(encoder.device))
+        return self.rows_loss(*self.texts_and_labels(batch))
 
     def graphed_loss(
         self, ids: torch.Tensor, mask: torch.Tensor, packed: PackedPass | None, labels: torch.Tensor
