@@ -286,11 +286,10 @@ def run(
             print(f"  {kind}: {rate.steps_per_s:.2f} steps/s ({rate.steps_timed} steps timed; {rate.how})", flush=True)
             if not isinstance(config, TrainConfig):
                 continue
-            for execution, changes in COMPARED_EXECUTIONS.items():
-                if execution in compare:
-                    other = measure_kind(kind, dataclasses.replace(config, **changes), model, data, steps, device)
-                    compared[execution][kind] = other.steps_per_s
-                    print(f"    {execution}: {other.steps_per_s:.2f} steps/s", flush=True)
+            for execution in compare:
+                timed = dataclasses.replace(config, **COMPARED_EXECUTIONS[execution])
+                compared[execution][kind] = measure_kind(kind, timed, model, data, steps, device).steps_per_s
+                print(f"    {execution}: {compared[execution][kind]:.2f} steps/s", flush=True)
     table, totals = projection(jobs, rates, dev_seconds, test_seconds, gpus)
     for execution, by_kind in compared.items():
         table[f"{execution}_steps_per_s"] = table.kind.map(by_kind)

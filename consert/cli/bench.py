@@ -128,10 +128,12 @@ def _sharing(args: argparse.Namespace, workflow: dict, data):
     import tempfile
 
     from consert.bench import paper_cost, sharing
+    from consert.hardware import hardware_summary
 
     jobs, kinds = paper_cost.planned_jobs(workflow, data)
     chosen = sharing.matching_kinds(kinds, args.share)
     run_steps = paper_cost.kind_run_steps(jobs)
+    print(f"{len(chosen)} job kinds run 1 to {max(args.copies)} at once on {hardware_summary(args.device)}")
     with tempfile.TemporaryDirectory(prefix="consert-share-models-") as scratch:
         models = paper_cost.random_models({kind.split()[0] for kind in chosen}, Path(scratch), args.shape)
         table = sharing.sharing_table(chosen, models, str(data.root), args.steps, args.device, run_steps, args.copies)

@@ -104,7 +104,7 @@ def test_the_command_times_every_kind_of_the_test_config_and_writes_its_table(tm
     trainer = ~table.kind.str.contains(" sgopt ")
     assert trainer.any() and (~trainer).any()
     assert (table.eager_steps_per_s[trainer] > 0).all() and table.eager_steps_per_s[~trainer].isna().all()
-    assert (table.eager_steps_per_s[trainer] != table.steps_per_s[trainer]).all()
+    assert (table.eager_steps_per_s[trainer] != table.steps_per_s[trainer]).any()  # copied rates: all equal
     assert table.total_gpu_hours.iloc[0] == pytest.approx(table.gpu_hours.sum(), abs=1e-3)  # 4 decimals a cell
     assert table.hardware.iloc[0] and set(table.gpus) == {2}
     assert "GPU-hours; on 2 card(s)" in capsys.readouterr().out
