@@ -34,9 +34,12 @@ from consert.data.senteval import SentEvalData, load_senteval
 from consert.encode.batching import TokenCache, pad_multiple, to_device
 from consert.encode.models import default_device, resolve_model
 from consert.encode.precision import training_precision
+from consert.train.config import COMPILE_CHOICES
 from consert.train.encoder import load_trainable, set_seed
 from consert.train.export import export_model
+from consert.train.graphs import GraphedStep, graphed_probe_runner
 from consert.train.loop import LoopResult, loop_settings, run_loop
+from consert.train.packed import Packing, packed_hidden_states
 from consert.train.record import loop_record, provenance_record
 
 
@@ -71,6 +74,33 @@ class SgOptConfig:
     seed: int = key("the run's seed (data order, dropout, the projection head)", 1)
     dtype: str = key("the precision measured fastest on this machine (consert.encode.precision)", "auto")
     device: str | None = key("cpu or cuda (null: cuda when available)", None)
+    cuda_graphs: str = key(
+        "replay the step as CUDA graphs over its packed real tokens: on, off, or auto (for now: off, until the "
+        "graphed step's CUDA test has passed on a GPU)",
+        "auto",
+    )
+
+    def __post_init__(self):
+        if self.cuda_graphs not in COMPILE_CHOICES:
+            choices = ", ".join(COMPILE_CHOICES)
+            raise ValueError(f"SG-OPT cuda_graphs must be one of {choices}, got {self.cuda_graphs!r}")
+
+
+#: Why ``cuda_graphs: auto`` keeps SG-OPT's step eager on CUDA; None once its graphed step has passed its CUDA test.
+GRAPHS_AUTO_BLOCKER: str | None = "SG-OPT's graphed step has not yet been checked on a GPU (cuda_graphs: on takes it)"
+
+
+def graphs_blocker(config: SgOptConfig, device: str) -> str | None:
+    """Why SG-OPT's step does not run as CUDA graphs on ``device``; None when it does."""
+    if config.cuda_graphs == "off":
+        return "cuda_graphs: off"
+    if torch.device(device).type != "cuda":
+        return f"device {device} is not CUDA"
+    if config.dtype == "fp16":
+        return "fp16 trains under a gradient scaler that reads the host"
+    if config.cuda_graphs == "auto" and GRAPHS_AUTO_BLOCKER is not None:
+        return f"auto: {GRAPHS_AUTO_BLOCKER}"
+    return None
 
 
 class ProjectionHead(nn.Sequential):
@@ -90,7 +120,7 @@ def sgopt_loss(c: torch.Tensor, h: torch.Tensor, temperature: float) -> torch.Te
     """Mean L_opt3 over sentences i and layers k, for projected ``c`` (B x p) and ``h`` (B x (L+1) x p)."""
     batch, views, _ = h.shape
     logits = torch.einsum("ip,mnp->imn", F.normalize(c.float(), dim=-1), F.normalize(h.float(), dim=-1)) / temperature
-    positives = logits[torch.arange(batch), torch.arange(batch)]  # B x (L+1): phi(c_i, h_{i,k})
+    positives = logits.diagonal(dim1=0, dim2=1).t()  # B x (L+1): phi(c_i, h_{i,k}); no host index (graph-safe)
     others = ~torch.eye(batch, dtype=torch.bool, device=c.device)
     negatives = torch.logsumexp(logits.masked_fill(~others.unsqueeze(-1), float("-inf")).flatten(1), dim=1)
     return (torch.logaddexp(positives, negatives.unsqueeze(1)) - positives).mean()
@@ -104,6 +134,20 @@ def layer_views(hidden_states: Sequence[torch.Tensor], attention_mask: torch.Ten
         return stacked.masked_fill(~mask, float("-inf")).amax(dim=2)
     if pooling == "mean":
         return (stacked * mask).sum(2) / mask.sum(2).clamp(min=1)
+    raise ValueError(f"SG-OPT view pooling must be 'max' or 'mean', got {pooling!r}")
+
+
+def packed_layer_views(states: Sequence[torch.Tensor], packing: Packing, pooling: str) -> torch.Tensor:
+    """:func:`layer_views` from packed hidden states (T x d each, :func:`consert.train.packed.packed_hidden_states`):
+    B x (L+1) x d, pooled over each row's real tokens (the packing's spare slots pool into a trash row, dropped)."""
+    stacked = torch.stack(list(states), dim=1).float()  # T x (L+1) x d
+    shape = (packing.rows + 1, *stacked.shape[1:])
+    if pooling == "max":
+        rows = packing.row.view(-1, 1, 1).expand_as(stacked)
+        return stacked.new_full(shape, float("-inf")).scatter_reduce(0, rows, stacked, "amax")[: packing.rows]
+    if pooling == "mean":
+        summed = stacked.new_zeros(shape).index_add(0, packing.row, stacked)[: packing.rows]
+        return summed / packing.lengths.view(-1, 1, 1).to(summed.dtype)
     raise ValueError(f"SG-OPT view pooling must be 'max' or 'mean', got {pooling!r}")
 
 
@@ -132,7 +176,9 @@ def squared_distance(tuned: nn.Module, frozen: nn.Module) -> torch.Tensor:
 
 
 class SgOptTrainer:
-    """Holds BERT_T, BERT_F and f; ``loss(texts)`` is the SG-OPT objective on one batch."""
+    """Holds BERT_T, BERT_F and f; ``loss(texts)`` is the SG-OPT objective on one batch, eager over the padded
+    batch; ``packed_loss`` the same over its real tokens only, with no host reads: what the CUDA graphs replay
+    (``graphed``, when they apply: :func:`graphs_blocker`)."""
 
     def __init__(self, config: SgOptConfig, data: SentEvalData):
         self.config, self.data = config, data
@@ -141,18 +187,45 @@ class SgOptTrainer:
         self.tokenizer, self.tuned = load_trainable(self.resolved, self.device, remove_dropout=False)
         self.frozen = copy.deepcopy(self.tuned).train(config.guide_dropout).requires_grad_(False)
         self.tuned.embeddings.requires_grad_(False)  # the 0th layer of BERT_T stays fixed
-        self.precision = training_precision(config.dtype, self.device, self.tuned)
+        blocker = graphs_blocker(config, self.device)
+        if config.cuda_graphs == "on" and blocker:
+            raise ValueError(f"SG-OPT cuda_graphs: on, but {blocker}")
+        runner = graphed_probe_runner if blocker is None else None  # auto measures the step as it will run
+        self.precision = training_precision(config.dtype, self.device, self.tuned, graphed_runner=runner)
         std = getattr(self.tuned.config, "initializer_range", 0.02)
         self.head = ProjectionHead(self.tuned.config.hidden_size, config.projection_dim, std).to(self.device)
         self.tokens = TokenCache(self.tokenizer, config.max_length)  # each text tokenized once a run
+        self.graphed: GraphedStep | None = None
+        if blocker is None:
+            parameters = [*self.tuned.parameters(), *self.head.parameters()]
+            self.graphed = GraphedStep(self.packed_loss, parameters, self.device, self.precision.dtype, copies=1)
 
     def loss(self, texts: list[str]) -> torch.Tensor:
-        ids, mask = to_device(self.tokens.batch(texts, pad_multiple(self.device)), self.device)
+        """The batch's loss; when ``graphed``, a replay that has also written the gradients."""
+        ids, mask = self.tokens.batch(texts, pad_multiple(self.device))
+        if self.graphed is not None:
+            return self.graphed(ids, mask)
+        return self.padded_loss(*to_device((ids, mask), self.device))
+
+    def padded_loss(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The loss of a padded batch on the device, through the Hugging Face forward passes."""
         batch = {"input_ids": ids, "attention_mask": mask}
         with torch.no_grad():
             hidden = self.frozen(**batch, output_hidden_states=True).hidden_states
-            views = layer_views(hidden, batch["attention_mask"], self.config.view_pooling)
-        c = self.tuned(**batch).last_hidden_state[:, 0]
+            views = layer_views(hidden, mask, self.config.view_pooling)
+        return self._objective(self.tuned(**batch).last_hidden_state[:, 0], views)
+
+    def packed_loss(self, ids: torch.Tensor, mask: torch.Tensor, packing: Packing) -> torch.Tensor:
+        """:meth:`padded_loss` over the batch's real tokens only (``packing``, on the device), reading nothing
+        back to the host: the dense layers skip the padding, as the ConSERT trainer's packed step does."""
+        with torch.no_grad():
+            states = packed_hidden_states(self.frozen, self.frozen.embeddings(input_ids=ids), packing)
+            views = packed_layer_views(states, packing, self.config.view_pooling)
+        last = packed_hidden_states(self.tuned, self.tuned.embeddings(input_ids=ids), packing)[-1]
+        return self._objective(last.index_select(0, packing.first), views)  # each row's [CLS]
+
+    def _objective(self, c: torch.Tensor, views: torch.Tensor) -> torch.Tensor:
+        """L_opt from the tuned copy's [CLS] vectors ``c`` (B x d) and the frozen copy's views (B x (L+1) x d)."""
         contrastive = sgopt_loss(self.head(c), self.head(views), self.config.temperature)
         return contrastive + self.config.regularization * squared_distance(self.tuned, self.frozen)
 
@@ -211,6 +284,7 @@ def train_sgopt(config: SgOptConfig, data: SentEvalData | None = None, progress:
         trainer.device,
         desc="train sg-opt",
         progress=progress,
+        computes_gradients=trainer.graphed is not None,
     )
     record = {
         "method": "sg-opt",

@@ -77,6 +77,15 @@ def tiny_tree(tmp_path) -> Path:
     return write_senteval_tree(tmp_path / "senteval")
 
 
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory) -> str:
+    """A tiny randomly initialised BERT (2 layers, the stand-in's vocabulary) saved as a model folder."""
+    from consert.bench.cuda import random_bert
+    from consert.bench.paper_cost import TINY_SHAPE
+
+    return random_bert(tmp_path_factory.mktemp("tiny-bert"), TINY_SHAPE)
+
+
 @pytest.fixture(scope="session")
 def encoder():
     """The stand-in in fp32 PyTorch: vectors of different batch compositions agree to float rounding (bf16 only

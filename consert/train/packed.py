@@ -105,16 +105,24 @@ def _self_attention(attention: nn.Module, hidden: torch.Tensor, packing: Packing
     return F.pad(context, (0, 0, 0, 1)).index_select(0, packing.index)  # the trash position reads zeros
 
 
-def packed_encoder(model: nn.Module, embedded: torch.Tensor, packing: Packing) -> torch.Tensor:
-    """The last layer's token vectors (T x d) of the packing's slots, from the embedding output (B x L x d)."""
+def packed_hidden_states(model: nn.Module, embedded: torch.Tensor, packing: Packing) -> list[torch.Tensor]:
+    """Every hidden state's token vectors (T x d each) of the packing's slots, from the embedding output
+    (B x L x d): the embedding output itself, then each layer's, as ``output_hidden_states`` lists them."""
     flat = embedded.reshape(packing.rows * packing.length, -1)
     hidden = F.pad(flat, (0, 0, 0, 1)).index_select(0, packing.index)
     mask = packing.keys.view(packing.rows, 1, 1, packing.length)  # the keys to attend
+    states = [hidden]
     for layer in model.encoder.layer:
         context = _self_attention(layer.attention.self, hidden, packing, mask)
         attended = layer.attention.output(context, hidden)
         hidden = layer.output(layer.intermediate(attended), attended)
-    return hidden
+        states.append(hidden)
+    return states
+
+
+def packed_encoder(model: nn.Module, embedded: torch.Tensor, packing: Packing) -> torch.Tensor:
+    """The last layer's token vectors (T x d) of the packing's slots, from the embedding output (B x L x d)."""
+    return packed_hidden_states(model, embedded, packing)[-1]
 
 
 def packed_pool(pooling: Pooling, hidden: torch.Tensor, packing: Packing) -> torch.Tensor:

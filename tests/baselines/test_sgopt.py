@@ -7,7 +7,8 @@ import math
 import pytest
 import torch
 
-from baselines.sgopt import SgOptConfig, layer_views, sgopt_loss, squared_distance, train_sgopt
+from baselines.sgopt import SgOptConfig, SgOptTrainer, layer_views, sgopt_loss, squared_distance, train_sgopt
+from consert.train.packed import Packing
 
 
 def test_loss_equals_hand_computation():
@@ -87,3 +88,66 @@ def test_short_run_keeps_frozen_parts_and_moves_the_rest(real_data, tmp_path):
     query = trainer.tuned.encoder.layer[0].attention.self.query.weight
     unchanged = torch.equal(query, original.encoder.layer[0].attention.self.query.weight)
     assert unchanged == (result.loop.best_step == 0)
+
+
+def sgopt_step(model_dir: str, data_dir, values: dict, device: str = "cpu", packing_spare: int | None = None):
+    """One SG-OPT batch (its first 6 training texts) through the trainer's parts, dropout off in both copies (so
+    no pass draws anything) and the head seeded alike: ``(packed, graphs captured, loss, gradients)`` of the
+    tuned copy (``encoder.*``) and the head (``head.*``), in the shape :func:`tests.train.test_packed.assert_same_step`
+    compares. ``packing_spare``: the packed loss over the real tokens and that many spare slots, run eagerly;
+    None: ``trainer.loss``, as a run executes it (padded, or a graph's replay under ``cuda_graphs``)."""
+    from consert.data.senteval import load_senteval
+
+    config = SgOptConfig(
+        model=model_dir, output_dir="unused", device=device, dtype="fp32", guide_dropout=False, projection_dim=16,
+        **values,
+    )  # fmt: skip
+    torch.manual_seed(0)  # the projection head's initial weights
+    trainer = SgOptTrainer(config, load_senteval(data_dir))
+    trainer.tuned.eval()  # the guide is in eval mode already (guide_dropout off)
+    texts = trainer.training_texts()[:6]
+    if packing_spare is None:
+        loss = trainer.loss(texts)
+    else:
+        ids, mask = trainer.tokens.batch(texts)
+        packing = Packing.of(mask, capacity=int(mask.sum()) + packing_spare).to(device)
+        loss = trainer.packed_loss(ids.to(device), mask.to(device), packing)
+    if trainer.graphed is None:
+        loss.backward()
+    modules = {"encoder": trainer.tuned, "head": trainer.head}
+    grads = {
+        f"{owner}.{name}": p.grad.clone()
+        for owner, module in modules.items()
+        for name, p in module.named_parameters()
+        if p.grad is not None
+    }
+    graphs = len(trainer.graphed.captured) if trainer.graphed else 0
+    return packing_spare is not None, graphs, loss.detach(), grads
+
+
+@pytest.mark.parametrize("spare", [0, 7], ids=["exact", "7 spare slots"])
+@pytest.mark.parametrize("pooling", ["mean", "max"])
+def test_the_packed_step_equals_the_padded_step_in_loss_and_gradients(tiny_model_dir, tiny_tree, pooling, spare):
+    """The graph-safe loss (dense layers on the real tokens, every hidden state pooled from the packing, each
+    row's [CLS] at its first slot) is the padded Hugging Face step's: spare slots pool into the trash row."""
+    from tests.train.test_packed import assert_same_step
+
+    padded = sgopt_step(tiny_model_dir, tiny_tree, {"view_pooling": pooling})
+    packed = sgopt_step(tiny_model_dir, tiny_tree, {"view_pooling": pooling}, packing_spare=spare)
+    assert not padded[0] and packed[0]
+    assert_same_step(padded, packed, 1e-4)
+
+
+def test_cuda_graphs_are_refused_where_they_cannot_run_and_kept_off_by_auto(tiny_model_dir, tiny_tree):
+    """``cuda_graphs: on`` on a CPU is an error that says why; ``auto`` and ``off`` train eagerly; a value
+    outside auto/on/off is refused before any model loads."""
+    from consert.data.senteval import load_senteval
+
+    data = load_senteval(tiny_tree)
+    for value in ("auto", "off"):
+        config = SgOptConfig(model=tiny_model_dir, output_dir="unused", device="cpu", cuda_graphs=value)
+        assert SgOptTrainer(config, data).graphed is None
+    with pytest.raises(ValueError, match="cuda_graphs: on, but device cpu is not CUDA"):
+        SgOptTrainer(SgOptConfig(model=tiny_model_dir, output_dir="unused", device="cpu", cuda_graphs="on"), data)
+    with pytest.raises(ValueError, match="cuda_graphs must be one of auto, on, off, got 'yes'"):
+        SgOptConfig(model=tiny_model_dir, output_dir="unused", cuda_graphs="yes")

@@ -148,3 +148,17 @@ def test_augcses_graphed_step_equals_its_eager_packed_step(tmp_path_factory, tin
     assert graphed[1] == 1 and eager[1] == 0
     # as in the packed test, a batch norm over 4 rows and temperature 0.05 amplify float32 rounding
     assert_same_step(eager, graphed, 2e-3)
+
+
+def test_sgopts_graphed_step_equals_its_eager_packed_step(tiny_model_dir, tiny_tree):
+    """SG-OPT's step (the frozen guide's packed pass pooled over every hidden state, the tuned copy's [CLS], the
+    projection head, the distance to the guide in multi-tensor kernels) replayed gives the eager packed step's
+    loss and gradients, dropout off in both copies (their draws would differ between the two)."""
+    from tests.baselines.test_sgopt import sgopt_step
+
+    for pooling in ("mean", "max"):
+        values = {"view_pooling": pooling}
+        eager = sgopt_step(tiny_model_dir, tiny_tree, {**values, "cuda_graphs": "off"}, "cuda", packing_spare=0)
+        graphed = sgopt_step(tiny_model_dir, tiny_tree, {**values, "cuda_graphs": "on"}, "cuda")
+        assert graphed[1] == 1 and eager[1] == 0  # the step was replayed from a graph, and the reference was not
+        assert_same_step(eager, graphed, 1e-4)

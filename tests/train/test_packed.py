@@ -77,14 +77,6 @@ def test_packing_keeps_only_the_last_layer():
         packed_pool(Pooling.parse("mean:-2,-1"), torch.zeros(3, 2), Packing.of(torch.ones(1, 3)))
 
 
-@pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory):
-    from consert.bench.cuda import random_bert
-    from consert.bench.paper_cost import TINY_SHAPE
-
-    return random_bert(tmp_path_factory.mktemp("tiny-bert"), TINY_SHAPE)
-
-
 def objective_step(model_dir: str, data_dir, values: dict, device: str = "cpu", items: list | None = None):
     """One batch of the objective a config trains, through the real trainer's parts (its execution settled
     as for a 10,000-step run, so ``cuda_graphs: on`` replays the step as a graph): whether it packed, how
