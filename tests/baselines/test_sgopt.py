@@ -97,6 +97,7 @@ def sgopt_step(model_dir: str, data_dir, values: dict, device: str = "cpu", pack
     compares. ``packing_spare``: the packed loss over the real tokens and that many spare slots, run eagerly;
     None: ``trainer.loss``, as a run executes it (padded, or a graph's replay under ``cuda_graphs``)."""
     from consert.data.senteval import load_senteval
+    from tests.train.test_packed import step_result
 
     config = SgOptConfig(
         model=model_dir, output_dir="unused", device=device, dtype="fp32", guide_dropout=False, projection_dim=16,
@@ -112,17 +113,8 @@ def sgopt_step(model_dir: str, data_dir, values: dict, device: str = "cpu", pack
         ids, mask = trainer.tokens.batch(texts)
         packing = Packing.of(mask, capacity=int(mask.sum()) + packing_spare).to(device)
         loss = trainer.packed_loss(ids.to(device), mask.to(device), packing)
-    if trainer.graphed is None:
-        loss.backward()
     modules = {"encoder": trainer.tuned, "head": trainer.head}
-    grads = {
-        f"{owner}.{name}": p.grad.clone()
-        for owner, module in modules.items()
-        for name, p in module.named_parameters()
-        if p.grad is not None
-    }
-    graphs = len(trainer.graphed.captured) if trainer.graphed else 0
-    return packing_spare is not None, graphs, loss.detach(), grads
+    return step_result(packing_spare is not None, trainer.graphed, loss, modules)
 
 
 @pytest.mark.parametrize("spare", [0, 7], ids=["exact", "7 spare slots"])

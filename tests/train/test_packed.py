@@ -101,8 +101,14 @@ def objective_step(model_dir: str, data_dir, values: dict, device: str = "cpu", 
     execution.settle(10_000, [p for module in modules.values() for p in module.parameters()], objective)
     items = items if items is not None else objective.training_items(data, progress=False)[:6]
     torch.manual_seed(1)  # the views' draws
-    loss = objective.loss(items)
-    if execution.graphed is None:
+    return step_result(execution.packed, execution.graphed, objective.loss(items), modules)
+
+
+def step_result(packed: bool, graphed, loss: torch.Tensor, modules: dict) -> tuple:
+    """``(packed, graphs captured, loss, gradients by "<owner>.<parameter>")`` of a step whose loss is ``loss``
+    (backpropagated here unless ``graphed``, a :class:`~consert.train.graphs.GraphedStep`, has written the
+    gradients), over ``modules`` by owner name: what :func:`assert_same_step` compares."""
+    if graphed is None:
         loss.backward()
     grads = {
         f"{owner}.{name}": p.grad.clone()
@@ -110,8 +116,7 @@ def objective_step(model_dir: str, data_dir, values: dict, device: str = "cpu", 
         for name, p in module.named_parameters()
         if p.grad is not None
     }
-    graphs = len(execution.graphed.captured) if execution.graphed else 0
-    return execution.packed, graphs, loss.detach(), grads
+    return packed, len(graphed.captured) if graphed else 0, loss.detach(), grads
 
 
 def assert_same_step(reference: tuple, step: tuple, gradient_tolerance: float) -> None:
