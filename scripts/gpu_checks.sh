@@ -4,7 +4,7 @@
 #   graphs: the CUDA graph tests (every graphed step equals its eager step)
 #   dag:    the offline config's whole DAG on the GPU (--resources gpu=1, every core), timed
 #   cost:   the paper config's cost table (consert bench --config config/config.yaml --device cuda);
-#           COST_STEPS=N steps per kind (150), COST_COMPARE="eager compiled" times each kind that way too
+#           COST_STEPS=N steps per kind (150), COST_COMPARE="eager compiled graphs" times each kind those ways too
 #   share:  whether small jobs (BERT-NLI at batch 16, SG-OPT) run 1, 2, 3 at once raise the card's throughput
 #   bench:  the paper-scale trainer against a plain and a compiled loop (consert bench --device cuda)
 # Needs snakemake and the STS data ($CONSERT_DATA, or ../shared/data/senteval beside the checkout).

@@ -2,9 +2,21 @@
 training step against sentence-transformers), :mod:`.cuda` (the paper-scale trainer on a GPU) and
 :mod:`.paper_cost` (what a workflow config's DAG costs, job kind by job kind)."""
 
-#: The executions ``--compare`` times each ConSERT-trainer kind in besides its own (``auto``): the trainer's step
-#: without CUDA graphs or compilation, and with its training forward compiled (CUDA only: no graphs).
+#: The executions ``--compare`` times each kind in besides its own (``auto``): the step without CUDA graphs or
+#: compilation, with its training forward compiled (no graphs), and replayed as CUDA graphs where it can be (the
+#: objectives that ``auto`` keeps off them until their CUDA test has passed included). CUDA only but eager.
 COMPARED_EXECUTIONS: dict[str, dict[str, str]] = {
     "eager": {"cuda_graphs": "off", "compile": "off"},
     "compiled": {"cuda_graphs": "off", "compile": "on"},
+    "graphs": {"cuda_graphs": "on"},
 }
+
+
+def execution_settings(config, execution: str) -> dict[str, str] | None:
+    """The settings that time ``config`` (a TrainConfig or SgOptConfig) in ``execution``; None where it has no
+    such execution. A setting the config lacks is off in it (SG-OPT never compiles): an execution applies when
+    every setting it turns on exists."""
+    settings = COMPARED_EXECUTIONS[execution]
+    if any(value != "off" and not hasattr(config, key) for key, value in settings.items()):
+        return None
+    return {key: value for key, value in settings.items() if hasattr(config, key)}

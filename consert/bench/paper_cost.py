@@ -30,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-from consert.bench import COMPARED_EXECUTIONS
+from consert.bench import execution_settings
 from consert.bench.cuda import random_bert
 from consert.data.senteval import SentEvalData
 from consert.paper.artifacts import sgopt_run, sgopt_seeds
@@ -259,8 +259,9 @@ def run(
     compare: tuple[str, ...] = (),
 ) -> tuple[pd.DataFrame, dict[str, float]]:
     """Plan, time every job kind and each size's evaluations, and project; printed as it goes. ``compare``:
-    executions (:data:`COMPARED_EXECUTIONS`) each ConSERT-trainer kind is also timed in, in the same run, as
-    the columns ``<execution>_steps_per_s`` (SG-OPT's kinds, which run eagerly, are not timed again)."""
+    executions (:data:`COMPARED_EXECUTIONS`) each kind is also timed in, in the same run, as the columns
+    ``<execution>_steps_per_s`` (empty where the kind has no such execution: SG-OPT never compiles; or where its
+    step cannot run so: ``graphs`` for a step that cannot be graphed)."""
     from consert.hardware import hardware_summary
 
     jobs, kinds = planned_jobs(workflow, data)
@@ -284,11 +285,18 @@ def run(
             rate = measure_kind(kind, config, model, data, steps, device, run_steps[kind])
             rates[kind], notes[kind] = rate.steps_per_s, rate.how
             print(f"  {kind}: {rate.steps_per_s:.2f} steps/s ({rate.steps_timed} steps timed; {rate.how})", flush=True)
-            if not isinstance(config, TrainConfig):
-                continue
             for execution in compare:
-                timed = dataclasses.replace(config, **COMPARED_EXECUTIONS[execution])
-                compared[execution][kind] = measure_kind(kind, timed, model, data, steps, device).steps_per_s
+                settings = execution_settings(config, execution)
+                if settings is None:
+                    continue
+                try:
+                    timed = dataclasses.replace(config, **settings)
+                    compared[execution][kind] = measure_kind(kind, timed, model, data, steps, device).steps_per_s
+                except ValueError as refused:  # cuda_graphs: on where the step cannot be graphed says why
+                    compared[execution][kind] = float("nan")
+                    notes[kind] += f"; {execution}: not timed ({refused})"
+                    print(f"    {execution}: not timed ({refused})", flush=True)
+                    continue
                 print(f"    {execution}: {compared[execution][kind]:.2f} steps/s", flush=True)
     table, totals = projection(jobs, rates, dev_seconds, test_seconds, gpus)
     for execution, by_kind in compared.items():

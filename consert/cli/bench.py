@@ -42,8 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         choices=tuple(COMPARED_EXECUTIONS),
         default=(),
-        help="--config: also time each ConSERT-trainer kind without CUDA graphs or compilation (eager) and with "
-        "its forward compiled (compiled; cuda only), in the same run",
+        help="--config: also time each kind without CUDA graphs or compilation (eager), with its forward compiled "
+        "(compiled; cuda only) and replayed as CUDA graphs where it can be (graphs; cuda only), in the same run",
     )
     parser.add_argument(
         "--share",
@@ -70,6 +70,8 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error("--compare belongs to the cost table, --share replaces it: pass one of them")
     if "compiled" in args.compare and args.device != "cuda":
         parser.error("--compare compiled needs --device cuda (torch.compile on a CPU takes minutes)")
+    if "graphs" in args.compare and args.device != "cuda":
+        parser.error("--compare graphs needs --device cuda (CUDA graphs)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from consert.bench import execution_settings
 from consert.bench.paper_cost import PlannedJob, _timed_config, planned_jobs, projection
 from consert.cli import main as cli_main
 from tests.conftest import ROOT
@@ -100,11 +101,9 @@ def test_the_command_times_every_kind_of_the_test_config_and_writes_its_table(tm
     jobs, kinds = planned_jobs(workflow, load_senteval(data))
     assert set(table.kind) == set(kinds) and table.runs.sum() == len(jobs)
     assert (table.steps_per_s > 0).all() and (table.gpu_hours > 0).all()
-    # each ConSERT-trainer kind timed again eagerly (a timing of its own, not its rate copied); SG-OPT's not
-    trainer = ~table.kind.str.contains(" sgopt ")
-    assert trainer.any() and (~trainer).any()
-    assert (table.eager_steps_per_s[trainer] > 0).all() and table.eager_steps_per_s[~trainer].isna().all()
-    assert (table.eager_steps_per_s[trainer] != table.steps_per_s[trainer]).any()  # copied rates: all equal
+    # each kind timed again eagerly, SG-OPT's too (a timing of its own, not its rate copied)
+    assert table.kind.str.contains(" sgopt ").any() and (table.eager_steps_per_s > 0).all()
+    assert (table.eager_steps_per_s != table.steps_per_s).any()  # copied rates: all equal
     assert table.total_gpu_hours.iloc[0] == pytest.approx(table.gpu_hours.sum(), abs=1e-3)  # 4 decimals a cell
     assert table.hardware.iloc[0] and set(table.gpus) == {2}
     assert "GPU-hours; on 2 card(s)" in capsys.readouterr().out
@@ -114,6 +113,7 @@ def test_the_command_times_every_kind_of_the_test_config_and_writes_its_table(tm
     "arguments, message",
     [
         (["--config", "CONFIG", "--compare", "compiled"], "--compare compiled needs --device cuda"),
+        (["--config", "CONFIG", "--compare", "graphs"], "--compare graphs needs --device cuda"),
         (["--share", "base sgopt*"], "--compare and --share time a workflow config's job kinds"),
         (["--config", "CONFIG", "--share", "x", "--compare", "eager"], "--compare belongs to the cost table"),
     ],
@@ -144,3 +144,33 @@ def test_jobs_of_a_kind_run_one_and_two_at_once_and_the_ratio_is_their_throughpu
     assert table.ratio.tolist() == pytest.approx([1.0, 2 * alone / table.wall_s.iloc[1]], rel=1e-3)
     assert cli_main([*common, "--share", "large *"]) == 2
     assert "--share 'large *' matches no job kind of the config; its kinds: base unsup" in capsys.readouterr().err
+
+
+def test_an_execution_sets_what_the_config_has_and_applies_where_it_turns_nothing_missing_on(paper_plan):
+    """SG-OPT has no compiled execution (it never compiles) but an eager and a graphed one; the trainer all three."""
+    _, kinds = paper_plan
+    trainer, sgopt = kinds["base unsup b96 L64"], kinds["base sgopt b16 L128"]
+    assert execution_settings(trainer, "eager") == {"cuda_graphs": "off", "compile": "off"}
+    assert execution_settings(trainer, "compiled") == {"cuda_graphs": "off", "compile": "on"}
+    assert execution_settings(trainer, "graphs") == {"cuda_graphs": "on"}
+    assert execution_settings(sgopt, "eager") == {"cuda_graphs": "off"}
+    assert execution_settings(sgopt, "compiled") is None
+    assert execution_settings(sgopt, "graphs") == {"cuda_graphs": "on"}
+
+
+def test_a_kind_whose_step_cannot_run_as_graphs_is_left_untimed_with_the_reason(tmp_path):
+    """``graphs`` where no graph can run (here: every kind, on a CPU) leaves the column empty and says why in the
+    kind's ``timed_as``, for the trainer's kinds and SG-OPT's alike; the cost table itself is still made."""
+    from consert.bench.paper_cost import run
+    from consert.data.senteval import load_senteval
+
+    data = load_senteval(write_senteval_tree(tmp_path / "senteval", pairs_per_file=12))
+    workflow = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    workflow["data_dir"] = str(data.root)
+    table, _ = run(workflow, data, "cpu", steps=4, gpus=1, shape="tiny", compare=("graphs",))
+    assert (table.steps_per_s > 0).all() and table.graphs_steps_per_s.isna().all()
+    sgopt = table.kind.str.contains(" sgopt ")
+    assert sgopt.any() and (~sgopt).any()
+    reason = "graphs: not timed ({}cuda_graphs: on, but device cpu is not CUDA)"
+    assert all(reason.format("SG-OPT ") in note for note in table.timed_as[sgopt])
+    assert all(reason.format("") in note for note in table.timed_as[~sgopt])
