@@ -37,7 +37,7 @@ from consert.encode.precision import training_precision
 from consert.train.config import COMPILE_CHOICES
 from consert.train.encoder import load_trainable, set_seed
 from consert.train.export import export_model
-from consert.train.graphs import GraphedStep, graphed_probe_runner
+from consert.train.graphs import GraphedStep, graphed_probe_runner, graphs_unavailable
 from consert.train.loop import LoopResult, loop_settings, run_loop
 from consert.train.packed import Packing, packed_hidden_states
 from consert.train.record import loop_record, provenance_record
@@ -92,10 +92,9 @@ GRAPHS_AUTO_BLOCKER: str | None = "SG-OPT's graphed step has not yet been checke
 
 def graphs_blocker(config: SgOptConfig, device: str) -> str | None:
     """Why SG-OPT's step does not run as CUDA graphs on ``device``; None when it does."""
-    if config.cuda_graphs == "off":
-        return "cuda_graphs: off"
-    if torch.device(device).type != "cuda":
-        return f"device {device} is not CUDA"
+    unavailable = graphs_unavailable(config.cuda_graphs, device)
+    if unavailable is not None:
+        return unavailable
     if config.dtype == "fp16":
         return "fp16 trains under a gradient scaler that reads the host"
     if config.cuda_graphs == "auto" and GRAPHS_AUTO_BLOCKER is not None:

@@ -12,7 +12,7 @@ from torch import nn
 
 from consert.encode.batching import to_device
 from consert.encode.precision import training_precision
-from consert.train.graphs import GraphedStep, graphed_probe_runner
+from consert.train.graphs import GraphedStep, graphed_probe_runner, graphs_unavailable
 from consert.train.packed import Packing, packed_encoder
 from consert.train.views import PackedPass
 
@@ -67,11 +67,10 @@ class StepExecution:
     def graphs_blocker(self, objective: GraphableStep, planned_steps: int) -> str | None:
         """Why this stage cannot (or, under ``cuda_graphs: auto``, should not) train through CUDA graphs,
         whatever the precision; None when it can. The objective may have reasons of its own."""
-        config, device = self.config, self.encoder.device
-        if config.cuda_graphs == "off":
-            return "cuda_graphs: off"
-        if torch.device(device).type != "cuda":
-            return f"device {device} is not CUDA"
+        config = self.config
+        unavailable = graphs_unavailable(config.cuda_graphs, self.encoder.device)
+        if unavailable is not None:
+            return unavailable
         if objective.graphs_blocker is not None:
             return objective.graphs_blocker
         if "adversarial" in config.views:

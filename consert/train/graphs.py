@@ -32,6 +32,16 @@ from consert.train.packed import Packing, packed_pooled_forward
 TOKEN_BUCKET = 128
 
 
+def graphs_unavailable(cuda_graphs: str, device: str) -> str | None:
+    """Why no step can run as CUDA graphs under the setting ``cuda_graphs`` on ``device``, whatever it computes;
+    None when one can (the step, its precision and ``auto``'s own rules decide then)."""
+    if cuda_graphs == "off":
+        return "cuda_graphs: off"
+    if torch.device(device).type != "cuda":
+        return f"device {device} is not CUDA"
+    return None
+
+
 @dataclass
 class _Captured:
     """One captured step: its static inputs (written before each replay) and its static loss."""
