@@ -39,6 +39,7 @@ from consert.train.encoder import load_trainable, set_seed
 from consert.train.export import export_model
 from consert.train.graphs import GraphedStep, graphed_probe_runner, graphs_unavailable
 from consert.train.loop import LoopResult, loop_settings, run_loop
+from consert.train.losses import similarities_in_fp32
 from consert.train.packed import Packing, packed_hidden_states
 from consert.train.record import loop_record, provenance_record
 
@@ -118,7 +119,9 @@ class ProjectionHead(nn.Sequential):
 def sgopt_loss(c: torch.Tensor, h: torch.Tensor, temperature: float) -> torch.Tensor:
     """Mean L_opt3 over sentences i and layers k, for projected ``c`` (B x p) and ``h`` (B x (L+1) x p)."""
     batch, views, _ = h.shape
-    logits = torch.einsum("ip,mnp->imn", F.normalize(c.float(), dim=-1), F.normalize(h.float(), dim=-1)) / temperature
+    with similarities_in_fp32(c):
+        logits = torch.einsum("ip,mnp->imn", F.normalize(c.float(), dim=-1), F.normalize(h.float(), dim=-1))
+    logits = logits / temperature
     positives = logits.diagonal(dim1=0, dim2=1).t()  # B x (L+1): phi(c_i, h_{i,k}); no host index (graph-safe)
     others = ~torch.eye(batch, dtype=torch.bool, device=c.device)
     negatives = torch.logsumexp(logits.masked_fill(~others.unsqueeze(-1), float("-inf")).flatten(1), dim=1)

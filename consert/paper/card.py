@@ -309,7 +309,7 @@ def recipe_card(config: dict[str, Any], run_configs: dict[str, TrainConfig] | No
             differences.append(
                 f"precision: {train_config.dtype} (authors {precision_text}; measured on the machine when run: the "
                 "fastest of bf16, fp16 + gradient scaler and fp32 on a GPU (bf16 and fp32 where the step runs as "
-                "CUDA graphs), of bf16 and fp32 on a CPU)"
+                "CUDA graphs), of bf16 and fp32 on a CPU; the contrastive similarities in fp32 under any of them)"
             )
         differences += family_differences(train_config)
         if train_config.mode in SUPERVISED_MODES and "snli" not in train_config.nli_source:

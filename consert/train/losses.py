@@ -20,6 +20,19 @@ from torch import nn
 from consert.train.augcse import BatchNormProjection
 
 
+def similarities_in_fp32(tensor: torch.Tensor) -> torch.autocast:
+    """Autocast off on ``tensor``'s device: the contrastive similarities in fp32. Autocast would run their matmul in
+    bf16 even on fp32 inputs, rounding cosines near 1 to steps of 2**-8 (0.04 in a logit at temperature 0.1);
+    SimCSE's stay fp32 under autocast (``cosine_similarity`` is on its fp32 list)."""
+    return torch.autocast(tensor.device.type, enabled=False)
+
+
+def cosine_logits(first: torch.Tensor, second: torch.Tensor, temperature: float) -> torch.Tensor:
+    """The cosine of every row of ``first`` with every row of ``second``, over ``temperature``, in fp32."""
+    with similarities_in_fp32(first):
+        return F.normalize(first.float(), dim=1) @ F.normalize(second.float(), dim=1).T / temperature
+
+
 def nt_xent(view1: torch.Tensor, view2: torch.Tensor, temperature: float) -> torch.Tensor:
     """Normalized temperature-scaled cross entropy, as the sum of its two directions (the authors').
 
@@ -27,8 +40,8 @@ def nt_xent(view1: torch.Tensor, view2: torch.Tensor, temperature: float) -> tor
     the 2N views must find its partner among the 2N - 1 others by cosine similarity / temperature;
     the result is (mean over view1's rows) + (mean over view2's rows) of those cross entropies.
     """
-    views = F.normalize(torch.cat([view1, view2]).float(), dim=1)
-    logits = views @ views.T / temperature
+    views = torch.cat([view1, view2])
+    logits = cosine_logits(views, views, temperature)
     eye = torch.eye(len(views), dtype=torch.bool, device=views.device)
     logits = logits.masked_fill(eye, float("-inf"))
     n = len(view1)
@@ -38,9 +51,8 @@ def nt_xent(view1: torch.Tensor, view2: torch.Tensor, temperature: float) -> tor
 
 def infonce(view1: torch.Tensor, view2: torch.Tensor, temperature: float) -> torch.Tensor:
     """SimCSE's InfoNCE: the mean over i of the cross entropy of ``view1[i]`` finding ``view2[i]`` in ``view2``."""
-    first, second = F.normalize(view1.float(), dim=1), F.normalize(view2.float(), dim=1)
-    logits = first @ second.T / temperature
-    return F.cross_entropy(logits, torch.arange(len(first), device=logits.device))
+    logits = cosine_logits(view1, view2, temperature)
+    return F.cross_entropy(logits, torch.arange(len(view1), device=logits.device))
 
 
 def infonce_symmetric(view1: torch.Tensor, view2: torch.Tensor, temperature: float) -> torch.Tensor:

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from consert.train.losses import NliHead, nt_xent
+from consert.train.losses import CONTRASTIVE_LOSSES, NliHead, nt_xent
 
 
 def test_nt_xent_on_a_2x2_batch_by_hand():
@@ -42,6 +42,27 @@ def test_nt_xent_prefers_aligned_views():
     torch.manual_seed(0)
     a = torch.randn(8, 32)
     assert nt_xent(a, a + 0.01 * torch.randn(8, 32), 0.1) < nt_xent(a, torch.randn(8, 32), 0.1)
+
+
+def near_views(rows: int = 8, dim: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two bf16 views of ``rows`` sentences (a bf16 encoder's outputs) whose cosines lie near 1, as BERT's do: about
+    0.99 between a sentence's views, 0.9 between sentences."""
+    generator = torch.Generator().manual_seed(0)
+    anchor = torch.randn(1, dim, generator=generator) + 0.3 * torch.randn(rows, dim, generator=generator)
+    return tuple((anchor + 0.05 * torch.randn(rows, dim, generator=generator)).bfloat16() for _ in range(2))
+
+
+@pytest.mark.parametrize("name", sorted(CONTRASTIVE_LOSSES))
+def test_the_similarities_stay_fp32_under_bf16_autocast(name):
+    """Autocast runs a matmul in bf16 even on fp32 inputs: cosines near 1 would round to steps of 2**-8, 0.08 in
+    the logits at temperature 0.05. SimCSE's similarities are fp32 under autocast (``cosine_similarity`` is on
+    its fp32 list), and so are these: the loss under bf16 autocast equals the loss of the same views without it."""
+    view1, view2 = near_views()
+    loss = CONTRASTIVE_LOSSES[name]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        under_autocast = loss(view1, view2, 0.05)
+    assert under_autocast.dtype == torch.float32
+    assert under_autocast.item() == pytest.approx(loss(view1, view2, 0.05).item(), rel=1e-6)
 
 
 def test_nli_head_concatenates_each_feature_block_exactly():
