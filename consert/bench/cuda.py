@@ -66,7 +66,8 @@ def paper_shape_model(workdir: Path) -> tuple[str, str]:
 def steady_rate(log: list[dict], skip: int) -> tuple[float, float, int]:
     """(training steps per second, mean seconds of one dev evaluation, evaluations) from a loop log.
 
-    Per-step durations come from the steps' timestamps; the first ``skip`` steps (warm-up, compilation)
+    Per-step durations come from the steps' timestamps (the last step before each read-back stamped once the device
+    has finished it: :func:`~consert.train.loop.run_loop`); the first ``skip`` steps (warm-up, compilation)
     are left out, and so is every step whose interval contains a dev evaluation, whose cost is reported
     on its own (that interval minus the median step)."""
     steps = [entry for entry in log if "loss" in entry]

@@ -158,11 +158,14 @@ def run_loop(
     desc: str = "train",
     progress: bool = True,
     computes_gradients: bool = False,
+    read_every: int | None = None,
 ) -> LoopResult:
     """Minimise ``loss_fn(batch)`` over shuffled batches of ``items``; ``model`` ends at its best dev
     state (or where it stopped, with ``final_state="last"``). With ``computes_gradients``, ``loss_fn``
     has already written the step's gradients into the parameters' ``.grad`` (a CUDA graph's backward,
-    :mod:`consert.train.graphs`): the loop neither runs a backward pass nor sets the gradients to None."""
+    :mod:`consert.train.graphs`): the loop neither runs a backward pass nor sets the gradients to None. Losses
+    are read back every ``read_every`` steps (:data:`CUDA_SYNC_EVERY` on CUDA, else 1): a step's ``seconds``
+    is when it was queued, but the last before a read is stamped once the device has finished it."""
     from transformers import get_linear_schedule_with_warmup
 
     planned = settings.planned_steps(len(items))
@@ -173,7 +176,7 @@ def run_loop(
     if computes_gradients and dtype == "fp16":
         raise ValueError("a loss_fn that computes its own gradients cannot train in fp16 (the gradient scaler)")
     scaler = torch.amp.GradScaler("cuda", enabled=dtype == "fp16")
-    sync_every = CUDA_SYNC_EVERY if torch.device(device).type == "cuda" else 1
+    read_every = read_every or (CUDA_SYNC_EVERY if torch.device(device).type == "cuda" else 1)
     optimizer = adamw(parameters, settings, fused=torch.device(device).type == "cuda")
     scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup_ratio * planned), planned)
     order = torch.Generator().manual_seed(settings.seed)
@@ -192,6 +195,7 @@ def run_loop(
         if not pending:
             return
         values = torch.stack([loss for _, loss, _, _ in pending]).float().tolist()
+        pending[-1] = (*pending[-1][:3], time.perf_counter() - started)  # the device has finished the window
         for (step, _, lr, seconds), value in zip(pending, values, strict=True):
             if not math.isfinite(value):
                 bar.close()
@@ -247,7 +251,7 @@ def run_loop(
             if not computes_gradients:
                 optimizer.zero_grad(set_to_none=True)
             pending.append((step, loss.detach(), lr, time.perf_counter() - started))
-            if step % sync_every == 0:
+            if step % read_every == 0:
                 flush()
             bar.update(1)
             if step in grid:
