@@ -403,11 +403,7 @@ def autocast(device: str, dtype: str, cache: bool = True):
 
 def configure_cuda_matmul() -> None:
     """Let fp32 matmuls and convolutions use TF32 tensor cores on CUDA (Ampere and newer), as the precision
-    probe measures them (:data:`MEASUREMENT_POLICY`)."""
-    cuda = torch.backends.cuda.matmul
-    if hasattr(cuda, "fp32_precision"):
-        cuda.fp32_precision = torch.backends.cudnn.conv.fp32_precision = torch.backends.cudnn.rnn.fp32_precision = (
-            "tf32"
-        )
-    else:
-        cuda.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    probe measures them (:data:`MEASUREMENT_POLICY`). Through the switches every torch reads alike: setting only
+    the per-backend ``fp32_precision`` (torch 2.9 and newer) leaves ``torch.get_float32_matmul_precision()``, which
+    ``torch.compile`` reads, raising on a mix of the two interfaces."""
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True

@@ -145,6 +145,25 @@ def test_one_choice_per_model_device_and_purpose_whatever_the_process_has_set(fr
     assert chosen.label == reference.label == "fp32/torch"
 
 
+def test_tf32_as_the_trainer_sets_it_reads_the_same_through_both_of_torchs_interfaces():
+    """``torch.compile`` reads ``torch.get_float32_matmul_precision()``, which raises when TF32 was set through the
+    per-backend ``fp32_precision`` alone. Set as the trainer sets it, then under the probe's conditions and
+    back, TF32 reads as torch documents it everywhere: precision "high", ``allow_tf32``, ``fp32_precision`` tf32."""
+    saved = precision.kernel_settings()
+    try:
+        precision.configure_cuda_matmul()
+        for device in ("cuda", "cpu"):
+            with precision.measurement_conditions(device):
+                pass
+            assert torch.get_float32_matmul_precision() == "high"
+            assert torch.backends.cuda.matmul.allow_tf32
+            assert getattr(torch.backends.cuda.matmul, "fp32_precision", "tf32") == "tf32"  # torch 2.9 and newer
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        _restore_precisions(saved)
+    assert precision.kernel_settings() == saved and torch.get_float32_matmul_precision() == "highest"
+
+
 def test_explicit_values_and_the_environment_override_the_measurement(fresh_cache, tiny_model, monkeypatch):
     probe = CountingProbe({("fp32", "onnxruntime"): 1.0, ("fp32", "torch"): 2.0, ("bf16", "torch"): 3.0})
     chosen = precision._choose("bf16", "auto", "cpu", "inference", tiny_model, probe)
