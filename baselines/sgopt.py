@@ -37,7 +37,7 @@ from consert.encode.precision import training_precision
 from consert.train.config import COMPILE_CHOICES
 from consert.train.encoder import load_trainable, set_seed
 from consert.train.export import export_model
-from consert.train.graphs import GraphedStep, graphed_probe_runner, graphs_unavailable
+from consert.train.graphs import FP16_BLOCKER, GraphedStep, graphed_probe_runner, graphs_unavailable
 from consert.train.loop import LoopResult, loop_settings, run_loop
 from consert.train.losses import similarities_in_fp32
 from consert.train.packed import Packing, packed_hidden_states
@@ -97,7 +97,7 @@ def graphs_blocker(config: SgOptConfig, device: str) -> str | None:
     if unavailable is not None:
         return unavailable
     if config.dtype == "fp16":
-        return "fp16 trains under a gradient scaler that reads the host"
+        return FP16_BLOCKER
     if config.cuda_graphs == "auto" and GRAPHS_AUTO_BLOCKER is not None:
         return f"auto: {GRAPHS_AUTO_BLOCKER}"
     return None
@@ -190,10 +190,14 @@ class SgOptTrainer:
         self.frozen = copy.deepcopy(self.tuned).train(config.guide_dropout).requires_grad_(False)
         self.tuned.embeddings.requires_grad_(False)  # the 0th layer of BERT_T stays fixed
         blocker = graphs_blocker(config, self.device)
-        if config.cuda_graphs == "on" and blocker:
+        if config.cuda_graphs == "on" and blocker:  # refused before any work
             raise ValueError(f"SG-OPT cuda_graphs: on, but {blocker}")
         runner = graphed_probe_runner if blocker is None else None  # auto measures the step as it will run
         self.precision = training_precision(config.dtype, self.device, self.tuned, graphed_runner=runner)
+        if blocker is None and self.precision.dtype == "fp16":  # fp16 through $CONSERT_DTYPE
+            if config.cuda_graphs == "on":
+                raise ValueError(f"SG-OPT cuda_graphs: on, but {FP16_BLOCKER}")
+            blocker = FP16_BLOCKER
         std = getattr(self.tuned.config, "initializer_range", 0.02)
         self.head = ProjectionHead(self.tuned.config.hidden_size, config.projection_dim, std).to(self.device)
         self.tokens = TokenCache(self.tokenizer, config.max_length)  # each text tokenized once a run

@@ -12,7 +12,7 @@ from torch import nn
 
 from consert.encode.batching import to_device
 from consert.encode.precision import training_precision
-from consert.train.graphs import GraphedStep, graphed_probe_runner, graphs_unavailable
+from consert.train.graphs import FP16_BLOCKER, GraphedStep, graphed_probe_runner, graphs_unavailable
 from consert.train.packed import Packing, packed_encoder
 from consert.train.views import PackedPass
 
@@ -96,7 +96,7 @@ class StepExecution:
         runner = graphed_probe_runner if blocker is None else None  # auto measures the step as it will run
         encoder.use_precision(training_precision(config.dtype, encoder.device, encoder.model, graphed_runner=runner))
         if blocker is None and encoder.dtype == "fp16":  # asked for explicitly
-            blocker = "fp16 trains under a gradient scaler that reads the host"
+            blocker = FP16_BLOCKER
         if config.cuda_graphs == "on" and blocker:
             raise ValueError(f"cuda_graphs: on, but {blocker}")
         if blocker is None:

@@ -32,6 +32,10 @@ from consert.train.packed import Packing, packed_pooled_forward
 TOKEN_BUCKET = 128
 
 
+#: Why a step that trains in fp16 never runs as CUDA graphs.
+FP16_BLOCKER = "fp16 trains under a gradient scaler that reads the host"
+
+
 def graphs_unavailable(cuda_graphs: str, device: str) -> str | None:
     """Why no step can run as CUDA graphs under the setting ``cuda_graphs`` on ``device``, whatever it computes;
     None when one can (the step, its precision and ``auto``'s own rules decide then)."""
@@ -78,7 +82,7 @@ class GraphedStep:
         if torch.device(device).type != "cuda":
             raise ValueError(f"CUDA graphs need a CUDA device, got {device!r}")
         if dtype == "fp16":
-            raise ValueError("CUDA graphs: fp16 trains under a gradient scaler that reads the host; use bf16 or fp32")
+            raise ValueError(f"CUDA graphs: {FP16_BLOCKER}; use bf16 or fp32")
         self.loss_of, self.device, self.dtype, self.token_bucket = loss_of, device, dtype, token_bucket
         self.copies = copies
         self.parameters = [p for p in parameters if p.requires_grad]
@@ -139,6 +143,11 @@ class GraphedStep:
         gradients written."""
         rows = mask.repeat(self.copies, 1) if self.copies > 1 else mask  # the packed pass's rows
         packing = Packing.of(rows, capacity=self.slots(int(rows.sum())))
+        # the buffers the graphs write back in .grad, even if someone set it to None: before a new shape's
+        # capture too, whose warm-up passes accumulate into them
+        if self.gradients is not None:
+            for parameter, gradient in zip(self.parameters, self.gradients, strict=True):
+                parameter.grad = gradient
         key = (*ids.shape, len(packing.index))
         captured = self.captured.get(key)
         if captured is None:
@@ -148,8 +157,6 @@ class GraphedStep:
             for static, given in zip(statics, (ids, mask, *extras), strict=True):
                 static.copy_(given.pin_memory(), non_blocking=True)
             captured.packing.copy_(Packing(*(t.pin_memory() for t in packing.tensors()), packing.rows, packing.length))
-        for parameter, gradient in zip(self.parameters, self.gradients, strict=True):
-            parameter.grad = gradient  # the buffers the graphs write, even if someone set .grad to None
         captured.graph.replay()
         return captured.loss.clone()  # the static loss lives in the shared pool: copy it out before any replay
 

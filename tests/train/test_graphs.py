@@ -23,8 +23,9 @@ pytestmark = [
 ]
 
 
-def _tiny_bert():
-    _, model = fixtures.tiny_bert(vocab_size=300, hidden_size=64, layers=2, heads=4, intermediate_size=128)
+def _tiny_bert(dropout: bool = False):
+    shape = {"vocab_size": 300, "hidden_size": 64, "layers": 2, "heads": 4, "intermediate_size": 128}
+    _, model = fixtures.tiny_bert(**shape, dropout=dropout)
     return model.cuda().train()
 
 
@@ -89,6 +90,17 @@ def test_each_replay_draws_new_augmentations(views, dtype):
     losses = [graphed(ids, mask).item() for _ in range(3)]
     assert len(graphed.captured) == 1 and len(set(losses)) == 3, losses
     assert all(torch.isfinite(p.grad).all() for p in graphed.parameters)
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_each_replay_draws_new_dropout_masks_inside_bert(dtype):
+    """SimCSE's only augmentation is BERT's own dropout (hidden and attention, the latter inside the fused attention
+    kernel): replays of one batch with no other augmentation draw new masks, so their losses differ."""
+    model = _tiny_bert(dropout=True)
+    graphed = GraphedStep(_loss_of(model, ("none", "none")), list(model.parameters()), "cuda", dtype)
+    ids, mask = _batch([9, 3, 14, 6], 16, seed=1)
+    losses = [graphed(ids, mask).item() for _ in range(3)]
+    assert len(graphed.captured) == 1 and len(set(losses)) == 3, losses
 
 
 def test_the_graphed_precision_probe_times_replays_of_the_packed_step(tmp_path, monkeypatch):
@@ -162,3 +174,21 @@ def test_sgopts_graphed_step_equals_its_eager_packed_step(tiny_model_dir, tiny_t
         graphed = sgopt_step(tiny_model_dir, tiny_tree, {**values, "cuda_graphs": "on"}, "cuda")
         assert graphed[1] == 1 and eager[1] == 0  # the step was replayed from a graph, and the reference was not
         assert_same_step(eager, graphed, 1e-4)
+
+
+def test_sgopt_trains_eagerly_under_fp16_from_the_environment(tiny_model_dir, tiny_tree, monkeypatch):
+    """fp16 asked for through ``$CONSERT_DTYPE`` is known only once SG-OPT's precision is resolved: ``auto`` then
+    keeps the step eager (a replayed step cannot run fp16's gradient scaler), ``on`` refuses in one line."""
+    from dataclasses import replace
+
+    from baselines import sgopt
+    from consert.data.senteval import load_senteval
+
+    monkeypatch.setattr(sgopt, "GRAPHS_AUTO_BLOCKER", None)  # as once its graphed step has passed on a GPU
+    monkeypatch.setenv("CONSERT_DTYPE", "fp16")
+    data = load_senteval(tiny_tree)
+    config = sgopt.SgOptConfig(model=tiny_model_dir, output_dir="unused", device="cuda", projection_dim=16)
+    trainer = sgopt.SgOptTrainer(config, data)
+    assert trainer.precision.dtype == "fp16" and trainer.graphed is None
+    with pytest.raises(ValueError, match="cuda_graphs: on, but fp16 trains under a gradient scaler"):
+        sgopt.SgOptTrainer(replace(config, cuda_graphs="on"), data)
