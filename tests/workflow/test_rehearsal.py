@@ -29,21 +29,30 @@ FIGURES = ("figure1_scatter", "figure4_topk", "figure5_heatmap", "figure6_fewsho
 CONFIGS = ["--configfile", "config/config.yaml", "config/rehearsal.yaml"]
 
 
-def _snakemake(workdir: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+def _snakemake(
+    workdir: Path, env: dict[str, str], target: str, *args: str, cores: int = 2, config: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess:
     environment = {**os.environ, **env, "TOKENIZERS_PARALLELISM": "false"}
     environment["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environment['PATH']}"
-    command = [sys.executable, "-m", "snakemake", *args, *CONFIGS, "--cores", "2", "--directory", str(workdir)]
+    overrides = ["--config", *config] if config else []
+    command = [sys.executable, "-m", "snakemake", target, *args, *overrides, *CONFIGS, "--cores", str(cores),
+               "--directory", str(workdir)]  # fmt: skip
     return subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=3600)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)  # 255 jobs on 2 cores may pass the suite's 30-minute default on a slow CPU
 def test_the_paper_config_runs_to_its_last_job_on_tiny_stand_ins(tmp_path, real_data_dir):
+    rehearse(tmp_path, real_data_dir)
+
+
+def rehearse(tmp_path: Path, real_data_dir: Path, cores: int = 2, config: tuple[str, ...] = ()) -> None:
+    """The rehearsal and its checks on ``cores`` cores, with ``config`` overrides (``key=value``) on every call."""
     env = build(tmp_path, real_data_dir)
-    planned = _snakemake(tmp_path, env, "all", "-n", "--quiet", "rules")
+    planned = _snakemake(tmp_path, env, "all", "-n", "--quiet", "rules", cores=cores, config=config)
     total = int(re.search(r"^total\s+(\d+)$", planned.stdout + planned.stderr, re.M).group(1))
     assert total >= 140  # Tables 2-4 at 3 seeds, the sweeps, 16 SG-OPT runs, the family, the figures
-    run = _snakemake(tmp_path, env, "all")
+    run = _snakemake(tmp_path, env, "all", cores=cores, config=config)
     log = run.stdout + run.stderr
     assert run.returncode == 0, log[-4000:]
     assert f"{total} of {total} steps (100%) done" in log
@@ -61,7 +70,7 @@ def test_the_paper_config_runs_to_its_last_job_on_tiny_stand_ins(tmp_path, real_
     primary = comparison[(comparison.role == "primary") & (comparison.status == "compared") & comparison.comparable]
     assert len(primary) >= 20 and set(primary.setting.astype(str).str[:9]) == {"rehearsal"}
     assert "not reproduced" in set(primary.verdict)  # random weights: far from every published number
-    gate = _snakemake(tmp_path, env, "check_published")
+    gate = _snakemake(tmp_path, env, "check_published", cores=cores, config=config)
     gate_log = (tmp_path / "logs" / "check_published.log").read_text()
     assert gate.returncode != 0 and "Traceback" not in gate_log
     assert "decided cells are not reproduced" in gate_log and "NOT REPRODUCED: table2 ConSERT-base Avg" in gate_log
