@@ -27,11 +27,13 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
 from consert.data.senteval import SentEvalData
 from consert.encode.models import STAND_IN_MODEL, ModelNotAvailableError, resolve_model
+from consert.train.loop import read_interval
 from consert.train.losses import nt_xent
 
 PAPER_BATCH, PAPER_LENGTH = 96, 64
@@ -63,13 +65,26 @@ def paper_shape_model(workdir: Path) -> tuple[str, str]:
     return path, "randomly initialised BERT-base (bert-base-uncased's shape, timing only)"
 
 
-def steady_rate(log: list[dict], skip: int) -> tuple[float, float, int]:
-    """(training steps per second, mean seconds of one dev evaluation, evaluations) from a loop log.
+class SteadyRate(NamedTuple):
+    """A training loop's rate once warm, and what it was measured on."""
+
+    steps_per_s: float
+    #: mean seconds of one dev evaluation (NaN when none was timed)
+    evaluation_s: float
+    evaluations: int
+    #: the steps whose durations make the rate
+    timed_steps: int
+
+
+def steady_rate(log: list[dict], skip: int, window: int = 1) -> SteadyRate:
+    """The training steps per second and the mean seconds of one dev evaluation, from a loop log.
 
     Per-step durations come from the steps' timestamps (the last step before each read-back stamped once the device
-    has finished it: :func:`~consert.train.loop.run_loop`); the first ``skip`` steps (warm-up, compilation)
-    are left out, and so is every step whose interval contains a dev evaluation, whose cost is reported
-    on its own (that interval minus the median step)."""
+    has finished it: :func:`~consert.train.loop.run_loop`, every ``window`` steps); the first ``skip`` steps
+    (warm-up, compilation), rounded up to a whole window so that none of their device time is timed, are left
+    out, and so is every step whose interval contains a dev evaluation, whose cost is reported on its own
+    (that interval minus the median step)."""
+    skip = -(-skip // window) * window
     steps = [entry for entry in log if "loss" in entry]
     evaluated = {entry["step"] for entry in log if "dev_spearman" in entry}
     durations = {b["step"]: b["seconds"] - a["seconds"] for a, b in zip(steps, steps[1:], strict=False)}
@@ -78,7 +93,8 @@ def steady_rate(log: list[dict], skip: int) -> tuple[float, float, int]:
         raise ValueError(f"the run is too short to time: {len(steps)} steps, {skip} skipped as warm-up")
     median = statistics.median(plain)
     evaluations = [d - median for step, d in durations.items() if step - 1 in evaluated and step > skip]
-    return len(plain) / sum(plain), (statistics.mean(evaluations) if evaluations else float("nan")), len(evaluations)
+    evaluation = statistics.mean(evaluations) if evaluations else float("nan")
+    return SteadyRate(len(plain) / sum(plain), evaluation, len(evaluations), len(plain))
 
 
 def _synchronize(device: str) -> None:
@@ -104,7 +120,7 @@ def bench_trainer(model: str, data: SentEvalData, steps: int, mode: str, workdir
     )
     started = time.perf_counter()
     result = train(config, data, progress=False)
-    rate, evaluation, count = steady_rate(result.log, skip=min(200, steps // 3))
+    rate, evaluation, count, _ = steady_rate(result.log, skip=min(200, steps // 3), window=read_interval(device))
     record = json.loads((Path(result.output_dir) / TRAINING_RECORD).read_text(encoding="utf-8"))
     return {
         "precision": record.get("precision", ""),

@@ -166,7 +166,7 @@ def measure_kind(
     compilation)."""
     from baselines.sgopt import SgOptConfig, train_sgopt
     from consert.bench.cuda import steady_rate
-    from consert.train.loop import TrainingFault
+    from consert.train.loop import TrainingFault, read_interval
     from consert.train.trainer import train
 
     with tempfile.TemporaryDirectory(prefix="consert-cost-") as scratch:
@@ -181,8 +181,8 @@ def measure_kind(
                 raise
             log = fault.log
             swapped.append("the random model's dev vectors collapsed (timed steps are unaffected)")
-    rate, _, _ = steady_rate(log, skip=max(1, steps // 3))
-    return KindRate(kind, rate, steps - max(1, steps // 3) - 1, "; ".join(swapped) or "as configured")
+    rate = steady_rate(log, skip=max(1, steps // 3), window=read_interval(device))
+    return KindRate(kind, rate.steps_per_s, rate.timed_steps, "; ".join(swapped) or "as configured")
 
 
 def evaluation_seconds(model: str, data: SentEvalData, device: str, dev_pairs: int | None = None) -> float:

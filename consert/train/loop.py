@@ -31,6 +31,11 @@ from consert.train.optim import AdamW, fused_adamw
 CUDA_SYNC_EVERY = 50
 
 
+def read_interval(device: str) -> int:
+    """Steps between two reads of the loss on ``device``: :data:`CUDA_SYNC_EVERY` on CUDA, every step elsewhere."""
+    return CUDA_SYNC_EVERY if torch.device(device).type == "cuda" else 1
+
+
 class TrainingFault(RuntimeError):
     """Training produced a non-finite loss or a collapsed embedding; nothing is exported. A fault raised by a
     dev evaluation carries the steps' log so far (``log``)."""
@@ -164,7 +169,7 @@ def run_loop(
     state (or where it stopped, with ``final_state="last"``). With ``computes_gradients``, ``loss_fn``
     has already written the step's gradients into the parameters' ``.grad`` (a CUDA graph's backward,
     :mod:`consert.train.graphs`): the loop neither runs a backward pass nor sets the gradients to None. Losses
-    are read back every ``read_every`` steps (:data:`CUDA_SYNC_EVERY` on CUDA, else 1): a step's ``seconds``
+    are read back every ``read_every`` steps (default :func:`read_interval`): a step's ``seconds``
     is when it was queued, but the last before a read is stamped once the device has finished it."""
     from transformers import get_linear_schedule_with_warmup
 
@@ -176,7 +181,7 @@ def run_loop(
     if computes_gradients and dtype == "fp16":
         raise ValueError("a loss_fn that computes its own gradients cannot train in fp16 (the gradient scaler)")
     scaler = torch.amp.GradScaler("cuda", enabled=dtype == "fp16")
-    read_every = read_every or (CUDA_SYNC_EVERY if torch.device(device).type == "cuda" else 1)
+    read_every = read_every or read_interval(device)
     optimizer = adamw(parameters, settings, fused=torch.device(device).type == "cuda")
     scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup_ratio * planned), planned)
     order = torch.Generator().manual_seed(settings.seed)
