@@ -309,7 +309,13 @@ def recipe_card(config: dict[str, Any], run_configs: dict[str, TrainConfig] | No
             differences.append(
                 f"precision: {train_config.dtype} (authors {precision_text}; measured on the machine when run: the "
                 "fastest of bf16, fp16 + gradient scaler and fp32 on a GPU (bf16 and fp32 where the step runs as "
-                "CUDA graphs), of bf16 and fp32 on a CPU; the contrastive similarities in fp32 under any of them)"
+                "CUDA graphs), of bf16 and fp32 on a CPU)"
+            )
+        contrastive = train_config.objective != "nli"  # every ConSERT stage but the supervised one compares views
+        if train_config.mode not in FAMILY_PRECISION and contrastive and train_config.dtype != "fp32":
+            differences.append(
+                "similarities: fp32 under autocast (authors fp16: apex O1 ran their matmul of the normalised views in "
+                "fp16; fp32 as SimCSE's cosine_similarity, where bf16 would round cosines near 1 to steps of 2**-8)"
             )
         differences += family_differences(train_config)
         if train_config.mode in SUPERVISED_MODES and "snli" not in train_config.nli_source:

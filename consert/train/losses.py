@@ -40,8 +40,9 @@ def nt_xent(view1: torch.Tensor, view2: torch.Tensor, temperature: float) -> tor
     the 2N views must find its partner among the 2N - 1 others by cosine similarity / temperature;
     the result is (mean over view1's rows) + (mean over view2's rows) of those cross entropies.
     """
-    views = torch.cat([view1, view2])
-    logits = cosine_logits(views, views, temperature)
+    with similarities_in_fp32(view1):
+        views = F.normalize(torch.cat([view1, view2]).float(), dim=1)
+        logits = views @ views.T / temperature
     eye = torch.eye(len(views), dtype=torch.bool, device=views.device)
     logits = logits.masked_fill(eye, float("-inf"))
     n = len(view1)

@@ -9,6 +9,7 @@ import torch
 
 from baselines.sgopt import SgOptConfig, SgOptTrainer, layer_views, sgopt_loss, squared_distance, train_sgopt
 from consert.train.packed import Packing
+from tests.train.test_losses import AUTOCAST_DEVICES
 
 
 def test_loss_equals_hand_computation():
@@ -28,14 +29,16 @@ def test_loss_equals_hand_computation():
     assert sgopt_loss(c, h, tau).item() == pytest.approx(sum(terms) / 4, rel=1e-6)
 
 
-def test_the_similarities_stay_fp32_under_bf16_autocast():
+@pytest.mark.parametrize("device", AUTOCAST_DEVICES)
+def test_the_similarities_stay_fp32_under_bf16_autocast(device):
     """At SG-OPT's temperature 0.01, a bf16 cosine (steps of 2**-8 near 1) would move a logit by 0.39: under bf16
     autocast the loss equals the loss of the same bf16 projections without it."""
     generator = torch.Generator().manual_seed(0)
     anchor = torch.randn(1, 1, 32, generator=generator) + 0.3 * torch.randn(4, 1, 32, generator=generator)
     h = (anchor + 0.05 * torch.randn(4, 3, 32, generator=generator)).bfloat16()  # B=4, L+1=3: cosines near 1
     c = (anchor[:, 0] + 0.05 * torch.randn(4, 32, generator=generator)).bfloat16()
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    c, h = c.to(device), h.to(device)
+    with torch.autocast(device, dtype=torch.bfloat16):
         under_autocast = sgopt_loss(c, h, 0.01)
     assert under_autocast.item() == pytest.approx(sgopt_loss(c, h, 0.01).item(), rel=1e-6)
 

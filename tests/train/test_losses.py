@@ -52,14 +52,22 @@ def near_views(rows: int = 8, dim: int = 64) -> tuple[torch.Tensor, torch.Tensor
     return tuple((anchor + 0.05 * torch.randn(rows, dim, generator=generator)).bfloat16() for _ in range(2))
 
 
+#: Autocast's device types: the CPU's, and CUDA's where a GPU is (its autocast is another implementation).
+AUTOCAST_DEVICES = [
+    "cpu",
+    pytest.param("cuda", marks=[pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")]),
+]
+
+
+@pytest.mark.parametrize("device", AUTOCAST_DEVICES)
 @pytest.mark.parametrize("name", sorted(CONTRASTIVE_LOSSES))
-def test_the_similarities_stay_fp32_under_bf16_autocast(name):
+def test_the_similarities_stay_fp32_under_bf16_autocast(name, device):
     """Autocast runs a matmul in bf16 even on fp32 inputs: cosines near 1 would round to steps of 2**-8, 0.08 in
     the logits at temperature 0.05. SimCSE's similarities are fp32 under autocast (``cosine_similarity`` is on
     its fp32 list), and so are these: the loss under bf16 autocast equals the loss of the same views without it."""
-    view1, view2 = near_views()
+    view1, view2 = (view.to(device) for view in near_views())
     loss = CONTRASTIVE_LOSSES[name]
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with torch.autocast(device, dtype=torch.bfloat16):
         under_autocast = loss(view1, view2, 0.05)
     assert under_autocast.dtype == torch.float32
     assert under_autocast.item() == pytest.approx(loss(view1, view2, 0.05).item(), rel=1e-6)
