@@ -27,12 +27,6 @@ def similarities_in_fp32(tensor: torch.Tensor) -> torch.autocast:
     return torch.autocast(tensor.device.type, enabled=False)
 
 
-def cosine_logits(first: torch.Tensor, second: torch.Tensor, temperature: float) -> torch.Tensor:
-    """The cosine of every row of ``first`` with every row of ``second``, over ``temperature``, in fp32."""
-    with similarities_in_fp32(first):
-        return F.normalize(first.float(), dim=1) @ F.normalize(second.float(), dim=1).T / temperature
-
-
 def nt_xent(view1: torch.Tensor, view2: torch.Tensor, temperature: float) -> torch.Tensor:
     """Normalized temperature-scaled cross entropy, as the sum of its two directions (the authors').
 
@@ -52,7 +46,8 @@ def nt_xent(view1: torch.Tensor, view2: torch.Tensor, temperature: float) -> tor
 
 def infonce(view1: torch.Tensor, view2: torch.Tensor, temperature: float) -> torch.Tensor:
     """SimCSE's InfoNCE: the mean over i of the cross entropy of ``view1[i]`` finding ``view2[i]`` in ``view2``."""
-    logits = cosine_logits(view1, view2, temperature)
+    with similarities_in_fp32(view1):
+        logits = F.normalize(view1.float(), dim=1) @ F.normalize(view2.float(), dim=1).T / temperature
     return F.cross_entropy(logits, torch.arange(len(view1), device=logits.device))
 
 

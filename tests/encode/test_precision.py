@@ -92,7 +92,10 @@ class ConditionProbe:
         return {c: (1.0 if (c[0] == "fp32") == policy else 2.0) for c in candidates}
 
 
-def _restore_precisions(saved: tuple) -> None:
+def _restore_precisions(saved: tuple, matmul_precision: str) -> None:
+    """Give the process back its fp32 precisions: torch's global one (which sets every backend's), then each
+    backend's as ``saved`` (:func:`precision.kernel_settings`) has it."""
+    torch.set_float32_matmul_precision(matmul_precision)
     for (namespace, name, _, _), value in zip(precision._kernel_knobs(), saved[1:-1], strict=True):
         setattr(namespace, name, value)
 
@@ -103,14 +106,13 @@ def _flip(name: str):
         threads = torch.get_num_threads()
         torch.set_num_threads(threads + 1)
         return lambda: torch.set_num_threads(threads)
+    saved, matmul_precision = precision.kernel_settings(), torch.get_float32_matmul_precision()
     if name == "tf32":  # what the trainer and a CUDA encoder set; settable without a GPU
-        saved = precision.kernel_settings()
         precision.configure_cuda_matmul()
-        return lambda: _restore_precisions(saved)
+        return lambda: _restore_precisions(saved, matmul_precision)
     if name == "matmul precision":  # the global switch (bf16 matmuls in oneDNN on a CPU)
-        saved = precision.kernel_settings()
         torch.set_float32_matmul_precision("medium")
-        return lambda: _restore_precisions(saved)
+        return lambda: _restore_precisions(saved, matmul_precision)
     if name == "cudnn benchmark":
         torch.backends.cudnn.benchmark = True
         return lambda: setattr(torch.backends.cudnn, "benchmark", False)
@@ -149,7 +151,7 @@ def test_tf32_as_the_trainer_sets_it_reads_the_same_through_both_of_torchs_inter
     """``torch.compile`` reads ``torch.get_float32_matmul_precision()``, which raises when TF32 was set through the
     per-backend ``fp32_precision`` alone. Set as the trainer sets it, then under the probe's conditions and
     back, TF32 reads as torch documents it everywhere: precision "high", ``allow_tf32``, ``fp32_precision`` tf32."""
-    saved = precision.kernel_settings()
+    saved, matmul_precision = precision.kernel_settings(), torch.get_float32_matmul_precision()
     try:
         precision.configure_cuda_matmul()
         for device in ("cuda", "cpu"):
@@ -159,9 +161,8 @@ def test_tf32_as_the_trainer_sets_it_reads_the_same_through_both_of_torchs_inter
             assert torch.backends.cuda.matmul.allow_tf32
             assert getattr(torch.backends.cuda.matmul, "fp32_precision", "tf32") == "tf32"  # torch 2.9 and newer
     finally:
-        torch.backends.cuda.matmul.allow_tf32 = False
-        _restore_precisions(saved)
-    assert precision.kernel_settings() == saved and torch.get_float32_matmul_precision() == "highest"
+        _restore_precisions(saved, matmul_precision)
+    assert precision.kernel_settings() == saved and torch.get_float32_matmul_precision() == matmul_precision
 
 
 def test_explicit_values_and_the_environment_override_the_measurement(fresh_cache, tiny_model, monkeypatch):
