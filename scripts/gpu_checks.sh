@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The CUDA checks of a GPU box in one go, each step's log in OUT_DIR (CI has no GPU; run this on any box that has one):
 #   bash scripts/gpu_checks.sh OUT_DIR [graphs] [dag] [cost] [share] [bench]
-#   graphs: the CUDA graph tests (every graphed step equals its eager step)
+#   graphs: the CUDA tests of tests/train (every graphed step equals its eager step; fp32 similarities under autocast)
 #   dag:    the offline config's whole DAG on the GPU (--resources gpu=1, every core), timed
 #   cost:   the paper config's cost table (consert bench --config config/config.yaml --device cuda);
 #           COST_STEPS=N steps per kind (150), COST_COMPARE="eager compiled graphs" times each kind those ways too
-#   share:  whether small jobs (BERT-NLI at batch 16, SG-OPT) run 1, 2, 3 at once raise the card's throughput
+#   share:  whether small jobs (BERT-NLI at batch 16, SG-OPT) run 1, 2, 3 at once raise the card's throughput;
+#           SHARE_STEPS=N steps per job (300), SHARE_KINDS="glob;glob" the kinds ("base bertflow-nli*;base sgopt*")
 #   bench:  the paper-scale trainer against a plain and a compiled loop (consert bench --device cuda)
 # Needs snakemake and the STS data ($CONSERT_DATA, or ../shared/data/senteval beside the checkout).
 set -uo pipefail
@@ -18,7 +19,7 @@ status=0
 for step in "$@"; do
   started=$SECONDS
   case $step in
-    graphs) python3 -m pytest -m cuda tests/train/test_graphs.py -q -p no:cacheprovider --durations=3 ;;
+    graphs) python3 -m pytest -m cuda tests/train -q -p no:cacheprovider --durations=3 ;;
     dag)
       work=$(mktemp -d)
       family=$(python3 -c "import importlib.util as u; print('' if u.find_spec('spacy') else 'family={methods: [simcse]}')")
@@ -32,8 +33,9 @@ for step in "$@"; do
         --data "$data" ${COST_COMPARE:+--compare $COST_COMPARE}
       ;;
     share)
+      IFS=';' read -ra kinds <<<"${SHARE_KINDS:-base bertflow-nli*;base sgopt*}"
       consert bench --config config/config.yaml --device cuda --steps "${SHARE_STEPS:-300}" \
-        --share "base bertflow-nli*" "base sgopt*" --output "$out/share.csv" --data "$data"
+        --share "${kinds[@]}" --output "$out/share.csv" --data "$data"
       ;;
     bench) consert bench --device cuda --json "$out/bench.json" --data "$data" ;;
     *) echo "unknown step $step (graphs, dag, cost, share, bench)"; false ;;

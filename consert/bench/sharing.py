@@ -4,10 +4,15 @@ A job kind of the config (as :mod:`consert.bench.paper_cost` groups them) is run
 processes started together, each training ``steps`` steps of the kind from its own start (imports, the
 model, the precision choice, graph captures: what a job of the DAG does besides its evaluation; the step
 executed as the kind's full run executes it), and the wall
-time until the last one ends is measured, for each number of copies, in one run. The throughput ratio of
-``n`` copies is ``n x wall(1) / wall(n)``: above 1, ``n`` such jobs at once get more done per second than one
-at a time (the card idles between one job's kernels; a declared GPU share for the kind pays); at or below 1,
-they only wait for each other.
+time until the last one ends is measured, for each number of copies, in one run. Two ratios, above 1 when
+``n`` such jobs at once get more done per second than one at a time (the card idles between one job's
+kernels; a declared GPU share for the kind pays), at or below 1 when they only wait for each other:
+
+- ``ratio``, ``n x wall(1) / wall(n)``: whole jobs, their starts included (imports and captures overlap on a
+  many-core host, so short timing runs favour sharing);
+- ``steady_ratio``, the sum of the ``n`` jobs' steady steps/s over one job's: the training steps alone, each
+  job's rate after a third of its steps (the jobs start together, so their steady windows overlap when the
+  steps are many against the start's spread).
 """
 
 from __future__ import annotations
@@ -33,21 +38,24 @@ def matching_kinds(kinds: dict[str, Any], patterns: Sequence[str]) -> dict[str, 
     return chosen
 
 
-def _job(kind: str, config, model: str, data_root: str, steps: int, device: str, run_steps: int) -> None:
+def _job(kind: str, config, model: str, data_root: str, steps: int, device: str, run_steps: int, rates) -> None:
     """One job of the kind, in a process of its own: its data read, ``steps`` steps trained, executed as a run
-    of ``run_steps`` steps is (CUDA graphs or compilation where its full run takes them)."""
+    of ``run_steps`` steps is (CUDA graphs or compilation where its full run takes them); its steady steps/s
+    put on the ``rates`` queue."""
     from consert.bench.paper_cost import measure_kind
     from consert.data.senteval import load_senteval
 
-    measure_kind(kind, config, model, load_senteval(data_root), steps, device, run_steps)
+    rates.put(measure_kind(kind, config, model, load_senteval(data_root), steps, device, run_steps).steps_per_s)
 
 
-def jobs_wall_seconds(
+def run_jobs_together(
     kind: str, config, model: str, data_root: str, steps: int, device: str, run_steps: int, copies: int
-) -> float:
-    """Seconds from starting ``copies`` jobs of ``kind`` together until the last one ends."""
+) -> tuple[float, list[float]]:
+    """Seconds from starting ``copies`` jobs of ``kind`` together until the last one ends, and each job's
+    steady steps/s."""
     context = multiprocessing.get_context("spawn")  # a fresh process each, as a job of the DAG
-    arguments = (kind, config, model, data_root, steps, device, run_steps)
+    rates = context.Queue()
+    arguments = (kind, config, model, data_root, steps, device, run_steps, rates)
     processes = [context.Process(target=_job, args=arguments) for _ in range(copies)]
     started = time.perf_counter()
     for process in processes:
@@ -58,7 +66,7 @@ def jobs_wall_seconds(
     failed = [process.exitcode for process in processes if process.exitcode != 0]
     if failed:
         raise RuntimeError(f"{kind}: {len(failed)} of {copies} jobs run together failed (exit codes {failed})")
-    return seconds
+    return seconds, [rates.get(timeout=10) for _ in processes]
 
 
 def sharing_table(
@@ -70,15 +78,33 @@ def sharing_table(
     run_steps: dict[str, int],
     copies: Sequence[int] = (1, 2, 3),
 ) -> pd.DataFrame:
-    """Per kind and number of copies: the wall seconds and the throughput ratio against one job at a time.
-    ``run_steps``: each kind's planned run length (:func:`consert.bench.paper_cost.kind_run_steps`)."""
+    """Per kind and number of copies: the wall seconds, the summed steady steps/s, and both throughput ratios
+    against one job at a time. ``run_steps``: each kind's planned run length
+    (:func:`consert.bench.paper_cost.kind_run_steps`)."""
     rows = []
     for kind, config in kinds.items():
-        walls = {}
+        walls, rates = {}, {}
         model = models[kind.split()[0]]
         for count in sorted(set(copies) | {1}):
-            walls[count] = jobs_wall_seconds(kind, config, model, data_root, steps, device, run_steps[kind], count)
-            ratio = count * walls[1] / walls[count]
-            rows.append({"kind": kind, "copies": count, "steps_each": steps, "wall_s": walls[count], "ratio": ratio})
-            print(f"  {kind}: {count} at once in {walls[count]:.1f} s, throughput x{ratio:.2f}", flush=True)
+            walls[count], each = run_jobs_together(
+                kind, config, model, data_root, steps, device, run_steps[kind], count
+            )
+            rates[count] = sum(each)
+            ratio, steady_ratio = count * walls[1] / walls[count], rates[count] / rates[1]
+            rows.append(
+                {
+                    "kind": kind,
+                    "copies": count,
+                    "steps_each": steps,
+                    "wall_s": walls[count],
+                    "ratio": ratio,
+                    "steady_steps_per_s": rates[count],
+                    "steady_ratio": steady_ratio,
+                }
+            )
+            print(
+                f"  {kind}: {count} at once in {walls[count]:.1f} s, throughput x{ratio:.2f}; "
+                f"steady {rates[count]:.1f} steps/s in all, x{steady_ratio:.2f}",
+                flush=True,
+            )
     return pd.DataFrame(rows)

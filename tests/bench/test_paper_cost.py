@@ -130,7 +130,8 @@ def test_a_bench_combination_that_cannot_run_is_refused_in_one_line_before_any_w
 @pytest.mark.slow
 def test_jobs_of_a_kind_run_one_and_two_at_once_and_the_ratio_is_their_throughputs(tmp_path, capsys):
     """``--share``: SG-OPT's kind run as whole jobs, alone and two at once; each row's ratio is n x wall(1) /
-    wall(n) from its own walls; a pattern matching no kind is refused, naming the kinds."""
+    wall(n) from its own walls, its steady ratio its jobs' summed steady rate over one job's; a pattern matching
+    no kind is refused, naming the kinds."""
     data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
     output = tmp_path / "share.csv"
     config = str(ROOT / "config" / "test.yaml")
@@ -142,6 +143,9 @@ def test_jobs_of_a_kind_run_one_and_two_at_once_and_the_ratio_is_their_throughpu
     alone = table.wall_s[table.copies == 1].iloc[0]
     assert (table.wall_s > 0).all()
     assert table.ratio.tolist() == pytest.approx([1.0, 2 * alone / table.wall_s.iloc[1]], rel=1e-3)
+    steady = table.steady_steps_per_s
+    assert (steady > 0).all()
+    assert table.steady_ratio.tolist() == pytest.approx([1.0, steady.iloc[1] / steady.iloc[0]], rel=1e-3)
     assert cli_main([*common, "--share", "large *"]) == 2
     assert "--share 'large *' matches no job kind of the config; its kinds: base unsup" in capsys.readouterr().err
 
