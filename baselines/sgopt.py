@@ -76,8 +76,8 @@ class SgOptConfig:
     dtype: str = key("the precision measured fastest on this machine (consert.encode.precision)", "auto")
     device: str | None = key("cpu or cuda (null: cuda when available)", None)
     cuda_graphs: str = key(
-        "replay the step as CUDA graphs over its packed real tokens: on, off, or auto (for now: off, until the "
-        "graphed step's CUDA test has passed on a GPU)",
+        "replay the step as CUDA graphs over its packed real tokens: on, off, or auto (on CUDA, unless the "
+        "precision is fp16, whose gradient scaler a replay cannot run)",
         "auto",
     )
 
@@ -87,10 +87,6 @@ class SgOptConfig:
             raise ValueError(f"SG-OPT cuda_graphs must be one of {choices}, got {self.cuda_graphs!r}")
 
 
-#: Why ``cuda_graphs: auto`` keeps SG-OPT's step eager on CUDA; None once its graphed step has passed its CUDA test.
-GRAPHS_AUTO_BLOCKER: str | None = "SG-OPT's graphed step has not yet been checked on a GPU (cuda_graphs: on takes it)"
-
-
 def graphs_blocker(config: SgOptConfig, device: str) -> str | None:
     """Why SG-OPT's step does not run as CUDA graphs on ``device``; None when it does."""
     unavailable = graphs_unavailable(config.cuda_graphs, device)
@@ -98,8 +94,6 @@ def graphs_blocker(config: SgOptConfig, device: str) -> str | None:
         return unavailable
     if config.dtype == "fp16":
         return FP16_BLOCKER
-    if config.cuda_graphs == "auto" and GRAPHS_AUTO_BLOCKER is not None:
-        return f"auto: {GRAPHS_AUTO_BLOCKER}"
     return None
 
 

@@ -40,7 +40,6 @@ class GraphableStep(Protocol):
     """What the execution asks of an objective (:class:`consert.train.objectives.base.Objective` keeps it)."""
 
     graphs_blocker: str | None  # why its step cannot run as CUDA graphs; None: it can
-    graphs_auto_blocker: str | None  # why ``cuda_graphs: auto`` does not take them where they apply; None: it does
     graph_copies: int  # how often its packed pass repeats a batch's rows
     graphed_loss: GraphedLoss  # its step's loss with no host reads
 
@@ -79,8 +78,6 @@ class StepExecution:
             return f"train_pooling {config.train_pooling}: the packed forward keeps the last layer only"
         if config.cuda_graphs == "auto" and planned_steps < COMPILE_MIN_STEPS:
             return f"auto: {planned_steps} planned steps < {COMPILE_MIN_STEPS}"
-        if config.cuda_graphs == "auto" and objective.graphs_auto_blocker is not None:
-            return f"auto: {objective.graphs_auto_blocker}"
         return None
 
     def settle(self, planned_steps: int, parameters: list[nn.Parameter], objective: GraphableStep) -> None:

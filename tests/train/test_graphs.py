@@ -184,7 +184,6 @@ def test_sgopt_trains_eagerly_under_fp16_from_the_environment(tiny_model_dir, ti
     from baselines import sgopt
     from consert.data.senteval import load_senteval
 
-    monkeypatch.setattr(sgopt, "GRAPHS_AUTO_BLOCKER", None)  # as once its graphed step has passed on a GPU
     monkeypatch.setenv("CONSERT_DTYPE", "fp16")
     data = load_senteval(tiny_tree)
     config = sgopt.SgOptConfig(model=tiny_model_dir, output_dir="unused", device="cuda", projection_dim=16)

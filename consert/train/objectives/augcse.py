@@ -22,12 +22,10 @@ class AugCSE(Objective):
     reversed-gradient discriminator's BCE on (original, augmented). Its own settings: ``config.augcse``
     (:class:`consert.train.augcse.AugCseSettings`).
 
-    Its step is graph-safe: one packed pass over the 3B rows, the labels a further static input. Until the
-    CUDA test of its graphed step (``tests/train/test_graphs.py``) has passed on a GPU, only ``cuda_graphs: on``
-    replays it; ``auto`` keeps it compiled."""
+    Its step is graph-safe: one packed pass over the 3B rows, the labels a further static input (its graphed step
+    equals its eager packed one in loss and gradients: ``tests/train/test_graphs.py``, a CUDA test)."""
 
     graphs_blocker: str | None = None
-    graphs_auto_blocker = "AugCSE's graphed step has not yet been checked on a GPU (cuda_graphs: on takes it)"
     graph_copies = 1  # the (original, augmented, original) rows are the pass's rows, each once
 
     def __init__(self, config, encoder, execution):

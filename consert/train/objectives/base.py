@@ -23,8 +23,6 @@ class Objective:
     label: ClassVar[str] = "unsup"
     #: Why a step of this objective cannot run as CUDA graphs; None: it can.
     graphs_blocker: str | None = "this objective's step has no graph-safe loss (it stays eager or compiled)"
-    #: Why ``cuda_graphs: auto`` keeps this objective's step off CUDA graphs where they apply; None: it takes them.
-    graphs_auto_blocker: ClassVar[str | None] = None
     #: How often the graphed step's packed pass repeats a batch's rows (2: two views in one pass).
     graph_copies: ClassVar[int] = 2
 
