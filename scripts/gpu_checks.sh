@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CUDA checks of a GPU box in one go, each step's log in OUT_DIR (CI has no GPU; run this on any box that has one):
-#   bash scripts/gpu_checks.sh OUT_DIR [graphs] [dag] [cost] [share] [bench]
+#   bash scripts/gpu_checks.sh OUT_DIR [graphs] [dag] [cost] [share] [bench] [rehearsal]
 #   graphs: the CUDA tests of tests/train (every graphed step equals its eager step; fp32 similarities under autocast)
 #   dag:    the offline config's whole DAG on the GPU (--resources gpu=1, every core), timed
 #   cost:   the paper config's cost table (consert bench --config config/config.yaml --device cuda);
@@ -8,9 +8,11 @@
 #   share:  whether small jobs (BERT-NLI at batch 16, SG-OPT) run 1, 2, 3 at once raise the card's throughput;
 #           SHARE_STEPS=N steps per job (300), SHARE_KINDS="glob;glob" the kinds ("base bertflow-nli*;base sgopt*")
 #   bench:  the paper-scale trainer against a plain and a compiled loop (consert bench --device cuda)
+#   rehearsal: the paper config rehearsed on tiny random BERTs on CUDA, every core (tests/workflow/test_cuda.py)
+# A call of the device tool brings back at most 8 files: pack OUT_DIR into one archive after a long list of steps.
 # Needs snakemake and the STS data ($CONSERT_DATA, or ../shared/data/senteval beside the checkout).
 set -uo pipefail
-out=${1:?usage: bash scripts/gpu_checks.sh OUT_DIR [graphs] [dag] [cost] [share] [bench]}
+out=${1:?usage: bash scripts/gpu_checks.sh OUT_DIR [graphs] [dag] [cost] [share] [bench] [rehearsal]}
 shift
 mkdir -p "$out"
 data=${CONSERT_DATA:-$(cd "$(dirname "$0")/.." && pwd)/../shared/data/senteval}
@@ -38,7 +40,8 @@ for step in "$@"; do
         --share "${kinds[@]}" --output "$out/share.csv" --data "$data"
       ;;
     bench) consert bench --device cuda --json "$out/bench.json" --data "$data" ;;
-    *) echo "unknown step $step (graphs, dag, cost, share, bench)"; false ;;
+    rehearsal) python3 -m pytest -m cuda tests/workflow/test_cuda.py -k rehearsal -q -p no:cacheprovider ;;
+    *) echo "unknown step $step (graphs, dag, cost, share, bench, rehearsal)"; false ;;
   esac >"$out/$step.log" 2>&1
   code=$?
   echo "$step: exit $code in $((SECONDS - started)) s" | tee -a "$out/steps.txt"
