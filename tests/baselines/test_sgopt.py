@@ -7,7 +7,15 @@ import math
 import pytest
 import torch
 
-from baselines.sgopt import SgOptConfig, SgOptTrainer, layer_views, sgopt_loss, squared_distance, train_sgopt
+from baselines.sgopt import (
+    SgOptConfig,
+    SgOptTrainer,
+    graphs_blocker,
+    layer_views,
+    sgopt_loss,
+    squared_distance,
+    train_sgopt,
+)
 from consert.train.packed import Packing
 from tests.train.test_losses import AUTOCAST_DEVICES
 
@@ -158,3 +166,22 @@ def test_cuda_graphs_are_refused_where_they_cannot_run_and_kept_off_by_auto(tiny
         SgOptTrainer(SgOptConfig(model=tiny_model_dir, output_dir="unused", device="cpu", cuda_graphs="on"), data)
     with pytest.raises(ValueError, match="cuda_graphs must be one of auto, on, off, got 'yes'"):
         SgOptConfig(model=tiny_model_dir, output_dir="unused", cuda_graphs="yes")
+
+
+@pytest.mark.parametrize(
+    ("cuda_graphs", "dtype", "device", "reason"),
+    [
+        ("auto", "auto", "cuda", None),
+        ("auto", "bf16", "cuda:1", None),
+        ("on", "fp32", "cuda", None),
+        ("auto", "fp16", "cuda", "fp16 trains under a gradient scaler"),
+        ("off", "auto", "cuda", "cuda_graphs: off"),
+        ("auto", "auto", "cpu", "device cpu is not CUDA"),
+    ],
+)
+def test_sgopt_replays_its_step_as_cuda_graphs_on_cuda_unless_fp16_or_off(cuda_graphs, dtype, device, reason):
+    """SG-OPT's graph decision (its graphed step passed its CUDA test): ``auto`` and ``on`` graph on any CUDA
+    device in bf16 or fp32; fp16's scaler, ``off`` and a CPU keep it eager, each saying why."""
+    config = SgOptConfig(model="unused", output_dir="unused", cuda_graphs=cuda_graphs, dtype=dtype)
+    blocker = graphs_blocker(config, device)
+    assert blocker is None if reason is None else reason in blocker
