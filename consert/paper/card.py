@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from consert.paper.card_baselines import UNEXPLAINED, baseline_card_rows
+from consert.paper.card_baselines import GRAPHED_DROPOUT_NOTE, MEASURED_PRECISION, UNEXPLAINED, baseline_card_rows
 from consert.paper.plan import RunSpec, plan_runs, train_overrides, unique_runs
 from consert.train.augcse import AugCseSettings
 from consert.train.augment import EMBEDDING_AUGMENTATIONS
@@ -190,7 +190,7 @@ FAMILY_NOTES = {
         "experiments/run_eval.sh passes --pooler avg (family: {augcse: {eval_pooling: mean}} evaluates so); "
         "batch: 128 per GPU: train.py wraps the model in DataParallel on several GPUs (effective batch 128 x the "
         "GPU count), but its loss reads model.config.num_labels, which DataParallel does not expose, so the "
-        "released code ran on one GPU (128); " + FAMILY_GRID_NOTE
+        "released code ran on one GPU (128); " + FAMILY_GRID_NOTE + "; CUDA graphs: " + GRAPHED_DROPOUT_NOTE
     ),
 }
 
@@ -306,11 +306,7 @@ def recipe_card(config: dict[str, Any], run_configs: dict[str, TrainConfig] | No
                 differences.append(f"{key}: {ours_text} (authors {theirs_text}; {reason})")
         precision, precision_text = FAMILY_PRECISION.get(train_config.mode, ("fp16", AUTHORS_PRECISION))
         if train_config.dtype != precision:
-            differences.append(
-                f"precision: {train_config.dtype} (authors {precision_text}; measured on the machine when run: the "
-                "fastest of bf16, fp16 + gradient scaler and fp32 on a GPU (bf16 and fp32 where the step runs as "
-                "CUDA graphs), of bf16 and fp32 on a CPU)"
-            )
+            differences.append(f"precision: {train_config.dtype} (authors {precision_text}; {MEASURED_PRECISION})")
         contrastive = train_config.objective != "nli"  # every ConSERT stage but the supervised one compares views
         if train_config.mode not in FAMILY_PRECISION and contrastive and train_config.dtype != "fp32":
             differences.append(

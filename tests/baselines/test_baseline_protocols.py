@@ -274,6 +274,9 @@ def test_the_baseline_card_rows_match_the_references():
     sgopt = card.loc["baseline-sgopt"]
     assert "17,256" in sgopt.fit_corpus and sgopt["aggregate"].startswith("unknown")
     assert "endurance 10" in sgopt.notes and "1, 2, 3, 4, 1234, 2345, 3456, 7890" in sgopt.notes
+    # SG-BERT's modules.py fit() defaults to use_amp=False and training.py passes none: the authors trained fp32
+    assert sgopt.differs_from_authors.startswith("precision: auto (authors fp32")
+    assert "CUDA graphs" in sgopt.notes and "dropout masks" in sgopt.notes
     glove = card.loc["baseline-glove"]
     assert "SBERT's Table 1" in glove.authors_source and "WhitespaceTokenizer" in glove.method_settings
     assert "authors_k = k - 1" in card.loc["analysis-topk"].method_settings
