@@ -285,6 +285,7 @@ def train_sgopt(config: SgOptConfig, data: SentEvalData | None = None, progress:
         desc="train sg-opt",
         progress=progress,
         computes_gradients=trainer.graphed is not None,
+        capture_count=trainer.graphed.capture_count if trainer.graphed else None,
     )
     record = {
         "method": "sg-opt",

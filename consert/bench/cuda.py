@@ -22,6 +22,7 @@ vocabulary): the same arithmetic, for timing only.
 from __future__ import annotations
 
 import json
+import math
 import random
 import statistics
 import tempfile
@@ -74,6 +75,13 @@ class SteadyRate(NamedTuple):
     evaluations: int
     #: the steps whose durations make the rate
     timed_steps: int
+    #: seconds the logged steps took beyond their number at the steady rate: warm-up, compilation, graph captures
+    #: (0 where they took no longer)
+    one_time_s: float = math.nan
+    #: windows of steps after the warm-up left out of the rate because one of their steps captured a CUDA graph
+    capture_windows: int = 0
+    #: every window after the warm-up captured a graph, so the rate counts captures (a lower bound)
+    counts_captures: bool = False
 
 
 def steady_rate(log: list[dict], skip: int, window: int = 1) -> SteadyRate:
@@ -83,18 +91,32 @@ def steady_rate(log: list[dict], skip: int, window: int = 1) -> SteadyRate:
     has finished it: :func:`~consert.train.loop.run_loop`, every ``window`` steps); the first ``skip`` steps
     (warm-up, compilation), rounded up to a whole window so that none of their device time is timed, are left
     out, and so is every step whose interval contains a dev evaluation, whose cost is reported on its own
-    (that interval minus the median step)."""
+    (that interval minus the median step). A window of ``window`` steps in which a step captured a CUDA graph
+    (the log's ``captures``) is left out whole: the capture waits for the device to finish the window's queued
+    steps, so leaving out the capturing step alone would drop their time. Captures happen once a run, each
+    batch shape's at its first sight: they are counted, with the warm-up, in ``one_time_s``."""
     skip = -(-skip // window) * window
     steps = [entry for entry in log if "loss" in entry]
     evaluated = {entry["step"] for entry in log if "dev_spearman" in entry}
     durations = {b["step"]: b["seconds"] - a["seconds"] for a, b in zip(steps, steps[1:], strict=False)}
-    plain = [d for step, d in durations.items() if step > skip and step - 1 not in evaluated]
+    if steps and steps[0]["step"] == 1:
+        durations = {1: steps[0]["seconds"], **durations}  # from the loop's start
+    timed = {step: d for step, d in durations.items() if step > max(skip, 1) and step - 1 not in evaluated}
+    capturing = {(entry["step"] - 1) // window for entry in steps if entry.get("captures")}
+    plain = [d for step, d in timed.items() if (step - 1) // window not in capturing]
+    counts_captures = bool(timed) and not plain
+    if counts_captures:
+        plain = list(timed.values())
     if not plain:
         raise ValueError(f"the run is too short to time: {len(steps)} steps, {skip} skipped as warm-up")
     median = statistics.median(plain)
-    evaluations = [d - median for step, d in durations.items() if step - 1 in evaluated and step > skip]
+    evaluations = [d - median for step, d in durations.items() if step - 1 in evaluated and step > max(skip, 1)]
     evaluation = statistics.mean(evaluations) if evaluations else float("nan")
-    return SteadyRate(len(plain) / sum(plain), evaluation, len(evaluations), len(plain))
+    rate = len(plain) / sum(plain)
+    stepping = [d for step, d in durations.items() if step - 1 not in evaluated]
+    one_time = max(0.0, sum(stepping) - len(stepping) / rate)  # 0 where the warm-up was no slower than the rest
+    excluded = 0 if counts_captures else len({(step - 1) // window for step in timed} & capturing)
+    return SteadyRate(rate, evaluation, len(evaluations), len(plain), one_time, excluded, counts_captures)
 
 
 def _synchronize(device: str) -> None:
@@ -120,13 +142,13 @@ def bench_trainer(model: str, data: SentEvalData, steps: int, mode: str, workdir
     )
     started = time.perf_counter()
     result = train(config, data, progress=False)
-    rate, evaluation, count, _ = steady_rate(result.log, skip=min(200, steps // 3), window=read_interval(device))
+    rate = steady_rate(result.log, skip=min(200, steps // 3), window=read_interval(device))
     record = json.loads((Path(result.output_dir) / TRAINING_RECORD).read_text(encoding="utf-8"))
     return {
         "precision": record.get("precision", ""),
-        "steps_per_s": rate,
-        "dev_evaluation_s": evaluation,
-        "dev_evaluations": count,
+        "steps_per_s": rate.steps_per_s,
+        "dev_evaluation_s": rate.evaluation_s,
+        "dev_evaluations": rate.evaluations,
         "wall_s": time.perf_counter() - started,
         "mode": mode,
         "graphs_captured": record.get("cuda_graphs", 0),

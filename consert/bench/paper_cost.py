@@ -8,7 +8,9 @@ epochs, ``max_steps``; the dev evaluations on its evaluation grid; and the 7-set
 Runs that train alike (model size, mode, batch size, max length) form a job kind, and each kind is timed once:
 the harness's own trainer for ``steps`` steps on a randomly initialised BERT of the size's hub shape
 (bert-base-uncased's or bert-large-uncased's configuration, no download; the same arithmetic, for timing
-only), its steady steps per second after a warm-up, and one dev evaluation and one 7-set evaluation per size.
+only), its steady steps per second after a warm-up (without the windows of steps in which a CUDA graph was
+captured), what a run pays once (warm-up, graph captures, compilation), and one dev evaluation and one 7-set
+evaluation per size.
 
 The projection runs every run to its planned length: an upper bound. The runs whose recipe stops early (the
 authors' ``patience`` evaluations without a gain; SG-OPT's dev declines) may end sooner; the table says which
@@ -117,6 +119,8 @@ class KindRate:
     steps_per_s: float
     steps_timed: int
     how: str
+    #: seconds a run pays once besides its steps at the steady rate (warm-up, graph captures, compilation)
+    one_time_s: float = 0.0
 
 
 def _timed_config(config, model: str, steps: int, device: str, workdir: Path, data_dir: str | None):
@@ -162,8 +166,9 @@ def measure_kind(
     kind: str, config, model: str, data: SentEvalData, steps: int, device: str, run_steps: int | None = None
 ) -> KindRate:
     """Train ``steps`` steps of ``config`` on ``model``, executed as a run of ``run_steps`` steps is (CUDA graphs
-    or a compiled forward under ``auto``); the steady rate after a third of them (warm-up, graph captures,
-    compilation)."""
+    or a compiled forward under ``auto``); the steady rate after a third of them (warm-up, compilation), without
+    the windows of steps that captured a CUDA graph, and what the timed steps took beyond that rate: the run's
+    one-time cost (captures of the shapes seen in the timing run; a full run sees a few more)."""
     from baselines.sgopt import SgOptConfig, train_sgopt
     from consert.bench.cuda import steady_rate
     from consert.train.loop import TrainingFault, read_interval
@@ -182,7 +187,11 @@ def measure_kind(
             log = fault.log
             swapped.append("the random model's dev vectors collapsed (timed steps are unaffected)")
     rate = steady_rate(log, skip=max(1, steps // 3), window=read_interval(device))
-    return KindRate(kind, rate.steps_per_s, rate.timed_steps, "; ".join(swapped) or "as configured")
+    if rate.counts_captures:
+        swapped.append("graph captures in every timed window: the rate counts them (a lower bound)")
+    elif rate.capture_windows:
+        swapped.append(f"{rate.capture_windows} window(s) with graph captures left out of the rate")
+    return KindRate(kind, rate.steps_per_s, rate.timed_steps, "; ".join(swapped) or "as configured", rate.one_time_s)
 
 
 def evaluation_seconds(model: str, data: SentEvalData, device: str, dev_pairs: int | None = None) -> float:
@@ -209,14 +218,17 @@ def projection(
     dev_seconds: dict[str, float],
     test_seconds: dict[str, float],
     gpus: int,
+    one_time: dict[str, float] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, float]]:
-    """Per job kind: runs, steps, dev evaluations, the stopping rule, the rate and the GPU-hours; and the
-    totals: GPU-hours, and the projected wall hours on ``gpus`` cards (GPU-hours / cards, or the longest
-    chain of runs, whichever is longer)."""
+    """Per job kind: runs, steps, dev evaluations, the stopping rule, the rate, the one-time seconds of a run
+    (``one_time``, by kind; none where not given) and the GPU-hours; and the totals: GPU-hours, and the projected
+    wall hours on ``gpus`` cards (GPU-hours / cards, or the longest chain of runs, whichever is longer)."""
+    one_time = one_time or {}
     seconds = {}
     for job in jobs:
         size = job.kind.split()[0]
-        seconds[job.run] = job.steps / rates[job.kind] + job.dev_evaluations * dev_seconds[size] + test_seconds[size]
+        steps = job.steps / rates[job.kind] + one_time.get(job.kind, 0.0)
+        seconds[job.run] = steps + job.dev_evaluations * dev_seconds[size] + test_seconds[size]
     chain = {job.run: seconds[job.run] + (seconds.get(job.after, 0.0) if job.after else 0.0) for job in jobs}
     rows = []
     for kind in dict.fromkeys(job.kind for job in jobs):
@@ -229,6 +241,7 @@ def projection(
                 "dev_evaluations": sum(job.dev_evaluations for job in mine),
                 "stopping": mine[0].stopping,
                 "steps_per_s": rates[kind],
+                "one_time_s": one_time.get(kind, 0.0),
                 "gpu_hours": sum(seconds[job.run] for job in mine) / 3600,
             }
         )
@@ -266,7 +279,7 @@ def run(
 
     jobs, kinds = planned_jobs(workflow, data)
     print(f"{len(jobs)} training runs in {len(kinds)} job kinds; timing on {hardware_summary(device)}", flush=True)
-    rates, notes, dev_seconds, test_seconds = {}, {}, {}, {}
+    rates, one_time, notes, dev_seconds, test_seconds = {}, {}, {}, {}, {}
     compared: dict[str, dict[str, float]] = {execution: {} for execution in compare}
     with tempfile.TemporaryDirectory(prefix="consert-cost-models-") as scratch:
         models = random_models(workflow["models"], Path(scratch), shape)
@@ -283,8 +296,12 @@ def run(
                 continue
             model = models[kind.split()[0]]
             rate = measure_kind(kind, config, model, data, steps, device, run_steps[kind])
-            rates[kind], notes[kind] = rate.steps_per_s, rate.how
-            print(f"  {kind}: {rate.steps_per_s:.2f} steps/s ({rate.steps_timed} steps timed; {rate.how})", flush=True)
+            rates[kind], one_time[kind], notes[kind] = rate.steps_per_s, rate.one_time_s, rate.how
+            print(
+                f"  {kind}: {rate.steps_per_s:.2f} steps/s ({rate.steps_timed} steps timed; "
+                f"{rate.one_time_s:.1f} s once a run; {rate.how})",
+                flush=True,
+            )
             for execution in compare:
                 settings = execution_settings(config, execution)
                 if settings is None:
@@ -300,7 +317,7 @@ def run(
                     print(f"    {execution}: not timed ({refused})", flush=True)
                     continue
                 print(f"    {execution}: {compared[execution][kind]:.2f} steps/s", flush=True)
-    table, totals = projection(jobs, rates, dev_seconds, test_seconds, gpus)
+    table, totals = projection(jobs, rates, dev_seconds, test_seconds, gpus, one_time)
     for execution, by_kind in compared.items():
         table[f"{execution}_steps_per_s"] = table.kind.map(by_kind)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))

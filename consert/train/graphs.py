@@ -92,6 +92,10 @@ class GraphedStep:
         self.pool = torch.cuda.graph_pool_handle()
         self.captured: dict[tuple[int, int, int], _Captured] = {}
 
+    def capture_count(self) -> int:
+        """The graphs captured so far: one per batch shape seen."""
+        return len(self.captured)
+
     def slots(self, real_tokens: int) -> int:
         """The packed slots for ``real_tokens``: rounded up to a multiple of the bucket."""
         return -(-real_tokens // self.token_bucket) * self.token_bucket

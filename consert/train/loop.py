@@ -164,13 +164,16 @@ def run_loop(
     progress: bool = True,
     computes_gradients: bool = False,
     read_every: int | None = None,
+    capture_count: Callable[[], int] | None = None,
 ) -> LoopResult:
     """Minimise ``loss_fn(batch)`` over shuffled batches of ``items``; ``model`` ends at its best dev
     state (or where it stopped, with ``final_state="last"``). With ``computes_gradients``, ``loss_fn``
     has already written the step's gradients into the parameters' ``.grad`` (a CUDA graph's backward,
     :mod:`consert.train.graphs`): the loop neither runs a backward pass nor sets the gradients to None. Losses
     are read back every ``read_every`` steps (default :func:`read_interval`): a step's ``seconds``
-    is when it was queued, but the last before a read is stamped once the device has finished it."""
+    is when it was queued, but the last before a read is stamped once the device has finished it.
+    ``capture_count``: how many one-time captures (CUDA graphs, :mod:`consert.train.graphs`) the step has made so
+    far; a step that made some logs their number as ``captures``, so that a rate can leave its window out."""
     from transformers import get_linear_schedule_with_warmup
 
     planned = settings.planned_steps(len(items))
@@ -193,19 +196,21 @@ def run_loop(
     status: dict[str, str] = {}
     bar = tqdm(total=planned, desc=desc, unit="step", disable=not progress)
 
-    pending: list[tuple[int, torch.Tensor, float, float]] = []
+    pending: list[tuple[int, torch.Tensor, float, float, int]] = []
 
     def flush() -> None:
         """Read the pending losses back from the device, log them, and stop on a non-finite one."""
         if not pending:
             return
-        values = torch.stack([loss for _, loss, _, _ in pending]).float().tolist()
-        pending[-1] = (*pending[-1][:3], time.perf_counter() - started)  # the device has finished the window
-        for (step, _, lr, seconds), value in zip(pending, values, strict=True):
+        values = torch.stack([entry[1] for entry in pending]).float().tolist()
+        step, loss, lr, _, captured = pending[-1]
+        pending[-1] = (step, loss, lr, time.perf_counter() - started, captured)  # the device has finished the window
+        for (step, _, lr, seconds, captured), value in zip(pending, values, strict=True):
             if not math.isfinite(value):
                 bar.close()
                 raise TrainingFault(f"step {step}: loss is {value} (non-finite); stopping without export")
-            log.append({"step": step, "loss": value, "lr": lr, "seconds": seconds})
+            entry = {"step": step, "loss": value, "lr": lr, "seconds": seconds}
+            log.append({**entry, "captures": captured} if captured else entry)
         pending.clear()
         status["loss"] = f"{values[-1]:.4f}"
         bar.set_postfix(status, refresh=False)
@@ -242,6 +247,7 @@ def run_loop(
     while step < planned and not stop:
         permutation = torch.randperm(len(items), generator=order).tolist()
         for start in range(0, len(items), settings.batch_size):
+            captures_before = capture_count() if capture_count else 0
             with autocast(device, dtype):
                 loss = loss_fn([items[i] for i in permutation[start : start + settings.batch_size]])
             step += 1
@@ -255,7 +261,8 @@ def run_loop(
             scheduler.step()
             if not computes_gradients:
                 optimizer.zero_grad(set_to_none=True)
-            pending.append((step, loss.detach(), lr, time.perf_counter() - started))
+            captured = capture_count() - captures_before if capture_count else 0
+            pending.append((step, loss.detach(), lr, time.perf_counter() - started, captured))
             if step % read_every == 0:
                 flush()
             bar.update(1)

@@ -70,6 +70,7 @@ def train_stage(
         desc=f"train {objective.label}",
         progress=progress,
         computes_gradients=execution.graphed is not None,
+        capture_count=execution.graphed.capture_count if execution.graphed else None,
     )
     record = {
         "base_model": encoder.resolved.base_model,

@@ -48,8 +48,9 @@ def test_the_projection_adds_steps_evaluations_and_chains_by_hand():
         PlannedJob("c", "large k2", steps=720, dev_evaluations=2, stopping="full length", after="a"),
     ]
     rates, dev, test = {"base k1": 2.0, "large k2": 0.5}, {"base": 0.5, "large": 3.0}, {"base": 20.0, "large": 90.0}
-    table, totals = projection(jobs, rates, dev, test, gpus=2)
-    seconds = {"a": 1800 + 5 + 20, "b": 900 + 20, "c": 1440 + 6 + 90}
+    once = {"base k1": 7.0, "large k2": 30.0}  # each run pays its kind's warm-up and captures once
+    table, totals = projection(jobs, rates, dev, test, gpus=2, one_time=once)
+    seconds = {"a": 1800 + 7 + 5 + 20, "b": 900 + 7 + 20, "c": 1440 + 30 + 6 + 90}
     by_kind = table.set_index("kind")
     assert by_kind.loc["base k1", "gpu_hours"] == pytest.approx((seconds["a"] + seconds["b"]) / 3600)
     assert by_kind.loc["large k2", "gpu_hours"] == pytest.approx(seconds["c"] / 3600)
@@ -58,8 +59,9 @@ def test_the_projection_adds_steps_evaluations_and_chains_by_hand():
     chain = (seconds["a"] + seconds["c"]) / 3600  # c starts from a's export
     assert totals["longest_chain_hours"] == pytest.approx(chain)
     assert totals["wall_hours"] == pytest.approx(max(sum(seconds.values()) / 3600 / 2, chain))
-    _, one_card = projection(jobs, rates, dev, test, gpus=1)
+    _, one_card = projection(jobs, rates, dev, test, gpus=1, one_time=once)
     assert one_card["wall_hours"] == pytest.approx(sum(seconds.values()) / 3600)
+    assert by_kind.loc["large k2", "one_time_s"] == 30.0
 
 
 def test_a_kind_not_timed_is_left_out_of_the_totals_and_the_chains():
@@ -100,7 +102,7 @@ def test_the_command_times_every_kind_of_the_test_config_and_writes_its_table(tm
 
     jobs, kinds = planned_jobs(workflow, load_senteval(data))
     assert set(table.kind) == set(kinds) and table.runs.sum() == len(jobs)
-    assert (table.steps_per_s > 0).all() and (table.gpu_hours > 0).all()
+    assert (table.steps_per_s > 0).all() and (table.gpu_hours > 0).all() and (table.one_time_s >= 0).all()
     # each kind timed again eagerly, SG-OPT's too (a timing of its own, not its rate copied)
     assert table.kind.str.contains(" sgopt ").any() and (table.eager_steps_per_s > 0).all()
     assert (table.eager_steps_per_s != table.steps_per_s).any()  # copied rates: all equal

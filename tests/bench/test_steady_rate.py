@@ -67,3 +67,77 @@ def test_the_skipped_steps_are_rounded_up_to_a_whole_window_of_read_backs(slow_d
     skipped steps still queued. So 3 skipped steps of windows of 5 skip 5, the window's end."""
     assert steady_rate(slow_device_log, skip=3, window=5) == steady_rate(slow_device_log, skip=5)
     assert steady_rate(slow_device_log, skip=3) != steady_rate(slow_device_log, skip=5)
+
+
+#: Seconds of device time each emulated step queues, and one CUDA graph capture's own seconds.
+DEVICE_STEP, CAPTURE = 0.02, 0.25
+#: The steps that see a new batch shape and capture its graph: one in the warm-up, two in the timed windows.
+CAPTURING_STEPS = (4, 17, 24)
+
+
+class EmulatedDevice:
+    """A device that runs queued steps while the host goes on: its backlog is paid when the host waits for it, at
+    a read-back of the losses and before a graph capture (``torch.cuda.graph`` synchronises first)."""
+
+    def __init__(self) -> None:
+        self.backlog, self.captures = 0.0, 0
+
+    def wait(self) -> None:
+        time.sleep(self.backlog)
+        self.backlog = 0.0
+
+    def loss_class(self) -> type[torch.Tensor]:
+        device = self
+
+        class QueuedLoss(torch.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                if func is torch.Tensor.tolist:
+                    device.wait()
+                return super().__torch_function__(func, types, args, kwargs or {})
+
+        return QueuedLoss
+
+
+@pytest.fixture(scope="module")
+def capturing_log() -> list[dict]:
+    """50 steps of DEVICE_STEP device seconds each, read back every 10, three of them capturing a graph."""
+    model, device = torch.nn.Linear(2, 1), EmulatedDevice()
+    settings = LoopSettings(
+        lr=0.1, batch_size=1, epochs=1, max_steps=50, warmup_ratio=0.0, weight_decay=0.0, adam_eps=1e-6,
+        max_grad_norm=1.0, eval_every=100, patience=None, eval_at_start=False, seed=1, dtype="fp32",
+    )  # fmt: skip
+    queued, steps = device.loss_class(), iter(range(1, 51))
+
+    def loss_fn(batch: list[int]) -> torch.Tensor:
+        if next(steps) in CAPTURING_STEPS:
+            device.wait()
+            time.sleep(CAPTURE)
+            device.captures += 1
+        device.backlog += DEVICE_STEP
+        return model(torch.ones(len(batch), 2)).pow(2).mean().as_subclass(queued)
+
+    return run_loop(model, list(model.named_parameters()), list(range(50)), loss_fn, lambda: 0.5, settings, "cpu",
+                    progress=False, read_every=10, capture_count=lambda: device.captures).log  # fmt: skip
+
+
+def test_the_loop_logs_which_steps_captured_a_graph(capturing_log):
+    assert [entry["step"] for entry in capturing_log if entry.get("captures")] == list(CAPTURING_STEPS)
+
+
+def test_a_window_that_captured_a_graph_is_left_out_whole_and_its_capture_counted_once(capturing_log):
+    """The rate is the device's, 1 / DEVICE_STEP: the windows of steps 11-20 and 21-30 captured and are left out.
+    Leaving out the capturing steps alone would drop the time of the steps queued before them (a rate near
+    1.2 / DEVICE_STEP here); keeping them counts the captures as steps (about 0.6 / DEVICE_STEP). The captures'
+    seconds come back as the run's one-time cost."""
+    rate = steady_rate(capturing_log, skip=10, window=10)
+    assert (rate.timed_steps, rate.capture_windows, rate.counts_captures) == (20, 2, False)
+    assert 0.8 / DEVICE_STEP < rate.steps_per_s <= 1.02 / DEVICE_STEP
+    assert len(CAPTURING_STEPS) * CAPTURE - 0.05 < rate.one_time_s < len(CAPTURING_STEPS) * CAPTURE + 0.3
+
+
+def test_when_every_timed_window_captured_the_rate_counts_the_captures_and_says_so(capturing_log):
+    first_30 = [entry for entry in capturing_log if entry["step"] <= 30]
+    rate = steady_rate(first_30, skip=10, window=10)
+    assert rate.counts_captures and rate.capture_windows == 0 and rate.timed_steps == 20
+    assert rate.steps_per_s < 0.8 / DEVICE_STEP  # two captures inside 20 steps' 0.4 device seconds

@@ -191,3 +191,24 @@ def test_sgopt_trains_eagerly_under_fp16_from_the_environment(tiny_model_dir, ti
     assert trainer.precision.dtype == "fp16" and trainer.graphed is None
     with pytest.raises(ValueError, match="cuda_graphs: on, but fp16 trains under a gradient scaler"):
         sgopt.SgOptTrainer(replace(config, cuda_graphs="on"), data)
+
+
+def test_a_graphed_runs_log_marks_the_steps_that_captured(tiny_model_dir, tiny_tree, tmp_path):
+    """The loop logs each capture at the step that made it (what a step rate leaves out): the first step captures,
+    and the log's captures add up to the graphs the run kept."""
+    import json
+    from pathlib import Path
+
+    from consert.data.senteval import load_senteval
+    from consert.train.config import TrainConfig
+    from consert.train.export import TRAINING_RECORD
+    from consert.train.trainer import train
+
+    config = TrainConfig(
+        model=tiny_model_dir, device="cuda", dtype="fp32", cuda_graphs="on", compile="off", batch_size=4,
+        max_steps=12, eval_every=12, dev_max_pairs=20, eval_at_start=False, output_dir=str(tmp_path / "out"),
+    )  # fmt: skip
+    result = train(config, load_senteval(tiny_tree), progress=False)
+    captured = {entry["step"]: entry["captures"] for entry in result.log if entry.get("captures")}
+    record = json.loads((Path(result.output_dir) / TRAINING_RECORD).read_text(encoding="utf-8"))
+    assert 1 in captured and sum(captured.values()) == record["cuda_graphs"] >= 1
