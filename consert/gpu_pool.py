@@ -4,8 +4,10 @@
 ``cuda:0``. So a job of the workflow claims a card before CUDA starts: it takes a lock on one id's file
 under the pool folder (``.snakemake/gpu-pool``) and sets ``CUDA_VISIBLE_DEVICES`` to that id. A whole-card
 job takes an exclusive lock, a job that shares a card a shared one (several shared jobs on one card, never
-beside a whole-card job). The lock is the kernel's (``flock``): it ends with the process, whether the job
-finished, failed or was killed, so no id is held twice and none is lost.
+beside a whole-card job). A whole-card job that finds every card taken marks one as waited for (an exclusive
+lock on the id's ``.waiting`` file): no new shared job starts on that card, so a stream of short shared jobs
+cannot keep it from a training job. The locks are the kernel's (``flock``): they end with the process,
+whether the job finished, failed or was killed, so no id is held twice and none is lost.
 
 The ids are ``$CUDA_VISIBLE_DEVICES``'s entries where it is set, else one per GPU the NVIDIA driver lists.
 Under SLURM (``$SLURM_JOB_ID``) the scheduler has assigned the card already and the pool stands aside.
@@ -49,42 +51,74 @@ class GpuPool:
             raise ValueError("a GPU pool needs at least one device id")
         self.folder, self.ids = Path(folder), list(ids)
 
+    def _open(self, device: str, suffix: str) -> int:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        return os.open(self.folder / f"{device}.{suffix}", os.O_RDWR | os.O_CREAT, 0o666)
+
     def try_claim(self, share: str) -> tuple[str, int] | None:
         """``(id, open file descriptor holding its lock)`` of an id free for ``share``, else ``None``: the first
         free one for a whole-card job; for a shared job, the ids are tried from one that depends on the process
-        id, so that shared jobs spread over the cards."""
+        id, so that shared jobs spread over the cards, and a card a whole-card job waits for is passed over."""
         if share not in SHARES:
             raise ValueError(f"unknown GPU share {share!r}; expected one of {SHARES}")
-        self.folder.mkdir(parents=True, exist_ok=True)
-        mode = (fcntl.LOCK_EX if share == "whole" else fcntl.LOCK_SH) | fcntl.LOCK_NB
+        mode = fcntl.LOCK_EX if share == "whole" else fcntl.LOCK_SH
         first = 0 if share == "whole" else os.getpid() % len(self.ids)
         for device in self.ids[first:] + self.ids[:first]:
-            descriptor = os.open(self.folder / f"{device}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+            waiting = self._open(device, "waiting") if share == "shared" else None
             try:
-                fcntl.flock(descriptor, mode)
-            except BlockingIOError:
+                if waiting is not None and not _locked(waiting, fcntl.LOCK_SH):
+                    continue
+                descriptor = self._open(device, "lock")
+                if _locked(descriptor, mode):
+                    return device, descriptor
                 os.close(descriptor)
-                continue
-            return device, descriptor
+            finally:
+                if waiting is not None:
+                    os.close(waiting)
+        return None
+
+    def try_wait_for_one(self) -> int | None:
+        """Mark the first card no other whole-card job waits for as waited for, so that no new shared job starts
+        on it: an open file descriptor holding the mark (closing it ends the mark), else ``None``."""
+        for device in self.ids:
+            waiting = self._open(device, "waiting")
+            if _locked(waiting, fcntl.LOCK_EX):
+                return waiting
+            os.close(waiting)
         return None
 
     @contextlib.contextmanager
     def claim(self, share: str, timeout: float | None = None) -> Iterator[str]:
         """Hold one id for ``share`` while the block runs, waiting for one to be free (``timeout`` seconds at
-        most: then a ``TimeoutError``)."""
-        start, told = time.monotonic(), False
-        while (claimed := self.try_claim(share)) is None:
-            if timeout is not None and time.monotonic() - start > timeout:
-                raise TimeoutError(f"no GPU of {self.ids} free for a {share} job after {timeout:g} s")
-            if not told:
-                print(f"waiting for a GPU of {self.ids} ({share} job)", file=sys.stderr, flush=True)
-                told = True
-            time.sleep(RETRY_SECONDS)
+        most: then a ``TimeoutError``); a whole-card job marks one card as waited for meanwhile."""
+        start, told, mark = time.monotonic(), False, None
+        try:
+            while (claimed := self.try_claim(share)) is None:
+                if timeout is not None and time.monotonic() - start > timeout:
+                    raise TimeoutError(f"no GPU of {self.ids} free for a {share} job after {timeout:g} s")
+                if share == "whole" and mark is None:
+                    mark = self.try_wait_for_one()
+                if not told:
+                    print(f"waiting for a GPU of {self.ids} ({share} job)", file=sys.stderr, flush=True)
+                    told = True
+                time.sleep(RETRY_SECONDS)
+        finally:
+            if mark is not None:
+                os.close(mark)
         device, descriptor = claimed
         try:
             yield device
         finally:
             os.close(descriptor)  # closing the last descriptor releases the lock
+
+
+def _locked(descriptor: int, mode: int) -> bool:
+    """Whether ``descriptor``'s file could be locked in ``mode`` at once (then it is)."""
+    try:
+        fcntl.flock(descriptor, mode | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -84,6 +85,36 @@ def test_shared_jobs_share_a_card_that_a_whole_card_job_then_waits_for(tmp_path)
     os.close(second[1])
     with pool.claim("whole", timeout=1) as device:
         assert device == "0" and pool.try_claim("shared") is None
+
+
+def test_a_whole_card_job_waiting_for_a_shared_card_keeps_new_shared_jobs_off_it(tmp_path):
+    """Without the mark, shared jobs that come and go keep a card shared for as long as they overlap, and the
+    training job waits all that time: while it waits, no new shared job gets the card; the one already there
+    finishes, the whole-card job gets the card, and once it is done shared jobs start there again."""
+    pool = GpuPool(tmp_path / "pool", ["0"])
+    running = pool.try_claim("shared")
+    another = pool.try_claim("shared")  # before any whole-card job waits, shared jobs join
+    assert running and another
+    os.close(another[1])
+    claimed: list[str] = []
+
+    def training_job() -> None:
+        with pool.claim("whole", timeout=30) as device:
+            claimed.append(device)
+
+    job = threading.Thread(target=training_job)
+    job.start()
+    deadline = time.monotonic() + 10
+    while (joined := pool.try_claim("shared")) is not None and time.monotonic() < deadline:
+        os.close(joined[1])  # a shared job that got in before the mark ends at once
+        time.sleep(0.05)
+    assert joined is None and job.is_alive() and not claimed  # barred, and the training job still waits
+    os.close(running[1])
+    job.join(timeout=10)
+    assert claimed == ["0"]
+    after = pool.try_claim("shared")
+    assert after is not None  # the mark went with the whole-card job
+    os.close(after[1])
 
 
 def test_the_job_sees_only_its_card_and_the_pool_stands_aside_under_slurm_or_without_gpus(tmp_path):
