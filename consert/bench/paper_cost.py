@@ -14,7 +14,10 @@ evaluation per size.
 
 The projection runs every run to its planned length: an upper bound. The runs whose recipe stops early (the
 authors' ``patience`` evaluations without a gain; SG-OPT's dev declines) may end sooner; the table says which
-rule each kind follows. ``--resources gpu=N`` is projected as the GPU-hours over N cards or the longest chain
+rule each kind follows. A second projection (``expected_``) stops each BERT-base unsupervised run on the STS
+texts where it would if it peaked at the step the paper's Table 4 gives for its batch size (an assumption for
+the runs of other views or temperatures, which Table 4 does not cover); the paper gives no peak for the
+others. ``--resources gpu=N`` is projected as the GPU-hours over N cards or the longest chain
 of one run (its NLI stage, itself, its evaluation), whichever is longer. BERT-flow's and whitening's fits, and
 the CPU jobs, are not timed here.
 """
@@ -26,6 +29,7 @@ import importlib.util
 import math
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +38,7 @@ import pandas as pd
 
 from consert.bench import execution_settings
 from consert.bench.cuda import random_bert
-from consert.data.senteval import SentEvalData
+from consert.data.senteval import PACKAGE_CHECKOUT, SentEvalData
 from consert.paper.artifacts import sgopt_run, sgopt_seeds
 from consert.paper.card import NLI_PAIRS, STS_TEXTS
 from consert.paper.plan import plan_runs, unique_runs
@@ -52,6 +56,9 @@ HUB_SHAPES = {
 TINY_SHAPE = {"num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 64}
 #: Lines of SimCSE's wiki1m_for_simcse.txt (its data/download_wiki.sh).
 WIKI1M_TEXTS = 1_000_000
+#: The published numbers of a checkout, and Table 4's file among them (its batch sizes' best steps).
+PUBLISHED = PACKAGE_CHECKOUT / "results" / "published"
+TABLE4_FILE = "consert_table4_batch_size.csv"
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,17 @@ class PlannedJob:
     dev_evaluations: int
     stopping: str
     after: str | None = None  # the run whose exported model it starts from (a two-stage mode's NLI run)
+    #: where it would stop if it peaked where the paper's run of its recipe did (:func:`stop_after_peak`): the
+    #: steps and dev evaluations; None where the paper gives no peak (the planned length then)
+    expected: tuple[int, int] | None = None
+
+    @property
+    def expected_steps(self) -> int:
+        return self.expected[0] if self.expected else self.steps
+
+    @property
+    def expected_dev_evaluations(self) -> int:
+        return self.expected[1] if self.expected else self.dev_evaluations
 
 
 def _items(config: TrainConfig) -> int:
@@ -78,8 +96,41 @@ def _items(config: TrainConfig) -> int:
     return STS_TEXTS
 
 
+def published_peaks(published: Path = PUBLISHED) -> dict[int, int]:
+    """Table 4's steps of the best checkpoint of BERT-base's unsupervised run (the STS texts, the paper's views
+    and temperature), by batch size; none where the published folder is not here (an installed package)."""
+    table = published / TABLE4_FILE
+    if not table.is_file():
+        return {}
+    rows = pd.read_csv(table)
+    return dict(zip(rows.batch_size.astype(int), rows.steps.astype(int), strict=True))
+
+
+def stop_after_peak(grid: Counter[int], peak: int, patience: int) -> tuple[int, int]:
+    """``(steps, dev evaluations)`` of a run whose best dev score comes at the evaluation at step ``peak`` and is
+    never beaten: it stops at the ``patience``-th evaluation after it (an epoch end scored twice counts twice, as
+    the loop counts it), or at the grid's end."""
+    events = [step for step in sorted(grid) for _ in range(grid[step])]
+    if peak not in grid:
+        raise ValueError(f"step {peak} is not on the run's evaluation grid")
+    stop = events.index(peak) + patience
+    return (events[stop], stop + 1) if stop < len(events) else (events[-1], len(events))
+
+
 def _stopping(patience: int | None, counts: str = "evaluations without a gain") -> str:
     return "full length" if patience is None else f"patience {patience} ({counts}; the recipe's)"
+
+
+def _peaks_as_table4(size: str, config: TrainConfig) -> bool:
+    """Whether a run trains as Table 4's runs did (BERT-base, unsupervised, every STS text, the authors'
+    patience), so that it is expected to peak where Table 4's run of its batch size peaked."""
+    return (
+        size == "base"
+        and config.mode == "unsup"
+        and config.train_texts == "sts"
+        and not config.n_texts
+        and config.patience is not None
+    )
 
 
 def planned_jobs(workflow: dict[str, Any], data: SentEvalData) -> tuple[list[PlannedJob], dict[str, Any]]:
@@ -87,7 +138,7 @@ def planned_jobs(workflow: dict[str, Any], data: SentEvalData) -> tuple[list[Pla
     (a :class:`TrainConfig`, or SG-OPT's config), to time the kind with. ``data``: SG-OPT's texts."""
     from baselines.sgopt import SgOptConfig, sgopt_texts
 
-    jobs, kinds = [], {}
+    jobs, kinds, peaks = [], {}, published_peaks()
     for run_id, spec in unique_runs(plan_runs(workflow)).items():
         config = TrainConfig.from_dict(consert_run_config(run_id, spec, workflow), source=run_id)
         kind = f"{spec.size} {spec.mode} b{config.batch_size} L{config.max_length}"
@@ -96,7 +147,10 @@ def planned_jobs(workflow: dict[str, Any], data: SentEvalData) -> tuple[list[Pla
         steps = planned_step_count(items, config.batch_size, config.epochs, config.max_steps)
         grid = evaluation_grid(items, settings)
         after = spec.stage1.run_id if spec.stage1 else None
-        jobs.append(PlannedJob(run_id, kind, steps, sum(grid.values()), _stopping(config.patience), after))
+        peak = peaks.get(config.batch_size) if _peaks_as_table4(spec.size, config) else None
+        expected = stop_after_peak(grid, peak, config.patience) if peak and peak in grid else None
+        stopping = _stopping(config.patience)
+        jobs.append(PlannedJob(run_id, kind, steps, sum(grid.values()), stopping, after, expected))
     for size in workflow["models"]:
         for seed in sgopt_seeds(workflow):
             values = sgopt_run_config(size, seed, workflow)
@@ -221,15 +275,18 @@ def projection(
     one_time: dict[str, float] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, float]]:
     """Per job kind: runs, steps, dev evaluations, the stopping rule, the rate, the one-time seconds of a run
-    (``one_time``, by kind; none where not given) and the GPU-hours; and the totals: GPU-hours, and the projected
-    wall hours on ``gpus`` cards (GPU-hours / cards, or the longest chain of runs, whichever is longer)."""
+    (``one_time``, by kind; none where not given) and the GPU-hours; the same where each run stops as expected
+    (``expected_``: after its published peak where the paper gives one); and the totals: GPU-hours, and the wall
+    hours on ``gpus`` cards (GPU-hours / cards, or the longest chain of runs, whichever is longer), both ways."""
     one_time = one_time or {}
-    seconds = {}
-    for job in jobs:
+
+    def seconds(job: PlannedJob, steps: int, dev_evaluations: int) -> float:
         size = job.kind.split()[0]
-        steps = job.steps / rates[job.kind] + one_time.get(job.kind, 0.0)
-        seconds[job.run] = steps + job.dev_evaluations * dev_seconds[size] + test_seconds[size]
-    chain = {job.run: seconds[job.run] + (seconds.get(job.after, 0.0) if job.after else 0.0) for job in jobs}
+        training = steps / rates[job.kind] + one_time.get(job.kind, 0.0)
+        return training + dev_evaluations * dev_seconds[size] + test_seconds[size]
+
+    planned = {job.run: seconds(job, job.steps, job.dev_evaluations) for job in jobs}
+    expected = {job.run: seconds(job, job.expected_steps, job.expected_dev_evaluations) for job in jobs}
     rows = []
     for kind in dict.fromkeys(job.kind for job in jobs):
         mine = [job for job in jobs if job.kind == kind]
@@ -242,13 +299,25 @@ def projection(
                 "stopping": mine[0].stopping,
                 "steps_per_s": rates[kind],
                 "one_time_s": one_time.get(kind, 0.0),
-                "gpu_hours": sum(seconds[job.run] for job in mine) / 3600,
+                "gpu_hours": sum(planned[job.run] for job in mine) / 3600,
+                "expected_steps": sum(job.expected_steps for job in mine),
+                "expected_gpu_hours": sum(expected[job.run] for job in mine) / 3600,
             }
         )
     table = pd.DataFrame(rows).sort_values("gpu_hours", ascending=False, ignore_index=True)
-    total = table.gpu_hours.sum()
-    longest = max((value for value in chain.values() if not math.isnan(value)), default=0.0) / 3600
-    return table, {"gpu_hours": total, "wall_hours": max(total / gpus, longest), "longest_chain_hours": longest}
+    totals = {}
+    for prefix, by_run in (("", planned), ("expected_", expected)):
+        chain = [by_run[job.run] + (by_run.get(job.after, 0.0) if job.after else 0.0) for job in jobs]
+        longest = max((value for value in chain if not math.isnan(value)), default=0.0) / 3600
+        total = table[f"{prefix}gpu_hours"].sum()
+        totals.update(
+            {
+                f"{prefix}gpu_hours": total,
+                f"{prefix}wall_hours": max(total / gpus, longest),
+                f"{prefix}longest_chain_hours": longest,
+            }
+        )
+    return table, totals
 
 
 def kind_run_steps(jobs: list[PlannedJob]) -> dict[str, int]:
@@ -327,5 +396,10 @@ def run(
         f"total {totals['gpu_hours']:.1f} GPU-hours; on {gpus} card(s) {totals['wall_hours']:.1f} h "
         f"(longest chain {totals['longest_chain_hours']:.1f} h); every run at its planned length (an upper bound)"
         + (f"; not counted, not timed here: {', '.join(untimed)}" if untimed else "")
+    )
+    print(
+        f"expected {totals['expected_gpu_hours']:.1f} GPU-hours, on {gpus} card(s) {totals['expected_wall_hours']:.1f}"
+        f" h, if every BERT-base unsupervised run on the STS texts peaks where Table 4's run of its batch size did "
+        f"and stops when its patience runs out; the others at their planned length"
     )
     return table, totals

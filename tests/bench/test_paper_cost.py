@@ -4,13 +4,15 @@ arithmetic, and the command end to end on tiny random BERTs."""
 from __future__ import annotations
 
 import math
+import re
+from collections import Counter
 
 import pandas as pd
 import pytest
 import yaml
 
 from consert.bench import execution_settings
-from consert.bench.paper_cost import PlannedJob, _timed_config, planned_jobs, projection
+from consert.bench.paper_cost import PlannedJob, _timed_config, planned_jobs, projection, stop_after_peak
 from consert.cli import main as cli_main
 from tests.conftest import ROOT
 from tests.fixtures import write_senteval_tree
@@ -41,6 +43,27 @@ def test_every_run_of_the_paper_is_planned_as_the_authors_scripts_plan_it(paper_
     assert {job.kind for job in jobs.values()} == set(kinds)
 
 
+def test_a_run_that_peaks_where_table4_says_stops_ten_evaluations_later(paper_plan):
+    """unsup-consert-base.sh at batch 96: 930 steps an epoch, scored at 200, 400, 600, 800 and 930 of each. Table 4's
+    best step 1530 is the 8th evaluation; the 10 after it end at 3390 (epoch 4's 3rd): 18 evaluations in all."""
+    jobs, _ = paper_plan
+    assert jobs["base-unsup-seed1"].expected == (3390, 18)
+    assert jobs["base-unsup-bs16-seed1"].expected_steps == 6175 + 10 * 200  # 5,575 steps an epoch: no epoch end
+    for run in ("large-unsup-seed1", "base-joint-unsup-seed1", "base-sup-seed1", "base-simcse-seed1"):
+        assert jobs[run].expected is None and jobs[run].expected_steps == jobs[run].steps  # the paper gives no peak
+    few_shot = [job for run, job in jobs.items() if re.fullmatch(r"base-unsup-n\d+-seed1", run)]
+    assert len(few_shot) == 5 and all(job.expected is None for job in few_shot)  # another item count
+    assert jobs["base-unsup-dropout+shuffle-seed1"].expected == (3390, 18)  # assumed: Table 4 has one recipe
+
+
+def test_stopping_after_a_peak_counts_an_epoch_end_scored_twice_as_two_evaluations():
+    grid = Counter({4: 1, 8: 2, 12: 1, 16: 2})  # evaluations at 4, 8, 8, 12, 16, 16
+    assert stop_after_peak(grid, 8, patience=2) == (12, 4)  # the second score at 8 is the first miss
+    assert stop_after_peak(grid, 12, patience=3) == (16, 6)  # patience outlasts the grid: the planned end
+    with pytest.raises(ValueError, match="not on the run's evaluation grid"):
+        stop_after_peak(grid, 10, patience=2)
+
+
 def test_the_projection_adds_steps_evaluations_and_chains_by_hand():
     jobs = [
         PlannedJob("a", "base k1", steps=3600, dev_evaluations=10, stopping="full length"),
@@ -59,6 +82,7 @@ def test_the_projection_adds_steps_evaluations_and_chains_by_hand():
     chain = (seconds["a"] + seconds["c"]) / 3600  # c starts from a's export
     assert totals["longest_chain_hours"] == pytest.approx(chain)
     assert totals["wall_hours"] == pytest.approx(max(sum(seconds.values()) / 3600 / 2, chain))
+    assert totals["expected_gpu_hours"] == pytest.approx(totals["gpu_hours"])  # no run has a published peak
     _, one_card = projection(jobs, rates, dev, test, gpus=1, one_time=once)
     assert one_card["wall_hours"] == pytest.approx(sum(seconds.values()) / 3600)
     assert by_kind.loc["large k2", "one_time_s"] == 30.0
