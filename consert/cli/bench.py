@@ -100,17 +100,12 @@ def run(args: argparse.Namespace) -> int:
 def _paper_cost(args: argparse.Namespace, data) -> int:
     """``--config``: the workflow config's job kinds timed here and its DAG's cost projected (or, with
     ``--share``, jobs of some kinds run together)."""
-    import yaml
-    from snakemake.utils import validate
-
     from consert.bench import paper_cost
     from consert.hardware import hardware_summary
     from consert.io import write_csv
+    from consert.train.config import read_workflow_config
 
-    workflow = yaml.safe_load(Path(args.config).read_text(encoding="utf-8"))
-    schema = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
-    if schema.is_file():  # a checkout: the workflow's defaults filled in, as snakemake does
-        validate(workflow, str(schema))
+    workflow = read_workflow_config(args.config)  # the workflow's defaults filled in, as snakemake does
     workflow["data_dir"] = str(data.root)
     if args.share:
         table = _sharing(args, workflow, data)
