@@ -152,6 +152,43 @@ def adamw(
     )
 
 
+class QueuedLosses:
+    """The steps' losses still on the device, read back together into the log (a read waits for the device): each
+    step stamped when it was queued, the last before a read once the read is done; with ``capture_count`` (how
+    many CUDA graphs the step has captured so far), a step that captured logs how many as ``captures``."""
+
+    def __init__(self, log: list[dict], started: float, capture_count: Callable[[], int] | None = None):
+        self.log, self.started, self.capture_count = log, started, capture_count
+        self.pending: list[tuple[int, torch.Tensor, float, float, int]] = []
+        self.captures_before = 0
+
+    def step_starts(self) -> None:
+        self.captures_before = self.capture_count() if self.capture_count else 0
+
+    def queue(self, step: int, loss: torch.Tensor, lr: float) -> None:
+        captured = self.capture_count() - self.captures_before if self.capture_count else 0
+        self.pending.append((step, loss.detach(), lr, time.perf_counter() - self.started, captured))
+
+    def flush(self) -> float | None:
+        """Log the queued losses and return the last (None when none was queued); a non-finite one is a fault."""
+        if not self.pending:
+            return None
+        values = torch.stack([entry[1] for entry in self.pending]).float().tolist()
+        finished = time.perf_counter() - self.started  # the device has finished the window
+        for index, ((step, _, lr, seconds, captured), value) in enumerate(zip(self.pending, values, strict=True)):
+            if not math.isfinite(value):
+                raise TrainingFault(f"step {step}: loss is {value} (non-finite); stopping without export")
+            entry = {
+                "step": step,
+                "loss": value,
+                "lr": lr,
+                "seconds": finished if index == len(values) - 1 else seconds,
+            }
+            self.log.append({**entry, "captures": captured} if captured else entry)
+        self.pending.clear()
+        return values[-1]
+
+
 def run_loop(
     model: nn.Module,
     parameters: Sequence[tuple[str, nn.Parameter]],
@@ -196,24 +233,18 @@ def run_loop(
     status: dict[str, str] = {}
     bar = tqdm(total=planned, desc=desc, unit="step", disable=not progress)
 
-    pending: list[tuple[int, torch.Tensor, float, float, int]] = []
+    losses = QueuedLosses(log, started, capture_count)
 
     def flush() -> None:
-        """Read the pending losses back from the device, log them, and stop on a non-finite one."""
-        if not pending:
-            return
-        values = torch.stack([entry[1] for entry in pending]).float().tolist()
-        step, loss, lr, _, captured = pending[-1]
-        pending[-1] = (step, loss, lr, time.perf_counter() - started, captured)  # the device has finished the window
-        for (step, _, lr, seconds, captured), value in zip(pending, values, strict=True):
-            if not math.isfinite(value):
-                bar.close()
-                raise TrainingFault(f"step {step}: loss is {value} (non-finite); stopping without export")
-            entry = {"step": step, "loss": value, "lr": lr, "seconds": seconds}
-            log.append({**entry, "captures": captured} if captured else entry)
-        pending.clear()
-        status["loss"] = f"{values[-1]:.4f}"
-        bar.set_postfix(status, refresh=False)
+        """Read the queued losses back and log them; stop on a non-finite one."""
+        try:
+            last = losses.flush()
+        except TrainingFault:
+            bar.close()
+            raise
+        if last is not None:
+            status["loss"] = f"{last:.4f}"
+            bar.set_postfix(status, refresh=False)
 
     def evaluate(step: int, times: int = 1) -> bool:
         """Score on dev (``times`` evaluations of the same model), keep the best state; True when patience runs out."""
@@ -247,7 +278,7 @@ def run_loop(
     while step < planned and not stop:
         permutation = torch.randperm(len(items), generator=order).tolist()
         for start in range(0, len(items), settings.batch_size):
-            captures_before = capture_count() if capture_count else 0
+            losses.step_starts()
             with autocast(device, dtype):
                 loss = loss_fn([items[i] for i in permutation[start : start + settings.batch_size]])
             step += 1
@@ -257,12 +288,10 @@ def run_loop(
             torch.nn.utils.clip_grad_norm_(trainable, settings.max_grad_norm)
             scaler.step(optimizer)
             scaler.update()
-            lr = scheduler.get_last_lr()[0]
+            losses.queue(step, loss, scheduler.get_last_lr()[0])
             scheduler.step()
             if not computes_gradients:
                 optimizer.zero_grad(set_to_none=True)
-            captured = capture_count() - captures_before if capture_count else 0
-            pending.append((step, loss.detach(), lr, time.perf_counter() - started, captured))
             if step % read_every == 0:
                 flush()
             bar.update(1)
