@@ -4,9 +4,10 @@
 ``cuda:0``. So a job of the workflow claims a card before CUDA starts: it takes a lock on one id's file
 under the pool folder (``.snakemake/gpu-pool``) and sets ``CUDA_VISIBLE_DEVICES`` to that id. A whole-card
 job takes an exclusive lock, a job that shares a card a shared one (several shared jobs on one card, never
-beside a whole-card job). A whole-card job that finds every card taken marks one as waited for (an exclusive
-lock on the id's ``.waiting`` file): no new shared job starts on that card, so a stream of short shared jobs
-cannot keep it from a training job. The locks are the kernel's (``flock``): they end with the process,
+beside a whole-card job). A whole-card job that finds every card taken marks one that shared jobs hold as
+waited for (an exclusive lock on the id's ``.waiting`` file), moving the mark if a whole-card job takes that
+card: no new shared job starts on the marked card, so a stream of short shared jobs cannot keep it from a
+training job. The locks are the kernel's (``flock``): they end with the process,
 whether the job finished, failed or was killed, so no id is held twice and none is lost.
 
 The ids are ``$CUDA_VISIBLE_DEVICES``'s entries where it is set, else one per GPU the NVIDIA driver lists.
@@ -69,7 +70,12 @@ class GpuPool:
                 if waiting is not None and not _locked(waiting, fcntl.LOCK_SH):
                     continue
                 descriptor = self._open(device, "lock")
-                if _locked(descriptor, mode):
+                try:
+                    locked = _locked(descriptor, mode)
+                except BaseException:
+                    os.close(descriptor)
+                    raise
+                if locked:
                     return device, descriptor
                 os.close(descriptor)
             finally:
@@ -77,13 +83,29 @@ class GpuPool:
                     os.close(waiting)
         return None
 
-    def try_wait_for_one(self) -> int | None:
-        """Mark the first card no other whole-card job waits for as waited for, so that no new shared job starts
-        on it: an open file descriptor holding the mark (closing it ends the mark), else ``None``."""
+    def held_whole(self, device: str) -> bool:
+        """Whether a whole-card job holds ``device`` (a shared lock cannot be had; one that can is let go at once)."""
+        descriptor = self._open(device, "lock")
+        try:
+            return not _locked(descriptor, fcntl.LOCK_SH)
+        finally:
+            os.close(descriptor)
+
+    def mark_waited_for(self, mark: tuple[str, int] | None) -> tuple[str, int] | None:
+        """A waiting whole-card job's mark, kept or moved: on a card that shared jobs hold (or a free one) and that no
+        other whole-card job marks, so that no new shared job starts there and the card drains. ``(id, open file
+        descriptor holding the mark)``, closing it ends the mark; ``None`` where every card is held whole (no shared
+        job can start anyway) or marked."""
+        if mark is not None:
+            if not self.held_whole(mark[0]):
+                return mark
+            os.close(mark[1])  # a whole-card job took the marked card: mark one that drains
         for device in self.ids:
+            if self.held_whole(device):
+                continue
             waiting = self._open(device, "waiting")
             if _locked(waiting, fcntl.LOCK_EX):
-                return waiting
+                return device, waiting
             os.close(waiting)
         return None
 
@@ -96,15 +118,15 @@ class GpuPool:
             while (claimed := self.try_claim(share)) is None:
                 if timeout is not None and time.monotonic() - start > timeout:
                     raise TimeoutError(f"no GPU of {self.ids} free for a {share} job after {timeout:g} s")
-                if share == "whole" and mark is None:
-                    mark = self.try_wait_for_one()
+                if share == "whole":
+                    mark = self.mark_waited_for(mark)
                 if not told:
                     print(f"waiting for a GPU of {self.ids} ({share} job)", file=sys.stderr, flush=True)
                     told = True
                 time.sleep(RETRY_SECONDS)
         finally:
             if mark is not None:
-                os.close(mark)
+                os.close(mark[1])
         device, descriptor = claimed
         try:
             yield device

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import os
 import signal
@@ -115,6 +116,55 @@ def test_a_whole_card_job_waiting_for_a_shared_card_keeps_new_shared_jobs_off_it
     after = pool.try_claim("shared")
     assert after is not None  # the mark went with the whole-card job
     os.close(after[1])
+
+
+def test_the_mark_goes_on_a_card_that_shared_jobs_hold_not_on_one_a_training_job_holds(tmp_path):
+    """Card a trains whole, card b runs shared jobs: a second training job marks b (marking a would keep no shared
+    job off anything), gets b once its shared job ends, and no new shared job started on b meanwhile."""
+    pool = GpuPool(tmp_path / "pool", ["a", "b"])
+    training, shared = pool.try_claim("whole"), pool.try_claim("shared")
+    assert training[0] == "a" and shared[0] == "b"
+    mark = pool.mark_waited_for(None)
+    assert mark is not None and mark[0] == "b" and pool.try_claim("shared") is None
+    os.close(mark[1])
+    claimed: list[str] = []
+
+    def second_training_job() -> None:
+        with pool.claim("whole", timeout=30) as device:
+            claimed.append(device)
+
+    job = threading.Thread(target=second_training_job)
+    job.start()
+    deadline = time.monotonic() + 10
+    while (joined := pool.try_claim("shared")) is not None and time.monotonic() < deadline:
+        os.close(joined[1])
+        time.sleep(0.05)
+    assert joined is None and not claimed
+    os.close(shared[1])
+    job.join(timeout=10)
+    assert claimed == ["b"]
+    os.close(training[1])
+
+
+def test_a_mark_moves_when_a_training_job_takes_its_card_and_goes_when_every_card_trains(tmp_path):
+    """The marked card is taken whole by another training job: the mark moves to the card shared jobs hold, and
+    is let go when that one too is taken whole."""
+    pool = GpuPool(tmp_path / "pool", ["a", "b"])
+    mark = pool.mark_waited_for(None)
+    assert mark[0] == "a"  # every card free: the first
+    first = pool.try_claim("whole")
+    shared = pool.try_claim("shared")
+    assert first[0] == "a" and shared[0] == "b"
+    mark = pool.mark_waited_for(mark)
+    assert mark[0] == "b"
+    os.close(shared[1])
+    second = pool.try_claim("whole")
+    assert second[0] == "b" and pool.mark_waited_for(mark) is None
+    released = os.open(tmp_path / "pool" / "b.waiting", os.O_RDWR)
+    fcntl.flock(released, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if the mark on b were still held
+    os.close(released)
+    os.close(first[1])
+    os.close(second[1])
 
 
 def test_the_job_sees_only_its_card_and_the_pool_stands_aside_under_slurm_or_without_gpus(tmp_path):

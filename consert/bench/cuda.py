@@ -93,24 +93,33 @@ def steady_rate(log: list[dict], skip: int, window: int = 1) -> SteadyRate:
     out, and so is every step whose interval contains a dev evaluation, whose cost is reported on its own
     (that interval minus the median step). A window of ``window`` steps in which a step captured a CUDA graph
     (the log's ``captures``) is left out whole: the capture waits for the device to finish the window's queued
-    steps, so leaving out the capturing step alone would drop their time. Captures happen once a run, each
-    batch shape's at its first sight: they are counted, with the warm-up, in ``one_time_s``."""
+    steps, so leaving out the capturing step alone would drop their time; nor is a step after an evaluation in such
+    a window counted as evaluation time. Captures happen once a run, each batch shape's at its first sight: they
+    are counted, with the warm-up, in ``one_time_s`` (but for one in a step after an evaluation). The first step
+    is timed from the loop's start, or from the end of an evaluation before it."""
     skip = -(-skip // window) * window
     steps = [entry for entry in log if "loss" in entry]
     evaluated = {entry["step"] for entry in log if "dev_spearman" in entry}
     durations = {b["step"]: b["seconds"] - a["seconds"] for a, b in zip(steps, steps[1:], strict=False)}
-    if steps and steps[0]["step"] == 1:
-        durations = {1: steps[0]["seconds"], **durations}  # from the loop's start
-    timed = {step: d for step, d in durations.items() if step > max(skip, 1) and step - 1 not in evaluated}
+    if steps and steps[0]["step"] == 1:  # from the loop's start, or from the end of an evaluation at the start
+        begun = max((entry["seconds"] for entry in log if entry["step"] == 0 and "dev_spearman" in entry), default=0)
+        durations = {1: steps[0]["seconds"] - begun, **durations}
+        evaluated.discard(0)
     capturing = {(entry["step"] - 1) // window for entry in steps if entry.get("captures")}
-    plain = [d for step, d in timed.items() if (step - 1) // window not in capturing]
+    clean = {step for step in durations if (step - 1) // window not in capturing}
+    timed = {step: d for step, d in durations.items() if step > max(skip, 1) and step - 1 not in evaluated}
+    plain = [d for step, d in timed.items() if step in clean]
     counts_captures = bool(timed) and not plain
     if counts_captures:
         plain = list(timed.values())
     if not plain:
         raise ValueError(f"the run is too short to time: {len(steps)} steps, {skip} skipped as warm-up")
     median = statistics.median(plain)
-    evaluations = [d - median for step, d in durations.items() if step - 1 in evaluated and step > max(skip, 1)]
+    evaluations = [
+        d - median
+        for step, d in durations.items()
+        if step - 1 in evaluated and step > max(skip, 1) and step in clean  # a capture there is no evaluation time
+    ]
     evaluation = statistics.mean(evaluations) if evaluations else float("nan")
     rate = len(plain) / sum(plain)
     stepping = [d for step, d in durations.items() if step - 1 not in evaluated]
