@@ -107,14 +107,15 @@ def published_peaks(published: Path = PUBLISHED) -> dict[int, int]:
 
 
 def stop_after_peak(grid: Counter[int], peak: int, patience: int) -> tuple[int, int]:
-    """``(steps, dev evaluations)`` of a run whose best dev score comes at the evaluation at step ``peak`` and is
-    never beaten: it stops at the ``patience``-th evaluation after it (an epoch end scored twice counts twice, as
-    the loop counts it), or at the grid's end."""
+    """``(steps, dev passes)`` of a run whose best dev score comes at the evaluation at step ``peak`` and is never
+    beaten: it stops at the ``patience``-th evaluation after it (an epoch end scored twice counts twice, as the
+    loop counts it, but is one dev pass), or at the grid's end."""
     events = [step for step in sorted(grid) for _ in range(grid[step])]
     if peak not in grid:
         raise ValueError(f"step {peak} is not on the run's evaluation grid")
     stop = events.index(peak) + patience
-    return (events[stop], stop + 1) if stop < len(events) else (events[-1], len(events))
+    end = events[min(stop, len(events) - 1)]
+    return end, sum(1 for step in grid if step <= end)  # the dev set is scored once at a step counted twice
 
 
 def _stopping(patience: int | None, counts: str = "evaluations without a gain") -> str:
@@ -150,7 +151,8 @@ def planned_jobs(workflow: dict[str, Any], data: SentEvalData) -> tuple[list[Pla
         peak = peaks.get(config.batch_size) if _peaks_as_table4(spec.size, config) else None
         expected = stop_after_peak(grid, peak, config.patience) if peak and peak in grid else None
         stopping = _stopping(config.patience)
-        jobs.append(PlannedJob(run_id, kind, steps, sum(grid.values()), stopping, after, expected))
+        # one dev pass per evaluation step, also where the loop counts it twice (an epoch end on the eval_every grid)
+        jobs.append(PlannedJob(run_id, kind, steps, len(grid), stopping, after, expected))
     for size in workflow["models"]:
         for seed in sgopt_seeds(workflow):
             values = sgopt_run_config(size, seed, workflow)

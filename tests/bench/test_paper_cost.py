@@ -58,8 +58,8 @@ def test_a_run_that_peaks_where_table4_says_stops_ten_evaluations_later(paper_pl
 
 def test_stopping_after_a_peak_counts_an_epoch_end_scored_twice_as_two_evaluations():
     grid = Counter({4: 1, 8: 2, 12: 1, 16: 2})  # evaluations at 4, 8, 8, 12, 16, 16
-    assert stop_after_peak(grid, 8, patience=2) == (12, 4)  # the second score at 8 is the first miss
-    assert stop_after_peak(grid, 12, patience=3) == (16, 6)  # patience outlasts the grid: the planned end
+    assert stop_after_peak(grid, 8, patience=2) == (12, 3)  # the second score at 8 is the first miss: 3 dev passes
+    assert stop_after_peak(grid, 12, patience=3) == (16, 4)  # patience outlasts the grid: the planned end
     with pytest.raises(ValueError, match="not on the run's evaluation grid"):
         stop_after_peak(grid, 10, patience=2)
 
