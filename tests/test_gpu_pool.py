@@ -88,15 +88,9 @@ def test_shared_jobs_share_a_card_that_a_whole_card_job_then_waits_for(tmp_path)
         assert device == "0" and pool.try_claim("shared") is None
 
 
-def test_a_whole_card_job_waiting_for_a_shared_card_keeps_new_shared_jobs_off_it(tmp_path):
-    """Without the mark, shared jobs that come and go keep a card shared for as long as they overlap, and the
-    training job waits all that time: while it waits, no new shared job gets the card; the one already there
-    finishes, the whole-card job gets the card, and once it is done shared jobs start there again."""
-    pool = GpuPool(tmp_path / "pool", ["0"])
-    running = pool.try_claim("shared")
-    another = pool.try_claim("shared")  # before any whole-card job waits, shared jobs join
-    assert running and another
-    os.close(another[1])
+def _training_job_waiting(pool: GpuPool) -> tuple[threading.Thread, list[str]]:
+    """A whole-card job started in a thread, returned once new shared jobs are kept off (a shared job that gets
+    in before the mark ends at once) and it still waits: the thread, and the ids it claims."""
     claimed: list[str] = []
 
     def training_job() -> None:
@@ -107,9 +101,22 @@ def test_a_whole_card_job_waiting_for_a_shared_card_keeps_new_shared_jobs_off_it
     job.start()
     deadline = time.monotonic() + 10
     while (joined := pool.try_claim("shared")) is not None and time.monotonic() < deadline:
-        os.close(joined[1])  # a shared job that got in before the mark ends at once
+        os.close(joined[1])
         time.sleep(0.05)
-    assert joined is None and job.is_alive() and not claimed  # barred, and the training job still waits
+    assert joined is None and job.is_alive() and not claimed
+    return job, claimed
+
+
+def test_a_whole_card_job_waiting_for_a_shared_card_keeps_new_shared_jobs_off_it(tmp_path):
+    """Without the mark, shared jobs that come and go keep a card shared for as long as they overlap, and the
+    training job waits all that time: while it waits, no new shared job gets the card; the one already there
+    finishes, the whole-card job gets the card, and once it is done shared jobs start there again."""
+    pool = GpuPool(tmp_path / "pool", ["0"])
+    running = pool.try_claim("shared")
+    another = pool.try_claim("shared")  # before any whole-card job waits, shared jobs join
+    assert running and another
+    os.close(another[1])
+    job, claimed = _training_job_waiting(pool)
     os.close(running[1])
     job.join(timeout=10)
     assert claimed == ["0"]
@@ -127,19 +134,7 @@ def test_the_mark_goes_on_a_card_that_shared_jobs_hold_not_on_one_a_training_job
     mark = pool.mark_waited_for(None)
     assert mark is not None and mark[0] == "b" and pool.try_claim("shared") is None
     os.close(mark[1])
-    claimed: list[str] = []
-
-    def second_training_job() -> None:
-        with pool.claim("whole", timeout=30) as device:
-            claimed.append(device)
-
-    job = threading.Thread(target=second_training_job)
-    job.start()
-    deadline = time.monotonic() + 10
-    while (joined := pool.try_claim("shared")) is not None and time.monotonic() < deadline:
-        os.close(joined[1])
-        time.sleep(0.05)
-    assert joined is None and not claimed
+    job, claimed = _training_job_waiting(pool)
     os.close(shared[1])
     job.join(timeout=10)
     assert claimed == ["b"]
