@@ -160,13 +160,12 @@ class QueuedLosses:
     def __init__(self, log: list[dict], started: float, capture_count: Callable[[], int] | None = None):
         self.log, self.started, self.capture_count = log, started, capture_count
         self.pending: list[tuple[int, torch.Tensor, float, float, int]] = []
-        self.captures_before = 0
-
-    def step_starts(self) -> None:
-        self.captures_before = self.capture_count() if self.capture_count else 0
+        self.captures_seen = 0
 
     def queue(self, step: int, loss: torch.Tensor, lr: float) -> None:
-        captured = self.capture_count() - self.captures_before if self.capture_count else 0
+        """Queue a step's loss; the captures since the previous step's are this step's."""
+        captures = self.capture_count() if self.capture_count else 0
+        captured, self.captures_seen = captures - self.captures_seen, captures
         self.pending.append((step, loss.detach(), lr, time.perf_counter() - self.started, captured))
 
     def flush(self) -> float | None:
@@ -278,7 +277,6 @@ def run_loop(
     while step < planned and not stop:
         permutation = torch.randperm(len(items), generator=order).tolist()
         for start in range(0, len(items), settings.batch_size):
-            losses.step_starts()
             with autocast(device, dtype):
                 loss = loss_fn([items[i] for i in permutation[start : start + settings.batch_size]])
             step += 1

@@ -88,7 +88,7 @@ def train_stage(
         "eval_pooling": config.eval_pooling,
         "compiled": execution.compiled,
         "packed": execution.packed,
-        "cuda_graphs": len(execution.graphed.captured) if execution.graphed else 0,  # graphs captured (shapes seen)
+        "cuda_graphs": execution.graphed.capture_count() if execution.graphed else 0,  # graphs captured (shapes seen)
         **provenance_record(encoder.precision, encoder.device, config.to_dict(), data),
     }
     execution.release()
