@@ -16,7 +16,13 @@ from typing import Any
 
 import pandas as pd
 
-from consert.paper.card_baselines import GRAPHED_DROPOUT_NOTE, MEASURED_PRECISION, UNEXPLAINED, baseline_card_rows
+from consert.paper.card_baselines import (
+    ATTENTION_DROPOUT_NOTE,
+    GRAPHED_DROPOUT_NOTE,
+    MEASURED_PRECISION,
+    UNEXPLAINED,
+    baseline_card_rows,
+)
 from consert.paper.plan import RunSpec, plan_runs, train_overrides, unique_runs
 from consert.train.augcse import AugCseSettings
 from consert.train.augment import EMBEDDING_AUGMENTATIONS
@@ -160,6 +166,8 @@ def consert_notes(config: TrainConfig, size: str) -> str:
         notes.append(f"optimizer: {OPTIMIZER_NOTE}")
     if config.mode not in SUPERVISED_MODES:
         notes.append(f"CUDA graphs: {GRAPHS_NOTE}")
+    if not config.remove_dropout:
+        notes.append(ATTENTION_DROPOUT_NOTE)
     return "; ".join(notes)
 
 
@@ -178,6 +186,8 @@ FAMILY_NOTES = {
         + FAMILY_GRID_NOTE
         + "; CUDA graphs: "
         + GRAPHS_NOTE
+        + "; "
+        + ATTENTION_DROPOUT_NOTE
     ),
     "augcse": (
         "recipe: experiments/run_train_exp.py (the paper's Appendix A.7 was not available to check it); one "

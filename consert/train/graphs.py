@@ -146,7 +146,8 @@ class GraphedStep:
         """The loss of one step over a batch (``ids``, ``mask``: host tensors, B x L; ``extras``: host tensors),
         gradients written."""
         rows = mask.repeat(self.copies, 1) if self.copies > 1 else mask  # the packed pass's rows
-        packing = Packing.of(rows, capacity=self.slots(int(rows.sum())))
+        # one bound on the segments for every batch of this shape: L, or the trash segment (< one bucket)
+        packing = Packing.of(rows, self.slots(int(rows.sum())), longest=max(rows.shape[1], self.token_bucket))
         # the buffers the graphs write back in .grad, even if someone set it to None: before a new shape's
         # capture too, whose warm-up passes accumulate into them
         if self.gradients is not None:
@@ -160,7 +161,7 @@ class GraphedStep:
             statics = (captured.ids, captured.mask, *captured.extras)
             for static, given in zip(statics, (ids, mask, *extras), strict=True):
                 static.copy_(given.pin_memory(), non_blocking=True)
-            captured.packing.copy_(Packing(*(t.pin_memory() for t in packing.tensors()), packing.rows, packing.length))
+            captured.packing.copy_(packing.pin_memory())
         captured.graph.replay()
         return captured.loss.clone()  # the static loss lives in the shared pool: copy it out before any replay
 

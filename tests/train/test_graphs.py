@@ -12,7 +12,7 @@ from consert.encode.pooling import Pooling
 from consert.train.augment import AugmentationRatios
 from consert.train.graphs import GraphedStep
 from consert.train.losses import nt_xent
-from consert.train.packed import Packing
+from consert.train.packed import ATTENTION_KERNELS, Packing, attention_kernel, packed_encoder
 from consert.train.views import PackedPass, two_view_forward
 from tests import fixtures
 from tests.train.test_packed import assert_same_step, objective_step
@@ -212,3 +212,57 @@ def test_a_graphed_runs_log_marks_the_steps_that_captured(tiny_model_dir, tiny_t
     captured = {entry["step"]: entry["captures"] for entry in result.log if entry.get("captures")}
     record = json.loads((Path(result.output_dir) / TRAINING_RECORD).read_text(encoding="utf-8"))
     assert 1 in captured and sum(captured.values()) == record["cuda_graphs"] >= 1
+
+
+def test_flash_attention_takes_the_packed_bf16_step():
+    """The training step's attention on CUDA in bf16 is FlashAttention's variable-length kernel; fp32 attends
+    padded (the kernel has no fp32)."""
+    assert attention_kernel(torch.zeros(5, 2, 16, device="cuda", dtype=torch.bfloat16)) == "varlen"
+    assert attention_kernel(torch.zeros(5, 2, 16, device="cuda")) == "padded"
+
+
+def test_the_varlen_kernel_equals_the_padded_kernel_within_bf16_rounding():
+    """Values and Q/K/V gradients of both kernels in bf16 against the float64 segment reference on the CPU: the
+    variable-length kernel's error is the padded kernel's, bf16 rounding (a segment or offset error is O(1)).
+    The trash segment (21 spare slots, past a bound of 128) computes finite values."""
+    _, mask = _batch([9, 3, 14, 6, 40, 1], 48, seed=5)
+    tokens = int(mask.sum())
+    packing = Packing.of(mask, capacity=tokens + 21, longest=128)
+    generator = torch.Generator().manual_seed(3)
+    inputs = [torch.randn(tokens + 21, 4, 64, generator=generator, dtype=torch.float64) for _ in range(3)]
+    weights = torch.randn(tokens, 4, 64, generator=generator, dtype=torch.float64)
+
+    def run(kernel: str, dtype: torch.dtype, device: str) -> list[torch.Tensor]:
+        tensors = [t.to(device, dtype, copy=True).requires_grad_() for t in inputs]
+        context = ATTENTION_KERNELS[kernel](*tensors, packing.to(device), 0.0, 0.125)
+        assert torch.isfinite(context).all()
+        (context[:tokens].double() * weights.to(device)).sum().backward()
+        return [context[:tokens].detach().double().cpu()] + [t.grad[:tokens].double().cpu() for t in tensors]
+
+    reference = run("jagged", torch.float64, "cpu")
+    varlen, padded = run("varlen", torch.bfloat16, "cuda"), run("padded", torch.bfloat16, "cuda")
+    for name, ref, mine, theirs in zip(("context", "dq", "dk", "dv"), reference, varlen, padded, strict=True):
+        error, rounding = (mine - ref).abs().max().item(), (theirs - ref).abs().max().item()
+        assert error <= 2 * rounding + 1e-3, (name, error, rounding)
+
+
+def test_the_packed_encoder_by_varlen_equals_it_padded_under_bf16_autocast():
+    """A tiny BERT's packed forward and backward under bf16 autocast, attention by each kernel (the fused Q/K/V
+    projection's strided views go to the flash kernel as they are): the same vectors and gradients to bf16
+    rounding."""
+    model = _tiny_bert()
+    ids, mask = _batch([9, 3, 14, 6], 16, seed=1)
+    packing = Packing.of(mask, capacity=40, longest=128).to("cuda")
+    results = {}
+    for kernel in ("varlen", "padded"):
+        model.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", torch.bfloat16):
+            hidden = packed_encoder(model, model.embeddings(input_ids=ids.cuda()), packing, kernel)[:32].float()
+        hidden.pow(2).mean().backward()
+        grads = {n: p.grad.float().clone() for n, p in model.named_parameters() if p.grad is not None}
+        results[kernel] = (hidden.detach(), grads)
+    (varlen, varlen_grads), (padded, padded_grads) = results["varlen"], results["padded"]
+    torch.testing.assert_close(varlen, padded, rtol=2e-2, atol=2e-2)
+    scale = max(g.abs().max() for g in padded_grads.values())
+    for name, grad in padded_grads.items():
+        assert (varlen_grads[name] - grad).abs().max() <= 3e-2 * scale, name

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 
 from consert.encode.pooling import Pooling
 from consert.train.augment import AugmentationRatios
-from consert.train.packed import Packing, packed_encoder
+from consert.train.packed import ATTENTION_KERNELS, Packing, attention_kernel, packed_encoder
 from consert.train.views import PackedPass, two_view_forward
 from tests import fixtures
 
@@ -36,18 +38,72 @@ def test_packing_of_a_mask():
     assert len(packing.index) == 9 + 3 + 14 + 6 and packing.lengths.tolist() == [9, 3, 14, 6]
     assert packing.first.tolist() == [0, 9, 12, 26] and packing.row[:10].tolist() == [0] * 9 + [1]
     assert packing.index[9].item() == 16  # row 1's first token in the flattened 4 x 16 batch
+    assert packing.offsets.tolist() == [0, 9, 12, 26, 32, 32] and packing.offsets.dtype == torch.int32
+    assert packing.longest == 16  # the padded length bounds every row's segment; the trash one is empty
 
 
+def test_the_trash_segment_and_its_bound():
+    _, mask = _batch()  # 32 real tokens in rows of at most 16
+    assert Packing.of(mask, capacity=52).offsets.tolist()[-2:] == [32, 52]  # 20 spare slots: one segment
+    assert Packing.of(mask, capacity=52).longest == 20  # longer than any row
+    assert Packing.of(mask, capacity=40, longest=128).shape() == (4, 16, 40, 128)  # a graph's fixed bound
+    with pytest.raises(ValueError, match="longest 16 is shorter than a segment of the packing \\(20\\)"):
+        Packing.of(mask, capacity=52, longest=16)
+
+
+def _packed_qkv(packing: Packing, heads: int = 3, size: int = 8, seed: int = 3) -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    shape = (len(packing.index), heads, size)
+    return [torch.randn(shape, generator=generator, dtype=torch.float64, requires_grad=True) for _ in range(3)]
+
+
+def test_the_segment_kernels_equal_the_padded_kernel_in_float64_values_and_gradients():
+    """The jagged kernel (the variable-length contract: each row a segment, the spare slots a trash segment of
+    their own) gives the padded, masked attention's context and Q/K/V gradients on every real token."""
+    _, mask = _batch()
+    packing = Packing.of(mask, capacity=32 + 11)
+    real = torch.arange(len(packing.index)) < 32
+    results = {}
+    for name in ("padded", "jagged"):
+        q, k, v = _packed_qkv(packing)
+        context = ATTENTION_KERNELS[name](q, k, v, packing, 0.0, 0.3)
+        weights = torch.linspace(-1, 1, context[real].numel(), dtype=torch.float64).view_as(context[real])
+        (context[real] * weights).sum().backward()
+        results[name] = (context[real].detach(), [t.grad for t in (q, k, v)])
+    (padded, padded_grads), (jagged, jagged_grads) = results["padded"], results["jagged"]
+    assert torch.allclose(jagged, padded, rtol=0, atol=1e-12), (jagged - padded).abs().max()
+    for mine, theirs in zip(jagged_grads, padded_grads, strict=True):
+        assert torch.allclose(mine, theirs, rtol=0, atol=1e-12)
+        assert not mine[~real].any()  # nothing flows from the trash to a real token, or back
+    # a token attends to its own row only: changing row 1's keys leaves rows 0, 2 and 3 untouched
+    q, k, v = (t.detach() for t in _packed_qkv(packing))
+    moved = k.clone()
+    moved[9:12] += 5.0
+    before = ATTENTION_KERNELS["jagged"](q, k, v, packing, 0.0, 0.3)
+    after = ATTENTION_KERNELS["jagged"](q, moved, v, packing, 0.0, 0.3)
+    changed = (after - before).abs().amax(dim=(1, 2)) > 0
+    assert changed[9:12].all() and not changed[:9].any() and not changed[12:].any()
+
+
+def test_the_kernel_choice_on_this_machine():
+    """FlashAttention's variable-length kernel is CUDA's, in half precision: a CPU or fp32 step attends padded."""
+    assert attention_kernel(torch.zeros(5, 2, 8)) == "padded"
+    assert attention_kernel(torch.zeros(5, 2, 8, dtype=torch.bfloat16)) == "padded"  # bf16, but on the CPU
+
+
+@pytest.mark.parametrize("kernel", ["padded", "jagged"])
 @pytest.mark.parametrize("spare", [0, 13], ids=["exact", "13 spare slots"])
 @pytest.mark.parametrize("pooling", ["mean", "cls"])
 @pytest.mark.parametrize("views", [("none", "none"), ("shuffle", "feature_cutoff"), ("token_cutoff", "dropout")])
-def test_packed_views_equal_the_padded_forward_values_and_gradients(tiny_bert, pooling, views, spare):
-    """Spare slots (a CUDA graph's rounded-up token count) go to the trash: nothing real changes."""
+def test_packed_views_equal_the_padded_forward_values_and_gradients(tiny_bert, pooling, views, spare, kernel):
+    """Spare slots (a CUDA graph's rounded-up token count) go to the trash: nothing real changes. Attention by
+    either kernel: the padded layout, or the real tokens' segments only (the variable-length contract)."""
     ids, mask = _batch()
     spec, ratios = Pooling.parse(pooling), AugmentationRatios()
     packing = Packing.of(mask.repeat(2, 1), capacity=2 * (9 + 3 + 14 + 6) + spare)
+    encoder = functools.partial(packed_encoder, kernel=kernel)
     results = {}
-    for name, packed in (("padded", None), ("packed", PackedPass(packing, packed_encoder))):
+    for name, packed in (("padded", None), ("packed", PackedPass(packing, encoder))):
         tiny_bert.zero_grad(set_to_none=True)
         torch.manual_seed(7)  # the same augmentation draws for both
         view1, view2 = two_view_forward(tiny_bert, ids, mask, views, spec, ratios, packed=packed)

@@ -195,6 +195,9 @@ def test_the_paper_config_recipe_card_matches_the_authors_with_every_difference_
     large_joint = card.set_index("run").loc["large-joint-seed1"]
     assert large_joint.max_length == "64" and "a later retrain" in large_joint.notes
     assert "issue #28" in large_joint.notes and "line 138" in large_joint.notes  # the dropout sources
+    # attention dropout inside the variable-length kernel: said where BERT's dropout is on, and only there
+    in_distribution = card.notes.str.contains("in distribution, not mask for mask")
+    assert (in_distribution == (card.bert_dropout == "on")).all() and in_distribution.any()
     # each run's warm-up against the authors' ceil(0.1 x items x epochs / batch), from its own numbers:
     # NLI ceil(942,069 / 96) = 9,814 steps -> 981 against ceil(981.3) = 982; BERT-large unsup 930 x 25 = 23,250
     # -> 2,325 against ceil(2,322.7) = 2,323; joint-unsup on 10,000 texts (80,000 upsampled) 834 x 25 -> 2,085
