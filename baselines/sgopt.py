@@ -38,7 +38,7 @@ from consert.train.config import COMPILE_CHOICES
 from consert.train.encoder import load_trainable, set_seed
 from consert.train.export import export_model
 from consert.train.graphs import FP16_BLOCKER, GraphedStep, graphed_probe_runner, graphs_unavailable
-from consert.train.loop import LoopResult, loop_settings, run_loop
+from consert.train.loop import LoopResult, capture_ahead, loop_settings, run_loop
 from consert.train.losses import similarities_in_fp32
 from consert.train.packed import Packing, packed_hidden_states
 from consert.train.record import loop_record, provenance_record
@@ -252,10 +252,15 @@ class SgOptResult:
     output_dir: Path
     loop: LoopResult
     trainer: SgOptTrainer
+    #: seconds spent capturing the CUDA graphs of the first ``capture_steps`` steps before training
+    captured_ahead_s: float = 0.0
 
 
-def train_sgopt(config: SgOptConfig, data: SentEvalData | None = None, progress: bool = True) -> SgOptResult:
-    """Train SG-OPT and export BERT_T (pooling ``cls``) to ``config.output_dir``."""
+def train_sgopt(
+    config: SgOptConfig, data: SentEvalData | None = None, progress: bool = True, capture_steps: int | None = None
+) -> SgOptResult:
+    """Train SG-OPT and export BERT_T (pooling ``cls``) to ``config.output_dir``. ``capture_steps``: as the
+    ConSERT trainer's (:func:`consert.train.trainer.train_stage`), for a benchmark."""
     from consert.encode.encoder import SentenceEncoder
     from consert.evaluate.protocol import encode_and_score, spearman_x100
 
@@ -274,10 +279,16 @@ def train_sgopt(config: SgOptConfig, data: SentEvalData | None = None, progress:
         config, encoder.dtype, adam_eps=1e-6, max_grad_norm=1.0, eval_at_start=False, patience_counts="declines"
     )
     parameters = list(trainer.tuned.named_parameters()) + list(trainer.head.named_parameters())
+    texts, captured_ahead = trainer.training_texts(), 0.0
+    if capture_steps and trainer.graphed is not None:
+        graphed = trainer.graphed
+        captured_ahead = capture_ahead(
+            texts, trainer.loss, settings, trainer.device, capture_steps, graphed.capturing_only
+        )
     outcome = run_loop(
         trainer.tuned,
         parameters,
-        trainer.training_texts(),
+        texts,
         trainer.loss,
         dev_spearman,
         settings,
@@ -304,4 +315,4 @@ def train_sgopt(config: SgOptConfig, data: SentEvalData | None = None, progress:
         record=record,
         log=outcome.log,
     )
-    return SgOptResult(output, outcome, trainer)
+    return SgOptResult(output, outcome, trainer, captured_ahead)

@@ -18,7 +18,8 @@ that reads the loss on the host) is not supported: the trainer keeps it eager.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -91,10 +92,21 @@ class GraphedStep:
         # pool outlives its replay (the loss is cloned at once; gradients and inputs live outside the pool).
         self.pool = torch.cuda.graph_pool_handle()
         self.captured: dict[tuple[int, int, int], _Captured] = {}
+        self.replays = True  # False inside capturing_only()
 
     def capture_count(self) -> int:
         """The graphs captured so far: one per batch shape seen."""
         return len(self.captured)
+
+    @contextmanager
+    def capturing_only(self) -> Iterator[None]:
+        """Inside, a call captures its batch's shape if it is new and replays nothing, returning the last
+        captured loss (:func:`consert.train.loop.capture_ahead`: a benchmark's run then times steps only)."""
+        self.replays = False
+        try:
+            yield
+        finally:
+            self.replays = True
 
     def slots(self, real_tokens: int) -> int:
         """The packed slots for ``real_tokens``: rounded up to a multiple of the bucket."""
@@ -157,12 +169,13 @@ class GraphedStep:
         captured = self.captured.get(key)
         if captured is None:
             captured = self.captured[key] = self._capture(ids, mask, packing, extras)
-        else:
+        elif self.replays:
             statics = (captured.ids, captured.mask, *captured.extras)
             for static, given in zip(statics, (ids, mask, *extras), strict=True):
                 static.copy_(given.pin_memory(), non_blocking=True)
             captured.packing.copy_(packing.pin_memory())
-        captured.graph.replay()
+        if self.replays:
+            captured.graph.replay()
         return captured.loss.clone()  # the static loss lives in the shared pool: copy it out before any replay
 
 

@@ -14,10 +14,12 @@ a step does not wait for the host; on a CPU that read is free and happens every 
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
 
 import torch
@@ -152,6 +154,38 @@ def adamw(
     )
 
 
+def batches(items: Sequence, settings: LoopSettings) -> Iterator[list]:
+    """The loop's batches of ``items``, epoch after epoch without end: each epoch a permutation drawn from a
+    generator seeded with ``settings.seed``, cut into batches of ``batch_size`` (the last one shorter)."""
+    order = torch.Generator().manual_seed(settings.seed)
+    while True:
+        permutation = torch.randperm(len(items), generator=order).tolist()
+        for start in range(0, len(items), settings.batch_size):
+            yield [items[i] for i in permutation[start : start + settings.batch_size]]
+
+
+def capture_ahead(
+    items: Sequence,
+    loss_fn: Callable[[list], torch.Tensor],
+    settings: LoopSettings,
+    device: str,
+    steps: int,
+    capturing: Callable[[], AbstractContextManager],
+) -> float:
+    """Give ``loss_fn`` the first ``steps`` batches the loop will draw (:func:`batches`: the same seed, the same
+    order) inside ``capturing()`` (a graphed step's :meth:`~consert.train.graphs.GraphedStep.capturing_only`:
+    each batch shape not yet seen is captured, nothing is replayed), so that the loop's first ``steps`` steps
+    capture nothing; returns the seconds it took. Nothing is trained: a benchmark times the steps after it."""
+    started = time.perf_counter()
+    with capturing():
+        for batch in itertools.islice(batches(items, settings), steps):
+            with autocast(device, settings.dtype):
+                loss_fn(batch)
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter() - started
+
+
 class QueuedLosses:
     """The steps' losses still on the device, read back together into the log (a read waits for the device): each
     step stamped when it was queued, the last before a read once the read is done; with ``capture_count`` (how
@@ -160,7 +194,7 @@ class QueuedLosses:
     def __init__(self, log: list[dict], started: float, capture_count: Callable[[], int] | None = None):
         self.log, self.started, self.capture_count = log, started, capture_count
         self.pending: list[tuple[int, torch.Tensor, float, float, int]] = []
-        self.captures_seen = 0
+        self.captures_seen = capture_count() if capture_count else 0  # those before the loop are no step's
 
     def queue(self, step: int, loss: torch.Tensor, lr: float) -> None:
         """Queue a step's loss; the captures since the previous step's are this step's."""
@@ -223,7 +257,6 @@ def run_loop(
     read_every = read_every or read_interval(device)
     optimizer = adamw(parameters, settings, fused=torch.device(device).type == "cuda")
     scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup_ratio * planned), planned)
-    order = torch.Generator().manual_seed(settings.seed)
     trainable = [p for _, p in parameters if p.requires_grad]
     log: list[dict] = []
     best: dict = {"step": 0, "dev": -math.inf, "state": None}
@@ -274,29 +307,25 @@ def run_loop(
     stop = settings.eval_at_start and evaluate(0)
     step = 0
     model.train()
-    while step < planned and not stop:
-        permutation = torch.randperm(len(items), generator=order).tolist()
-        for start in range(0, len(items), settings.batch_size):
-            with autocast(device, dtype):
-                loss = loss_fn([items[i] for i in permutation[start : start + settings.batch_size]])
-            step += 1
-            if not computes_gradients:
-                scaler.scale(loss).backward()
-            scaler.unscale_(optimizer)
-            torch.nn.utils.clip_grad_norm_(trainable, settings.max_grad_norm)
-            scaler.step(optimizer)
-            scaler.update()
-            losses.queue(step, loss, scheduler.get_last_lr()[0])
-            scheduler.step()
-            if not computes_gradients:
-                optimizer.zero_grad(set_to_none=True)
-            if step % read_every == 0:
-                flush()
-            bar.update(1)
-            if step in grid:
-                stop = evaluate(step, grid[step])
-            if stop or step >= planned:
-                break
+    for batch in itertools.islice(batches(items, settings), 0 if stop else planned):
+        with autocast(device, dtype):
+            loss = loss_fn(batch)
+        step += 1
+        if not computes_gradients:
+            scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(trainable, settings.max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        losses.queue(step, loss, scheduler.get_last_lr()[0])
+        scheduler.step()
+        if not computes_gradients:
+            optimizer.zero_grad(set_to_none=True)
+        if step % read_every == 0:
+            flush()
+        bar.update(1)
+        if step in grid and evaluate(step, grid[step]):
+            break
     flush()
     bar.close()
     if best["state"] is None:

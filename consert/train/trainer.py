@@ -20,7 +20,7 @@ from consert.train.config import TrainConfig
 from consert.train.encoder import TrainedEncoder, set_seed
 from consert.train.execution import StepExecution
 from consert.train.export import export_model
-from consert.train.loop import loop_settings, planned_step_count, run_loop
+from consert.train.loop import capture_ahead, loop_settings, planned_step_count, run_loop
 from consert.train.objectives import objective_for
 from consert.train.recipes import FIRST_STAGE
 from consert.train.record import loop_record, provenance_record
@@ -39,14 +39,23 @@ class TrainResult:
     tokenizer: object | None = None
     #: AugCSE: per text augmentation, how often it was drawn and how often it changed the text
     augmentation_rates: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: seconds spent capturing the CUDA graphs of the first ``capture_steps`` steps before training (a benchmark's)
+    captured_ahead_s: float = 0.0
 
 
 def train_stage(
-    config: TrainConfig, data: SentEvalData, progress: bool, execution_steps: int | None = None
+    config: TrainConfig,
+    data: SentEvalData,
+    progress: bool,
+    execution_steps: int | None = None,
+    capture_steps: int | None = None,
 ) -> TrainResult:
     """Run one stage of ``config`` with the objective that trains it, and export its selected checkpoint.
     ``execution_steps``: the run length the step's execution is chosen for (``compile``/``cuda_graphs: auto``;
-    default: the stage's planned steps), so that a benchmark times a few steps as a longer run executes them."""
+    default: the stage's planned steps), so that a benchmark times a few steps as a longer run executes them.
+    ``capture_steps``: when the step runs as CUDA graphs, capture the shapes of the first ``capture_steps``
+    batches before training (:func:`~consert.train.loop.capture_ahead`), so that a benchmark's timed steps
+    capture nothing (the draws of the views then differ from an uncaptured run's: for timing only)."""
     objective_class = objective_for(config)  # an unknown name fails before the model is loaded
     set_seed(config.seed)
     encoder = TrainedEncoder(config, data)
@@ -59,13 +68,20 @@ def train_stage(
     for head in objective.heads():
         parameters += [(f"{type(head).__name__}.{name}", value) for name, value in head.named_parameters()]
     execution.settle(execution_steps or planned_steps, [value for _, value in parameters], objective)
+    settings = loop_settings(config, encoder.dtype, bias_correction=config.adam_bias_correction)
+    captured_ahead = 0.0
+    if capture_steps and execution.graphed is not None:
+        graphed = execution.graphed
+        captured_ahead = capture_ahead(
+            items, objective.loss, settings, encoder.device, capture_steps, graphed.capturing_only
+        )
     outcome = run_loop(
         encoder.model,
         parameters,
         items,
         objective.loss,
         encoder.dev_spearman,
-        loop_settings(config, encoder.dtype, bias_correction=config.adam_bias_correction),
+        settings,
         encoder.device,
         desc=f"train {objective.label}",
         progress=progress,
@@ -110,22 +126,28 @@ def train_stage(
         encoder.model,
         encoder.tokenizer,
         objective.augmentation_rates,
+        captured_ahead,
     )
 
 
 def train(
-    config: TrainConfig, data: SentEvalData | None = None, progress: bool = True, execution_steps: int | None = None
+    config: TrainConfig,
+    data: SentEvalData | None = None,
+    progress: bool = True,
+    execution_steps: int | None = None,
+    capture_steps: int | None = None,
 ) -> TrainResult:
     """Train as ``config.mode`` says and export the best checkpoint to ``config.output_dir``.
 
     A two-stage mode trains its NLI stage first (:meth:`TrainConfig.first_stage`, exported beside
     the output as ``OUTPUT_DIR.stage1``) unless ``stage1_model`` names one already trained; the
-    second stage starts from that model with its own recipe. ``execution_steps``: as :func:`train_stage`'s.
+    second stage starts from that model with its own recipe. ``execution_steps``, ``capture_steps``: as
+    :func:`train_stage`'s.
     """
     data = data if data is not None else load_senteval(config.data)
     if config.mode not in FIRST_STAGE:
-        return train_stage(config, data, progress, execution_steps)
+        return train_stage(config, data, progress, execution_steps, capture_steps)
     start = config.stage1_model
     if start is None:
-        start = str(train_stage(config.first_stage(), data, progress, execution_steps).output_dir)
-    return train_stage(config.replace(model=start), data, progress, execution_steps)
+        start = str(train_stage(config.first_stage(), data, progress, execution_steps, capture_steps).output_dir)
+    return train_stage(config.replace(model=start), data, progress, execution_steps, capture_steps)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
 import torch
 
 from consert.bench.cuda import steady_rate
-from consert.train.loop import LoopSettings, run_loop
+from consert.train.loop import LoopSettings, capture_ahead, run_loop
 
 #: Seconds a window's losses take to come back to the host: the device finishing the steps queued ahead of it.
 READ_BACK = 0.3
@@ -145,3 +146,73 @@ def test_when_every_timed_window_captured_the_rate_counts_the_captures_and_says_
     rate = steady_rate(first_30, skip=10, window=10)
     assert rate.counts_captures and rate.capture_windows == 0 and rate.timed_steps == 20
     assert rate.steps_per_s < 0.6 / DEVICE_STEP  # two captures inside 20 steps' 0.4 device seconds
+
+
+#: Seconds one emulated graph capture of a new batch shape takes in the capture-ahead tests.
+SHAPE_CAPTURE = 0.1
+
+
+class EmulatedGraphs:
+    """A step replayed as CUDA graphs on the emulated device: a batch whose shape (the sum of its items // 40: the
+    rare sums of seed 1's batches first met at steps 44 and 56 of 60) is new waits for the device and captures for SHAPE_CAPTURE seconds; every step queues
+    DEVICE_STEP. Inside ``capturing_only()`` a new shape is captured and nothing is queued, as
+    :meth:`consert.train.graphs.GraphedStep.capturing_only` does."""
+
+    def __init__(self, device: EmulatedDevice):
+        self.device, self.shapes, self.replays = device, set(), True
+        self.model, self.queued = torch.nn.Linear(2, 1), device.loss_class()
+
+    def capture_count(self) -> int:
+        return len(self.shapes)
+
+    @contextlib.contextmanager
+    def capturing_only(self):
+        self.replays = False
+        yield
+        self.replays = True
+
+    def __call__(self, batch: list[int]) -> torch.Tensor:
+        shape = sum(batch) // 40
+        if shape not in self.shapes:
+            self.device.wait()
+            time.sleep(SHAPE_CAPTURE)
+            self.shapes.add(shape)
+        if self.replays:
+            self.device.queue(DEVICE_STEP)
+        return self.model(torch.ones(len(batch), 2)).pow(2).mean().as_subclass(self.queued)
+
+
+def _graphed_rate(ahead: bool, seed: int = 1):
+    """60 steps of batches of 4 of 200 items (into a second epoch) on the emulated graphs (read back every 10, the first 20 skipped),
+    the shapes of the 60 batches captured ahead or not: the steady rate, the log, the seconds captured ahead and
+    the shapes captured in all."""
+    step = EmulatedGraphs(EmulatedDevice())
+    settings = LoopSettings(
+        lr=0.1, batch_size=4, epochs=2, max_steps=60, warmup_ratio=0.0, weight_decay=0.0, adam_eps=1e-6,
+        max_grad_norm=1.0, eval_every=100, patience=None, eval_at_start=False, seed=seed, dtype="fp32",
+    )  # fmt: skip
+    items = list(range(200))
+    ahead_s = capture_ahead(items, step, settings, "cpu", 60, step.capturing_only) if ahead else 0.0
+    log = run_loop(step.model, list(step.model.named_parameters()), items, step, lambda: 0.5, settings, "cpu",
+                   progress=False, read_every=10, capture_count=step.capture_count).log  # fmt: skip
+    return steady_rate(log, skip=20, window=10), log, ahead_s, step.capture_count()
+
+
+def test_shapes_captured_ahead_leave_no_capture_in_a_timed_window_and_two_runs_agree():
+    """The cost table's timing: every shape of the timed steps is captured before them (the loop's own batches,
+    in its order), so no window captures and the rate is the device's, 1 / DEVICE_STEP, in two runs alike;
+    the captures' seconds are measured apart. Without it, shapes first seen after the warm-up capture inside
+    timed windows (the rate then leaves them out, or counts them); capturing another order's batches (another
+    seed) leaves some of the loop's shapes to capture."""
+    rates = []
+    for _ in range(2):
+        rate, log, ahead_s, shapes = _graphed_rate(ahead=True)
+        assert not any(entry.get("captures") for entry in log)  # every shape the run met was captured ahead
+        assert rate.capture_windows == 0 and not rate.counts_captures and rate.timed_steps == 40
+        assert shapes >= 5 and shapes * SHAPE_CAPTURE <= ahead_s < shapes * SHAPE_CAPTURE + 0.5  # each once
+        assert 0.9 / DEVICE_STEP < rate.steps_per_s <= 1.02 / DEVICE_STEP
+        rates.append(rate.steps_per_s)
+    assert abs(rates[0] - rates[1]) <= 0.05 * min(rates)
+    rate, log, _, _ = _graphed_rate(ahead=False)
+    late = [entry["step"] for entry in log if entry.get("captures") and entry["step"] > 20]
+    assert late and (rate.capture_windows or rate.counts_captures)  # the shapes this seed's batches meet late
