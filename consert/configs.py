@@ -137,12 +137,18 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     return values
 
 
-def parse_overrides(pairs: list[str]) -> dict[str, Any]:
-    """Turn ``["key=value", ...]`` into a dict, reading each value as YAML (``lr=1e-5``, ``views=[a, b]``)."""
+def parse_overrides(pairs: list[str], flag: str = "--set") -> dict[str, Any]:
+    """Turn ``["key=value", ...]`` into a dict, reading each value as YAML (``lr=1e-5``, ``views=[a, b]``); a key
+    given twice is refused, naming both values (the last one would otherwise win silently)."""
     values: dict[str, Any] = {}
+    given: dict[str, str] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
+        key = key.strip()
         if not sep or not key:
-            raise ConfigError(f"--set {pair!r}: expected key=value")
-        values[key.strip()] = yaml.safe_load(raw)
+            raise ConfigError(f"{flag} {pair!r}: expected key=value")
+        if key in given:
+            raise ConfigError(f"{flag} {key}: given twice ({given[key]}, {pair}); expected each key once")
+        given[key] = pair
+        values[key] = yaml.safe_load(raw)
     return values

@@ -3,7 +3,8 @@
 Each command is one module of this package with ``NAME``, ``HELP``, ``add_arguments(parser)`` and
 ``run(args) -> int``; :data:`COMMANDS` lists them, in the order ``consert --help`` shows them. Arguments
 several commands share are in :mod:`.arguments`, shared steps (vector caches, evaluating an export) in
-:mod:`.common`.
+:mod:`.common`, how a command behaves as a process (its threads, progress bars in a log file) in :mod:`.process`.
+A usage error is one line, ``consert COMMAND: error: ...`` (exit 2).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from consert import __version__
 from consert.cli import (
     baseline,
     bench,
@@ -30,6 +32,7 @@ from consert.cli import (
     topk,
     train,
 )
+from consert.cli.process import LogProgress, set_threads
 from consert.configs import ConfigError
 from consert.data.senteval import DataFormatError
 from consert.encode.models import ModelNotAvailableError
@@ -70,16 +73,46 @@ EXPECTED_FAILURES = (
 OUTPUT_ARGUMENTS = ("output", "evaluate", "save_vectors")
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, ``consert COMMAND: error: ...``, with where the
+    usage is (argparse's default prints the usage first, 4-9 lines, some of them the top-level one)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` shows the usage)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every command in :data:`COMMANDS`."""
-    parser = argparse.ArgumentParser(prog="consert", description="ConSERT reproduction harness")
+    """The argument parser of every command in :data:`COMMANDS`; ``parser.commands`` maps each name to its
+    subparser."""
+    parser = Parser(prog="consert", description="ConSERT reproduction harness")
+    parser.add_argument("--version", action="version", version=f"consert {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of a failure")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    parser.commands = {}
     for command in COMMANDS:
         subparser = commands.add_parser(command.NAME, help=command.HELP)
         command.add_arguments(subparser)
         subparser.set_defaults(run=command.run)
+        parser.commands[command.NAME] = subparser
     return parser
+
+
+def parse(argv: Sequence[str] | None = None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The parsed ``argv`` and the parser of its command, every combination of arguments checked: a usage
+    error is one line naming the command, the flag and what was expected (exit 2), before any work."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    subparser = parser.commands[args.command]
+    if unknown:
+        subparser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    command = next(c for c in COMMANDS if c.NAME == args.command)
+    if hasattr(command, "check_arguments"):  # combinations of arguments, refused before any work
+        command.check_arguments(subparser, args)
+    if not getattr(args, "evaluate", True) and (args.save_vectors or args.topk_max):
+        subparser.error("--save-vectors and --topk-max keep the vectors of --evaluate: pass --evaluate FILE.csv too")
+    if getattr(args, "topk_max", 0) and hasattr(args, "save_vectors") and not args.save_vectors:
+        subparser.error("--topk-max statistics are kept in the --save-vectors cache: pass --save-vectors CACHE.npz too")
+    return subparser, args
 
 
 def _check_outputs_writable(args: argparse.Namespace) -> None:
@@ -112,17 +145,14 @@ def _check_outputs_writable(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input, with a one-line error)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    command = next(c for c in COMMANDS if c.NAME == args.command)
-    if hasattr(command, "check_arguments"):  # combinations of arguments, refused before any work
-        command.check_arguments(parser, args)
-    if not getattr(args, "evaluate", True) and (args.save_vectors or args.topk_max):
-        parser.error("--save-vectors and --topk-max keep the vectors of --evaluate: pass --evaluate FILE.csv too")
-    if getattr(args, "topk_max", 0) and hasattr(args, "save_vectors") and not args.save_vectors:
-        parser.error("--topk-max statistics are kept in the --save-vectors cache: pass --save-vectors CACHE.npz too")
+    _, args = parse(argv)
+    stderr, threads = sys.stderr, None
+    if not stderr.isatty():  # a log file or a pipe: progress bars as one line per interval, not one endless line
+        sys.stderr = LogProgress(stderr)
     try:
         _check_outputs_writable(args)
+        if hasattr(args, "threads"):
+            threads = set_threads(args.threads)
         with device_from_pool() as device:  # a workflow job on a box with several GPUs: its own card
             if device is not None:
                 print(f"consert {args.command}: on GPU {device} (CUDA_VISIBLE_DEVICES)", file=sys.stderr)
@@ -136,3 +166,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"consert {args.command}: error: {message} (--debug shows the traceback)", file=sys.stderr)
         return 2
+    finally:
+        if threads is not None:  # called in-process (tests, a notebook): its thread count as it was
+            set_threads(threads)
+        if sys.stderr is not stderr:
+            sys.stderr.close_bar()
+            sys.stderr = stderr

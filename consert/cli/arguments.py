@@ -65,6 +65,17 @@ def at_least(minimum: int):
     return parse
 
 
+def add_threads_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--threads",
+        type=at_least(1),
+        default=None,
+        metavar="N",
+        help="CPU threads to compute with (default: $OMP_NUM_THREADS when set, else the physical cores this "
+        "process may use, by its affinity and cgroup quota, less those the machine's load keeps busy; at least 1)",
+    )
+
+
 def add_encoder_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-length",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from consert.cli.arguments import add_evaluate_arguments
+from consert.cli.arguments import add_evaluate_arguments, add_threads_argument
 from consert.cli.common import write_run_outputs
 
 NAME = "train"
@@ -32,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--overwrite", action="store_true", help="replace an earlier export in output_dir (never other files)"
     )
     add_evaluate_arguments(parser)
+    add_threads_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:

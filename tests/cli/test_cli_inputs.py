@@ -161,3 +161,150 @@ def test_a_commands_help_lists_the_keys_of_its_config_file_with_their_help(capsy
     text = " ".join(capsys.readouterr().out.split())  # argparse wraps nothing in an epilog, but be safe
     for key in dataclasses.fields(getattr(importlib.import_module(module), name)):
         assert f" {key.name} " in text and " ".join(key.metadata["help"].split()) in text, key.name
+
+
+# Issue: no input accepted silently. Each bad input is one line that names the flag or key and what was expected,
+# before any work: exit 2 (1 for the workflow).
+
+
+def _one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_a_training_key_set_twice_is_refused_before_any_training(capsys):
+    """The last --set once won silently; with no --config it then started the authors' 10-epoch recipe."""
+    assert main(["train", "--set", "lr=1e-5", "--set", "max_steps=3", "--set", "lr=2e-5"]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith("consert train: error: --set lr: given twice (lr=1e-5, lr=2e-5); expected each key once")
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--results", "/nonexistent"],
+            "--results /nonexistent: does not exist; expected the folder of the reproduced artifacts",
+        ),
+        (["--published", "/nonexistent"], "--published /nonexistent: does not exist; expected the folder of the"),
+        (["--not-run", "table2"], "argument --not-run: expected ARTIFACT:ROW (a glob, e.g. 'table2:*large*'), got"),
+        (["--not-run", "tabel2:*"], "argument --not-run: 'tabel2:*': no compared artifact is 'tabel2'; expected one"),
+        (["--margin", "table2=abc"], "argument --margin: expected ARTIFACT=NUMBER (e.g. table2=1.0), got 'table2=abc'"),
+        (["--seed-noise", "consert"], "argument --seed-noise: expected KIND=NUMBER"),
+        (["--seeds", "table2=3"], "argument --seeds: expected ARTIFACT:KIND=N with N at least 1"),
+        (["--margin", "table2=1", "--margin", "table2=2"], "--margin table2: given twice (table2=1, table2=2)"),
+        (["--config", "/nonexistent.yaml"], "--config /nonexistent.yaml: no such file; expected the comparison's"),
+    ],
+)
+def test_compare_refuses_bad_flags_in_one_line_naming_the_flag(flags, message, tmp_path, capsys):
+    results = tmp_path / "results"
+    results.mkdir()
+    output = tmp_path / "comparison.csv"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["compare", "--results", str(results), "--output", str(output), *flags])
+    assert exit_info.value.code == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith("consert compare: error: ") and message in line, line
+    assert not output.exists()  # nothing written
+
+
+def test_compare_reads_the_design_beside_the_results_and_says_when_there_is_none(tmp_path, capsys):
+    """The workflow writes results/comparison_config.yaml; compare reads it unless --config names another. Without
+    it, --check says in one line that missing seeds cannot be seen."""
+    import pandas as pd
+
+    from consert.paper.comparison_config import ComparisonConfig
+
+    results, output = tmp_path / "results", tmp_path / "comparison.csv"
+    results.mkdir()
+    argv = ["compare", "--results", str(results), "--output", str(output), "--check"]
+    assert main(argv) == 1  # nothing reproduced: the gate fails
+    err = capsys.readouterr().err.strip().splitlines()
+    warnings = [line for line in err if "design" in line]
+    assert warnings == [
+        f"consert compare: warning: --check: no design ({results / 'comparison_config.yaml'}, --config or --seeds): "
+        "the seeds each row should have cannot be checked, so a missing seed goes unseen"
+    ]
+    assert set(pd.read_csv(output).status) == {"missing"}
+    (results / "comparison_config.yaml").write_text(
+        ComparisonConfig(not_run=["table2:*"], seeds={"table2:x": 3}).to_yaml()
+    )
+    assert main(argv) == 1
+    assert "design" not in capsys.readouterr().err
+    table = pd.read_csv(output)
+    assert table.set_index("artifact").status["table2"] == "not run"  # the design's not_run was read
+    other = tmp_path / "other.yaml"  # --config names the design: the one beside the results is not read
+    other.write_text(ComparisonConfig(seeds={"table2:x": 3}).to_yaml())
+    assert main([*argv, "--config", str(other)]) == 1
+    assert pd.read_csv(output).set_index("artifact").status["table2"] == "missing"
+
+
+def test_evaluate_names_a_file_given_as_the_model(tmp_path, capsys):
+    afile = tmp_path / "afile.txt"
+    afile.write_text("not a model")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["evaluate", str(afile)])
+    assert exit_info.value.code == 2
+    line = _one_line(capsys.readouterr().err)
+    assert f"consert evaluate: error: model {afile}: is a file; expected a model folder (config.json" in line
+    assert "does not exist" not in line
+
+
+@pytest.mark.parametrize(
+    ("argv", "start"),
+    [
+        (["compare", "--bogus"], "consert compare: error: unrecognized arguments: --bogus"),
+        (["evaluate"], "consert evaluate: error: the following arguments are required: model"),
+        (["evaluate", STAND_IN_MODEL, "--split", "val"], "consert evaluate: error: argument --split: invalid choice"),
+        (["train", "--threads", "0"], "consert train: error: argument --threads: must be at least 1, got 0"),
+        (["nocommand"], "consert: error: argument command: invalid choice: 'nocommand'"),
+        (["evaluate", STAND_IN_MODEL, "--pooling", "max"], "consert evaluate: error: --pooling: unknown pooling"),
+    ],
+)
+def test_a_usage_error_is_one_line_with_the_commands_name(argv, start, capsys):
+    """argparse printed the usage first (4-9 lines), some of it the top-level one for a subcommand's error."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith(start) and "usage:" not in line, line
+
+
+def test_the_workflow_stops_on_a_missing_local_model_and_leaves_a_hub_id_alone(tmp_path):
+    """`--config "models={base: /nope}"` once planned every job (870 lines, exit 0). A hub id is not a path: not
+    looked for on the disk (bert-base-uncased is in no folder here, and is not refused)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    models = "models={base: bert-base-uncased, large: ./no/such/model}"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--configfile",
+            "config/offline.yaml",
+            "--config",
+            models,
+            "--directory",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    lines = [
+        line for line in (result.stdout + result.stderr).strip().splitlines() if "workflow specific profile" not in line
+    ]
+    assert result.returncode == 1 and len(lines) == 1, lines
+    assert lines[0] == (
+        "config models.large: local model path ./no/such/model does not exist; expected a model folder "
+        "(config.json, the tokenizer and the weights) or a hub id such as bert-base-uncased"
+    )

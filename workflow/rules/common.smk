@@ -10,6 +10,7 @@ from snakemake.utils import validate
 
 from consert.data.download import find_senteval
 from consert.data.senteval import DataFormatError
+from consert.encode.models import _looks_like_a_path as looks_like_a_path
 from baselines.flow_settings import FlowSettings
 from consert import registry
 from consert.paper import artifacts
@@ -34,6 +35,30 @@ try:
     check_training_keys(config)
 except ConfigError as err:  # one line, not a traceback: the message names the key and what was expected
     sys.exit(str(err))
+
+
+def check_local_models(models):
+    """A model given as a local path (absolute, ./, ../, ~ or deeper than org/name) must be a model folder; a hub id
+    (`bert-base-uncased`, `org/name`) stays a hub id, resolved by the jobs (offline: from the cache)."""
+    for size, name in models.items():
+        path = Path(name).expanduser()
+        if not path.is_dir() and not looks_like_a_path(name):
+            continue
+        if not path.exists():
+            found = "does not exist"
+        elif not path.is_dir():
+            found = "is a file"
+        elif not (path / "config.json").is_file():
+            found = "has no config.json"
+        else:
+            continue
+        sys.exit(
+            f"config models.{size}: local model path {name} {found}; expected a model folder (config.json, the "
+            "tokenizer and the weights) or a hub id such as bert-base-uncased"
+        )
+
+
+check_local_models(config["models"])
 
 try:  # the configured folder; for the default one, $CONSERT_DATA or a SentEval folder beside the checkout
     FOUND_DATA = find_senteval(config["data_dir"], Path(workflow.basedir))
