@@ -6,11 +6,17 @@ import atexit
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
+# CI's deadline for slow tests, and a skipped test failing the run under CONSERT_CI_NO_SKIPS=1 (.ci/run sets both)
+from tests.ci_skips import (  # noqa: F401 (hooks: pytest finds them here)
+    pytest_runtest_logreport,
+    pytest_runtest_setup,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
 from tests.fixtures import write_senteval_tree
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,9 +40,6 @@ if "CONSERT_CACHE_DIR" not in os.environ:  # removed when the session ends: the 
 #: The end-to-end runs first, in this order (the paper rehearsed, the DAG resumed, on SLURM, in a browser): where CI's
 #: time runs short (CONSERT_CI_DEADLINE), what is left out is the cheaper checks of single commands.
 SLOW_ORDER = ("tests/workflow/test_rehearsal.py", "tests/workflow/test_workflow.py")
-#: Epoch seconds after which no slow test starts: .ci/run sets it so that its run ends within CI's 90 minutes on
-#: a slow machine (a slow test may take 25 minutes on 2 AVX2 cores); unset, every selected test runs.
-DEADLINE_ENV = "CONSERT_CI_DEADLINE"
 
 
 def pytest_collection_modifyitems(config, items):
@@ -47,13 +50,6 @@ def pytest_collection_modifyitems(config, items):
         return SLOW_ORDER.index(path) if item.get_closest_marker("slow") and path in SLOW_ORDER else len(SLOW_ORDER)
 
     items.sort(key=rank)
-
-
-def pytest_runtest_setup(item):
-    """Past CI's deadline a slow test does not start: it is skipped, and says why."""
-    deadline = os.environ.get(DEADLINE_ENV)
-    if deadline and item.get_closest_marker("slow") and time.time() > float(deadline):
-        pytest.skip(f"${DEADLINE_ENV}: CI's time budget leaves too little for another end-to-end run on this machine")
 
 
 @pytest.fixture(scope="session")

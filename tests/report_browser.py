@@ -46,6 +46,12 @@ class ReportView:
     summary_verdicts: str = ""
     summary_table_header: list[str] = field(default_factory=list)
     summary_table_first_row: list[str] = field(default_factory=list)
+    #: every table row of the summary's first screen (what shows in its frame before any scrolling), each as its
+    #: table's id (or class) and its cells' text; and the primary cells' table: caption, header and rows
+    summary_first_screen: list[list[str]] = field(default_factory=list)
+    summary_cells_caption: str = ""
+    summary_cells_header: list[str] = field(default_factory=list)
+    summary_cells_rows: list[list[str]] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -53,6 +59,21 @@ class ReportView:
 
 def _text(value: str) -> str:
     return " ".join(value.split())
+
+
+#: The table rows inside the first screen of a page (its own viewport, before scrolling): table id or class, cells.
+FIRST_SCREEN_ROWS = """body => {
+    const rows = [];
+    for (const table of body.querySelectorAll("table")) {
+        for (const row of table.querySelectorAll("tr")) {
+            const box = row.getBoundingClientRect();
+            if (box.height > 0 && box.top < window.innerHeight && box.bottom > 0) {
+                rows.push([table.id || table.className, ...Array.from(row.children, cell => cell.innerText)]);
+            }
+        }
+    }
+    return rows;
+}"""
 
 
 def read_report(report: Path, screenshot_dir: Path | None = None) -> ReportView:
@@ -122,6 +143,15 @@ def read_report(report: Path, screenshot_dir: Path | None = None) -> ReportView:
                 view.summary_table_header = [_text(t) for t in table.locator("thead th").all_inner_texts()]
                 view.summary_table_first_row = [
                     _text(t) for t in table.locator("tbody tr").first.locator("td").all_inner_texts()
+                ]
+                screen = frame.locator("body").evaluate(FIRST_SCREEN_ROWS)
+                view.summary_first_screen = [[_text(cell) for cell in row] for row in screen]
+                cells = frame.locator("table#primary-cells")
+                view.summary_cells_caption = _text(cells.locator("caption").inner_text())
+                view.summary_cells_header = [_text(t) for t in cells.locator("thead th").all_inner_texts()]
+                view.summary_cells_rows = [
+                    [_text(t) for t in cells.locator("tbody tr").nth(i).locator("td").all_inner_texts()]
+                    for i in range(cells.locator("tbody tr").count())
                 ]
                 if screenshot_dir:
                     page.screenshot(path=str(screenshot_dir / "report_summary.png"))

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
-from consert.cli.arguments import MAX_LENGTH, add_encoder_arguments, at_least, task_name
+from consert.cli.arguments import MAX_LENGTH, add_encoder_arguments, add_threads_argument, at_least, task_name
 from consert.data.senteval import DATASETS, TASK_ALIASES, TASKS
 from consert.encode.pooling import MODEL_POOLING, PAPER_POOLING, POOLER, SIMCSE_POOLERS, Pooling
 from consert.evaluate.formats import FORMATS
@@ -54,10 +55,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output",
         default=None,
         metavar="PATH",
-        help="the tidy result CSV (table, csv), the JSON file (json), or the folder of mteb's files "
-        "(mteb; default mteb_results)",
+        help="the tidy result CSV (table, csv), the JSON file (json), or mteb's cache folder (mteb: files under "
+        "its results/, as mteb.ResultCache(PATH) loads them; default mteb's own, $MTEB_CACHE else ~/.cache/mteb)",
     )
     add_encoder_arguments(parser)
+    add_threads_argument(parser)
 
 
 #: The encoder options ``--pooling model`` does not use (the model's modules set its length; it runs in fp32 on
@@ -70,6 +72,11 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     pooling, several poolings for mteb's files (one score per model and task), and encoder options
     ``--pooling model`` ignores. Fills in the default pooling (``model`` for ``--format mteb``) and names
     SimCSE's poolers by their poolings here."""
+    if Path(args.model).is_file():
+        parser.error(
+            f"model {args.model}: is a file; expected a model folder (config.json, the tokenizer and the weights, "
+            "as `consert train` exports) or a hub id"
+        )
     poolings = args.pooling or [MODEL_POOLING if args.format == "mteb" else PAPER_POOLING]
     try:
         args.pooling = list(dict.fromkeys(p if p == MODEL_POOLING else str(Pooling.parse(p)) for p in poolings))
@@ -119,7 +126,7 @@ def _evaluate(args: argparse.Namespace, data):
 def run(args: argparse.Namespace) -> int:
     """Run ``consert evaluate`` on parsed ``args``; return its exit status."""
     from consert.data.senteval import load_senteval
-    from consert.evaluate.formats import summary_line, to_json, write_mteb
+    from consert.evaluate.formats import mteb_cache_dir, summary_line, to_json, write_mteb
     from consert.evaluate.protocol import summary_table
     from consert.io import write_csv, write_text
 
@@ -151,8 +158,10 @@ def run(args: argparse.Namespace) -> int:
         print(summary_table(block).to_string(index=False, float_format=lambda v: f"{v:6.2f}"))
         print(summary_line(block))
     if args.format == "mteb":
-        for path in write_mteb(frame, args.output or "mteb_results", args.split, seconds):
+        cache = args.output or mteb_cache_dir()
+        for path in write_mteb(frame, cache, args.split, seconds):
             print(f"wrote {path}")
+        print(f"load them: mteb.ResultCache({str(cache)!r}).load_results(models=[{args.model!r}]) (docs: Evaluation)")
     elif args.output:
         print(f"\nwrote {write_csv(frame, args.output)}")
     return 0

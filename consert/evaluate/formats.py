@@ -4,6 +4,7 @@ mteb's per-task result files."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -64,14 +65,21 @@ def to_json(frame: pd.DataFrame) -> str:
 
 #: The mteb release whose result-file layout :func:`write_mteb` follows (its ``ResultCache`` loads them: tests).
 MTEB_FORMAT_VERSION = "2.26.24"
+#: The revision folder mteb uses for a model without a known revision.
+MTEB_NO_REVISION = "no_revision_available"
 
 
-def write_mteb(
-    frame: pd.DataFrame, folder: str | Path, split: str = "test", seconds: float | None = None
-) -> list[Path]:
-    """mteb's result files for the sets whose data is mteb's (``StsTask.mteb``), laid out as mteb's
-    ``ResultCache`` reads them: ``folder/<model>/no_revision_available/<Task>.json`` and ``model_meta.json``
-    for the model's own modules (``--pooling model``, as mteb encodes); for a pooling of the harness, under
+def mteb_cache_dir() -> Path:
+    """mteb's own cache folder, where ``mteb.ResultCache()`` looks by default: ``$MTEB_CACHE``, else
+    ``~/.cache/mteb`` (as ``ResultCache.default_cache_path``; mteb itself need not be installed to write there)."""
+    return Path(os.environ.get("MTEB_CACHE") or Path.home() / ".cache" / "mteb")
+
+
+def write_mteb(frame: pd.DataFrame, cache: str | Path, split: str = "test", seconds: float | None = None) -> list[Path]:
+    """mteb's result files for the sets whose data is mteb's (``StsTask.mteb``), in the mteb cache folder
+    ``cache`` (:func:`mteb_cache_dir` by default in the CLI) laid out as ``ResultCache(cache)`` reads them:
+    ``cache/results/<model>/no_revision_available/<Task>.json`` and ``model_meta.json`` for the model's own
+    modules (``--pooling model``, as mteb encodes); for a pooling of the harness, under
     ``experiments/<pooling>__<max length>/`` of that folder with the pooling and max length as the
     experiment's keys, so that runs of one model with different poolings sit side by side. ``main_score`` is
     the cosine Spearman over all pairs in [0, 1], beside the Pearson; ``evaluation_time`` is ``seconds``
@@ -81,7 +89,7 @@ def write_mteb(
         raise ValueError(f"mteb files hold one score per task: evaluate one pooling, not {', '.join(poolings)}")
     rows = set_rows(frame)
     model = str(frame.model.iloc[0]).rstrip("/")
-    target = Path(folder) / model.replace("/", "__") / "no_revision_available"
+    target = Path(cache) / "results" / model.replace("/", "__").replace(" ", "_") / MTEB_NO_REVISION
     experiment = None
     if not str(poolings[0]).startswith("model"):
         experiment = {"max_length": int(frame.max_length.iloc[0]), "pooling": str(poolings[0])}

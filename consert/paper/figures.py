@@ -103,7 +103,10 @@ def figure5(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMa
     order = [a for a in AUGMENTATION_LABELS if a in set(table.view1) | set(table.view2)]
     matrix = heatmap_matrix(table, order).rename(index=AUGMENTATION_LABELS, columns=AUGMENTATION_LABELS)
     figure, axis = plt.subplots(figsize=(6.5, 5))
-    sns.heatmap(matrix, annot=True, fmt=".2f", cmap="viridis", ax=axis, cbar_kws={"label": "avg Spearman x 100"})
+    low, high = float(np.nanmin(matrix.to_numpy())), float(np.nanmax(matrix.to_numpy()))
+    # the colours stretch over these cells' own range: the label says how narrow it is
+    label = f"avg Spearman x 100: colours span {low:.2f} to {high:.2f}\n(a spread of {high - low:.2f} points)"
+    sns.heatmap(matrix, annot=True, fmt=".2f", cmap="viridis", ax=axis, cbar_kws={"label": label})
     axis.set(xlabel="second augmentation", ylabel="first augmentation")
     for mark in marks.figure5 if marks else ():
         if mark.x in order and mark.y in order:

@@ -27,7 +27,7 @@ ROWS_SHOWN = 40
 #: The figures shown after the paper's artifacts (each artifact with its title: :func:`consert.registry.in_summary`,
 #: rendered as the columns of :data:`SHOWN`, every figure drawn beside its table).
 FIGURES = (
-    ("comparison_forest", "Reproduced minus published, every compared cell"),
+    ("comparison_forest", "Ours minus published, every compared cell (reproduced only where its verdict says so)"),
     *((artifact.stem, artifact.title) for artifact in registry.ARTIFACTS if artifact.kind == "diagnostic"),
 )
 DIAGNOSTICS_SHOWN = ("method", "pooling", "anisotropy", "bert_anisotropy", "anisotropy_minus_bert", "alignment",
@@ -142,9 +142,96 @@ def failure_lines(log: str | Path | list | None) -> list[str]:
     return lines or [f"the run failed; Snakemake's log: {log}"]
 
 
-def _table_html(frame: pd.DataFrame, table_id: str) -> str:
-    return frame.to_html(index=False, table_id=table_id, classes="result", float_format=lambda v: f"{v:.2f}",
-                         na_rep="", border=0)  # fmt: skip
+def _table_html(frame: pd.DataFrame, table_id: str, caption: str | None = None) -> str:
+    table = frame.to_html(index=False, table_id=table_id, classes="result", float_format=lambda v: f"{v:.2f}",
+                          na_rep="", border=0)  # fmt: skip
+    if not caption:
+        return table
+    opening = table.index(">") + 1  # the <table ...> tag: its caption is its first child
+    return f"{table[:opening]}<caption>{html.escape(caption)}</caption>{table[opening:]}"
+
+
+#: The setting label of a row run as the paper ran it (:attr:`consert.encode.models.ResolvedModel.setting`).
+PAPER_SETTING = "paper setting"
+#: The column that says, in each shown row, where its numbers were run.
+RUN_IN = "run in"
+
+
+def _short_setting(setting: object) -> str:
+    """A setting label without its parenthesis: ``offline stand-in``, ``rehearsal``, ``paper setting``."""
+    return str(setting).split(" (")[0].strip()
+
+
+def _where(table: pd.DataFrame) -> pd.Series:
+    """Each row's setting in full when it is not the paper's (else its NLI stand-in, else "")."""
+    empty = pd.Series("", index=table.index)
+    setting = table.setting.fillna("").astype(str) if "setting" in table else empty
+    nli = table.nli.fillna("").astype(str) if "nli" in table else empty
+    other = (setting != "") & ~setting.str.startswith(PAPER_SETTING)
+    return setting.where(other, nli.where(nli.str.contains("stand-in"), ""))
+
+
+def another_setting(table: pd.DataFrame) -> pd.Series:
+    """Which rows of a result table were run in another setting than the paper's (the stand-in, a rehearsal,
+    the SICK-E stand-in for NLI data): their numbers test nothing of the paper."""
+    return _where(table) != ""
+
+
+def setting_caption(table: pd.DataFrame) -> str | None:
+    """The caption of a table with rows of another setting (which settings, how many rows), else ``None``."""
+    where = _where(table)
+    if not (where != "").any():
+        return None
+    settings = "; ".join(dict.fromkeys(w for w in where if w))
+    return (
+        f"{int((where != '').sum())} of {len(table)} rows were run in another setting than the paper's: {settings}. "
+        f"Their numbers exercise the pipeline; they are not the paper's and reproduce nothing of it "
+        f"(column '{RUN_IN}')."
+    )
+
+
+def shown_table(table: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """An artifact's table as the summary shows it: the columns of :data:`SHOWN`, its first rows, a
+    ``run in`` column where any row was run in another setting, and the caption that says so."""
+    head = table.head(ROWS_SHOWN)
+    where = _where(head)
+    shown = head[[c for c in SHOWN if c in head]]
+    if (where != "").any():
+        setting = head.setting.fillna("").astype(str) if "setting" in head else pd.Series("", index=head.index)
+        labels = [_short_setting(w or s) for w, s in zip(where, setting, strict=True)]  # "" where none is known
+        shown = shown.assign(**{RUN_IN: labels})
+    return shown, setting_caption(head)
+
+
+#: The comparison's columns as the summary shows them: our number is ``ours`` (``reproduced`` is a verdict).
+CELL_COLUMNS = {"artifact": "artifact", "row": "row", RUN_IN: f"ours {RUN_IN}", "column": "column",
+                "published": "published", "reproduced": "ours", "delta": "delta", "diff_low": "diff_low",
+                "diff_high": "diff_high", "margin": "margin", "verdict": "verdict", "status": "status",
+                "reason": "reason"}  # fmt: skip
+
+
+def cells_table(
+    cells: pd.DataFrame, setting: str = "the paper's setting", label: str = PAPER_SETTING
+) -> tuple[pd.DataFrame, str]:
+    """Compared cells as the summary shows them, and their caption: our number under ``ours``, beside it where
+    it was run (``label`` for a comparable row, else the stand-in, a rehearsal, ...: then its status says
+    ``compared in another setting``), and a caption saying how many rows were run elsewhere than ``setting``."""
+    compared = cells.status == "compared"
+    other = compared & ~cells.comparable.astype(bool)
+    labels = cells.setting.fillna("").map(_short_setting) if "setting" in cells else pd.Series("", index=cells.index)
+    run_in = labels.where(labels != "", cells.reason.fillna("").astype(str).str.split(":").str[0])
+    frame = cells.assign(**{
+        RUN_IN: run_in.where(other, label).where(compared, ""),
+        "status": cells.status.where(~other, "compared in another setting"),
+    })[list(CELL_COLUMNS)].rename(columns=CELL_COLUMNS)  # fmt: skip
+    if not other.any():
+        return frame, f"'ours': this run's numbers, run in {setting}; 'reproduced' only where the verdict says so."
+    settings = "; ".join(dict.fromkeys(str(s) for s in cells.loc[other, "setting"].fillna("") if str(s)))
+    return frame, (
+        f"{int(other.sum())} of {int(compared.sum())} compared rows were run in another setting than {setting} "
+        f"({settings or 'see reason'}): their 'ours' numbers are not the paper's, and their verdict is "
+        "'not comparable', never 'reproduced'."
+    )
 
 
 #: The widest a figure is inlined in the summary (pixels; the PNG beside it keeps its full size). The Snakemake
@@ -197,9 +284,9 @@ def write_summary(results: str | Path, figures: str | Path, output: str | Path, 
         name, title = artifact.stem, artifact.title
         table = _read(folder / artifact.csv)
         if table is not None:
-            shown = table[[c for c in SHOWN if c in table]].head(ROWS_SHOWN)
+            shown, caption = shown_table(table)
             more = f"<p>First {ROWS_SHOWN} of {len(table)} rows: {name}.csv</p>" if len(table) > ROWS_SHOWN else ""
-            parts.append(f"<h2>{html.escape(title)}</h2>" + _table_html(shown, name) + more)
+            parts.append(f"<h2>{html.escape(title)}</h2>" + _table_html(shown, name, caption) + more)
         if artifact.drawn:
             parts.append(_image(drawn / f"{name}.png", title))
     for name, title in FIGURES:
@@ -228,12 +315,12 @@ def _verdicts_html(comparison: pd.DataFrame, folder: Path) -> str:
     parts.append(f'<section id="verdicts"><h2>Published rows of the paper</h2><table class="counts">{cells}</table>')
     lines = headline(folder)[1 if warning else 0 : -1]
     parts.append("".join(f"<p>{html.escape(line)}</p>" for line in lines) + "</section>")
-    columns = ["artifact", "row", "column", "published", "reproduced", "delta", "diff_low", "diff_high", "margin",
-               "verdict", "comparable", "status", "reason"]  # fmt: skip
     primary = comparison[(comparison.role == PRIMARY) & ~comparison.artifact.isin([ANCHOR])]
-    parts.append("<h2>Primary cells of the paper</h2>" + _table_html(primary[columns], "primary-cells"))
+    frame, caption = cells_table(primary)
+    parts.append("<h2>Primary cells of the paper</h2>" + _table_html(frame, "primary-cells", caption))
     anchor = comparison[comparison.artifact == ANCHOR]
     if len(anchor):
+        frame, caption = cells_table(anchor, setting="the stand-in's own setting", label="its own setting")
         parts.append("<h2>The stand-in against its own published MTEB scores (not the paper)</h2>"
-                     + _table_html(anchor[columns], "stand-in-anchor"))  # fmt: skip
+                     + _table_html(frame, "stand-in-anchor", caption))  # fmt: skip
     return "".join(parts)

@@ -55,7 +55,7 @@ def test_mteb_files_load_in_mteb_and_hold_the_cosine_spearman_of_the_vectors(rea
 
     from consert.data.senteval import load_senteval
 
-    output = tmp_path / "results"  # mteb's cache folder holds its results under results/
+    output = tmp_path  # mteb's cache folder: the files go under its results/
     common = [STAND_IN_MODEL, "--tasks", "STSBenchmark", "--data", str(real_data_dir), "--format", "mteb"]
     printed = {}
     for pooling in ([], ["--pooling", "avg_top2"]):  # SimCSE's name of the paper's mean:-2,-1

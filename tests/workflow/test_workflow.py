@@ -627,6 +627,30 @@ def test_the_html_report_shows_every_artifact_with_its_caption_in_a_browser(dag_
     assert first["method"] == table2.method.iloc[0] and float(first["Avg"]) == pytest.approx(
         table2.Avg.iloc[0], abs=0.006
     )
+    assert first["run in"] == "offline stand-in"  # the test config's rows are the stand-in's, and say so
+    _assert_no_stand_in_number_reads_as_reproduced(view)
+
+
+def _assert_no_stand_in_number_reads_as_reproduced(view) -> None:
+    """The summary as a reader first sees it: the primary cells' number is "ours", each stand-in row says where
+    it ran, the caption says so, and nothing on the first screen calls a stand-in number "reproduced" (its one
+    "reproduced", the verdict counts' row, counts 0: nothing of the paper is comparable in the test setting)."""
+    header = view.summary_cells_header
+    assert "ours" in header and "ours run in" in header and "reproduced" not in header, header
+    assert "another setting" in view.summary_cells_caption and "offline stand-in" in view.summary_cells_caption
+    rows = [dict(zip(header, cells, strict=True)) for cells in view.summary_cells_rows]
+    compared = [row for row in rows if row["ours"]]
+    assert compared and all(row["ours run in"] == "offline stand-in" for row in compared), compared
+    assert all(
+        row["verdict"] == "not comparable" and row["status"] == "compared in another setting" for row in compared
+    )
+    screen = view.summary_first_screen
+    assert screen and any(row[0] == "counts" for row in screen), screen  # the verdict counts lead the first screen
+    for table, *cells in screen:
+        if table == "counts":
+            assert cells[0] != "reproduced" or cells[1] == "0", cells
+        elif table == "primary-cells":  # a stand-in number is never under nor beside "reproduced"
+            assert not any("reproduced" in cell for cell in cells), cells
 
 
 SLURM_SCRIPT = ROOT / "tests" / "slurm" / "local-cluster.sh"
