@@ -8,6 +8,48 @@ from pathlib import Path
 
 NAME = "compare"
 HELP = "compare reproduced artifacts with the published numbers"
+#: The design and settings the workflow writes beside the results; read from ``--results`` unless ``--config``.
+DESIGN_FILE = "comparison_config.yaml"
+
+
+def _assignment(form: str, example: str, convert, key_form: str = ""):
+    """An argparse type: ``KEY=VALUE`` whose value ``convert`` reads (and whose key holds ``key_form``, when
+    given), kept as text; else a one-line error naming the form expected."""
+
+    def parse(text: str) -> str:
+        key, sep, value = text.partition("=")
+        try:
+            if not sep or not key.strip() or key_form not in key:
+                raise ValueError(text)
+            convert(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {form} (e.g. {example}), got {text!r}") from None
+        return text
+
+    return parse
+
+
+def _count(text: str) -> int:
+    if int(text) < 1:
+        raise ValueError(text)
+    return int(text)
+
+
+def _published_rows(text: str) -> str:
+    """An argparse type: ``ARTIFACT:ROW`` globs whose artifact part names a compared artifact."""
+    from fnmatch import fnmatch
+
+    from consert.verdict.compare import COMPARED
+
+    artifact, sep, row = text.partition(":")
+    if not sep or not artifact or not row:
+        raise argparse.ArgumentTypeError(f"expected ARTIFACT:ROW (a glob, e.g. 'table2:*large*'), got {text!r}")
+    known = sorted({block.artifact for block in COMPARED})
+    if not any(fnmatch(name, artifact) for name in known):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: no compared artifact is {artifact!r}; expected one of {', '.join(known)}"
+        )
+    return text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,14 +66,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--config",
         default=None,
         metavar="FILE.yaml",
-        help="the comparison's settings (margins, seed_noise, seeds, not_run, inconclusive, allow_stand_in: "
-        "the workflow writes results/comparison_config.yaml); the flags below add to them",
+        help="the comparison's settings (margins, seed_noise, seeds, not_run, inconclusive, allow_stand_in; "
+        f"default: RESULTS/{DESIGN_FILE} when there, which the workflow writes); the flags below add to them",
     )
     parser.add_argument(
         "--margin",
         action="append",
         default=[],
         metavar="ARTIFACT=VALUE",
+        type=_assignment("ARTIFACT=NUMBER", "table2=1.0", float),
         help="override a declared margin of results/published/decision.yaml, e.g. table2=1.0 table4_steps=300",
     )
     parser.add_argument(
@@ -39,6 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KIND=SD",
+        type=_assignment("KIND=NUMBER", "consert=0.3", float),
         help="override a declared seed SD of one run's Avg (kinds consert, flow, flow_nli, sgopt, simcse: "
         "results/published/decision.yaml)",
     )
@@ -47,6 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="ARTIFACT:KIND=N",
+        type=_assignment("ARTIFACT:KIND=N with N at least 1", "table2:consert=3", _count, key_form=":"),
         help="the seeds the config's design gives a kind of trained row (repeatable), e.g. table2:consert=3: a row "
         "that ran fewer is missing (the workflow passes its config's design)",
     )
@@ -55,6 +100,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="ARTIFACT:ROW",
+        type=_published_rows,
         help="a published row this run deliberately does not reproduce (glob, repeatable), e.g. 'table2:*large*'",
     )
     parser.add_argument(
@@ -78,6 +124,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse, before any work, folders that are not there and a key given twice; take the design the workflow
+    wrote beside the results (``RESULTS/comparison_config.yaml``) when no ``--config`` names one."""
+    from consert.configs import ConfigError, parse_overrides
+
+    for flag, folder, expected in (
+        ("--results", args.results, "the folder of the reproduced artifacts (the workflow's results/)"),
+        ("--published", args.published, "the folder of the published tables and decision.yaml (results/published)"),
+    ):
+        if not Path(folder).is_dir():
+            found = "is not a directory" if Path(folder).exists() else "does not exist"
+            parser.error(f"{flag} {folder}: {found}; expected {expected}")
+    if args.config is not None and not Path(args.config).is_file():
+        parser.error(f"--config {args.config}: no such file; expected the comparison's settings (YAML)")
+    for flag in ("margin", "seed_noise", "seeds"):
+        try:
+            parse_overrides(getattr(args, flag), flag=f"--{flag.replace('_', '-')}")
+        except ConfigError as err:
+            parser.error(str(err))
+    if args.config is None and (Path(args.results) / DESIGN_FILE).is_file():
+        args.config = str(Path(args.results) / DESIGN_FILE)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``consert compare`` on parsed ``args``; return its exit status."""
     import pandas as pd
@@ -91,15 +160,18 @@ def run(args: argparse.Namespace) -> int:
     from consert.verdict.gate_rates import design_of, design_power
 
     settings = ComparisonConfig.read(args.config) if args.config else ComparisonConfig()
+    if args.check and args.config is None and not args.seeds:
+        print(
+            f"consert compare: warning: --check: no design ({Path(args.results) / DESIGN_FILE}, --config or --seeds): "
+            "the seeds each row should have cannot be checked, so a missing seed goes unseen",
+            file=sys.stderr,
+        )
     margins = {**settings.margins, **{key: float(value) for key, value in parse_overrides(args.margin).items()}}
     noise = {**settings.seed_noise, **{key: float(value) for key, value in parse_overrides(args.seed_noise).items()}}
     seeds = {**settings.seeds, **{key: int(value) for key, value in parse_overrides(args.seeds).items()}}
     allow_stand_in = args.allow_stand_in or settings.allow_stand_in
     inconclusive = args.inconclusive or settings.inconclusive
     results = Path(args.results)
-    if args.check and not results.is_dir():
-        print(f"error: --check: results directory {results} does not exist: nothing to check", file=sys.stderr)
-        return 1
     table = compare(results, Path(args.published), [*settings.not_run, *args.not_run], margins, noise, seeds)
     decision = load_decision(Path(args.published), margins, noise)
     if design := design_of(table, decision):

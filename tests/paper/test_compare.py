@@ -341,8 +341,9 @@ def test_best_k_is_reproduced_when_the_papers_k_is_among_the_near_best(tmp_path)
 
 
 def test_the_gate_cannot_pass_on_nothing(tmp_path, capsys):
-    assert _gate(tmp_path / "missing", tmp_path) == 1
-    assert "does not exist" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # no results folder: a usage error, before any work
+        _gate(tmp_path / "missing", tmp_path)
+    assert exit_info.value.code == 2 and "--results" in (err := capsys.readouterr().err) and "does not exist" in err
     empty = tmp_path / "empty"
     empty.mkdir()
     assert _gate(empty, tmp_path) == 1
