@@ -84,6 +84,9 @@ def published_row_cells(
                 out.append(gap_row(artifact, published_name, f"no reproduced row named {reproduced_name!r}"))
             continue
         pub_row, rep_row = pub.iloc[0], rep.iloc[0]
+        if repeated := repeated_seeds(rep_row):
+            out.append(gap_row(artifact, published_name, repeated))  # a seed reported twice stands for a failed one
+            continue
         reason = not_comparable_reason(rep_row, size)
         row_aggregate = aggregate_of(context.aggregates, artifact, published_name)
         decided = False
@@ -97,10 +100,20 @@ def published_row_cells(
             if row is not None:
                 out.append({**row, "size": size or ""})
                 decided |= role == PRIMARY
-            elif role == PRIMARY and primary != "*" and pd.notna(pd.to_numeric(pub_row.get(published_column))):
+            elif role == PRIMARY and pd.notna(pd.to_numeric(pub_row.get(published_column), errors="coerce")):
                 why = f"the reproduced row {reproduced_name!r} has no value for its primary cell ({name})"
-                out.append(gap_row(artifact, published_name, why))  # a row cannot pass without its primary cell
+                gap = gap_row(artifact, published_name, why)  # a row cannot pass without its primary cell
+                out.append({**gap, "column": published_column if primary == "*" else gap["column"]})
     return out
+
+
+def repeated_seeds(row: pd.Series) -> str:
+    """Why a reproduced row's seed labels (``seeds``, "1;2;3") cannot stand for its ``n_seeds`` runs (a label
+    repeated: a seed reported twice in place of a failed one), or ""."""
+    labels = [label.strip() for label in str(row.get("seeds", "") or "").split(";") if label.strip()]
+    if len(labels) == len(set(labels)):
+        return ""
+    return f"seed labels repeat ({row.get('seeds')}): {len(set(labels))} distinct of {len(labels)} seeds ran"
 
 
 def cell_row(

@@ -17,6 +17,7 @@ from consert import registry
 from consert.data.senteval import DATASETS
 from consert.verdict.decision import (
     Decision,
+    RowKinds,
     authors_topk_k,
 )
 
@@ -91,13 +92,18 @@ METHOD_NOISE = (
 )  # fmt: skip
 
 
-def noise_kind(cell: dict[str, Any]) -> str:
-    """``none`` (untrained or exact) or the kind of seed noise of ``decision.yaml`` a cell's row carries."""
+def noise_kind(cell: dict[str, Any], kinds: RowKinds | None = None) -> str:
+    """``none`` (untrained or exact) or the kind of seed noise of ``decision.yaml`` a cell's row carries: the gate's
+    kind (``kinds``, ``yardsticks.csv``: Table 3's "BERT-base-flow (NLI)" is ``flow_nli``) where it has a rule for
+    the row, else by the method's name."""
     if "noise" in cell:
         return str(cell["noise"])
     if cell["artifact"] in SWEEP_ARTIFACTS:
         return "consert"
     method = str(cell.get("method", ""))
+    found = kinds.find(cell["artifact"], method) if kinds is not None and method else None
+    if found is not None:  # else a row the published files name otherwise (BERT-base (mean:-2,-1), SG-OPT)
+        return found[0]
     return next((kind for word, kind in METHOD_NOISE if word in method), "none")
 
 
@@ -105,8 +111,8 @@ class Tables:
     """The artifact CSVs under a results folder (``files``: each artifact's CSV there), read once, and the
     estimates of their cells."""
 
-    def __init__(self, results: Path, decision: Decision, files: dict[str, str]):
-        self.results, self.decision, self.files = results, decision, files
+    def __init__(self, results: Path, decision: Decision, files: dict[str, str], kinds: RowKinds | None = None):
+        self.results, self.decision, self.files, self.kinds = results, decision, files, kinds
         self._cache: dict[str, pd.DataFrame | None] = {}
 
     def __call__(self, artifact: str) -> pd.DataFrame | None:
@@ -139,7 +145,7 @@ class Tables:
         seeds = pd.to_numeric(row.get("n_seeds"), errors="coerce")
         n = int(seeds) if pd.notna(seeds) else 1
         scale = "avg" if column in ("Avg", "value") else "set"
-        sigma = self.decision.declared_noise(kind, scale).sigma
+        sigma = self.decision.declared_noise(kind, scale, str(row.get("size", "")) or "base").sigma
         pooled, df = self.pooled(kind, str(row.get("size", "")), column)
         if df and pooled > sigma:
             return Estimate(value, pooled**2 / n, df, one_seed=n < 2)
@@ -156,7 +162,8 @@ class Tables:
             for _, row in table.iterrows():
                 n, std = pd.to_numeric(row.get("n_seeds"), errors="coerce"), pd.to_numeric(row[f"{column}_std"])
                 method = str(row.get("method", ""))
-                if str(row.get("size", "")) != size or noise_kind({"artifact": artifact, "method": method}) != kind:
+                same_kind = noise_kind({"artifact": artifact, "method": method}, self.kinds) == kind
+                if str(row.get("size", "")) != size or not same_kind:
                     continue
                 if pd.notna(n) and n >= 2 and pd.notna(std):
                     squares, df = squares + (n - 1) * float(std) ** 2, df + int(n) - 1
@@ -169,7 +176,7 @@ class Tables:
         row = self.row(cell, size)
         if row is None or column not in row.index:
             return None
-        return self.estimate(row, column, noise_kind(cell)), row
+        return self.estimate(row, column, noise_kind(cell, self.kinds)), row
 
 
 def _difference(claim: dict, tables: Tables, size: str) -> Outcome:
@@ -205,7 +212,8 @@ def _trend(claim: dict, tables: Tables, size: str) -> Outcome:
     if rows[x].nunique() < 3:
         return Outcome(None, cells, f"{x} run: {rows[x].tolist()} (a trend needs 3 or more)")
     estimates = [
-        tables.estimate(row, column, noise_kind({"artifact": claim["artifact"]})) for _, row in rows.iterrows()
+        tables.estimate(row, column, noise_kind({"artifact": claim["artifact"]}, tables.kinds))
+        for _, row in rows.iterrows()
     ]
     positions = np.log2(rows[x].to_numpy(dtype=float))
     weights = np.array([1 / e.variance if e.variance else 1.0 for e in estimates])
@@ -371,8 +379,8 @@ def _best_on_sets(claim: dict, tables: Tables, size: str) -> Outcome:
     estimates = []
     for name in DATASETS:
         best = others.loc[others[name].idxmax()]
-        kind = noise_kind({"artifact": a["artifact"], "method": best.method})
-        estimates.append(tables.estimate(row, name, noise_kind(a)) - tables.estimate(best, name, kind))
+        kind = noise_kind({"artifact": a["artifact"], "method": best.method}, tables.kinds)
+        estimates.append(tables.estimate(row, name, noise_kind(a, tables.kinds)) - tables.estimate(best, name, kind))
     ahead = [name for name, e in zip(DATASETS, estimates, strict=True) if e.value > 0]
     return Outcome(estimates, cells, f"ahead on {len(ahead)} of 7 sets ({', '.join(ahead)})", [row])
 

@@ -41,6 +41,7 @@ import yaml
 from consert.registry import FIGURE4, FIGURE5, FIGURE7, TABLE2, TABLE3, TABLE4
 from consert.verdict.claim_checks import CHECKS, Estimate, Outcome, Tables
 from consert.verdict.decision import (
+    RowKinds,
     load_decision,
     not_comparable_reason,
 )
@@ -163,7 +164,7 @@ def evaluate_claims(
     ``gate.alpha``, else 0.05)."""
     alpha = alpha if alpha is not None else float((config.get("gate") or {}).get("alpha", DEFAULT_ALPHA))
     decision = load_decision(published)
-    tables = Tables(results, decision, files)
+    tables = Tables(results, decision, files, RowKinds(published))
     rows = []
     for claim in claims:
         for size in _sizes(claim, config):

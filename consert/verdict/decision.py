@@ -173,12 +173,20 @@ class Decision:
             raise KeyError(f"{DECISION_FILE} declares no margin for {artifact!r}")
         return self.margins[artifact]
 
-    def declared_noise(self, kind: str, scale: str) -> SeedNoise:
-        """The declared seed SD of one run of ``kind`` at ``scale`` (``avg`` or ``set``), known (infinite df)."""
+    def declared_noise(self, kind: str, scale: str, size: str = "base") -> SeedNoise:
+        """The declared seed SD of one run of ``kind`` at ``scale`` (``avg`` or ``set``) and model ``size`` (an entry's
+        ``sizes`` may declare a size apart: BERT-large-flow), known (infinite df)."""
         if kind not in self.noise:
             raise KeyError(f"{DECISION_FILE} declares no seed_noise for kind {kind!r}")
-        entry = self.noise[kind]
-        return SeedNoise(float(entry[scale]), math.inf, f"declared ({kind}, {scale}): {entry['source']}")
+        own = (self.noise[kind].get("sizes") or {}).get(size)
+        entry, label = ({**self.noise[kind], **own}, f"{kind} {size}") if own else (self.noise[kind], kind)
+        return SeedNoise(float(entry[scale]), math.inf, f"declared ({label}, {scale}): {entry['source']}")
+
+    def source_noise(self, kind: str, size: str = "base") -> float:
+        """The Avg seed SD its source itself gives (``source_avg``; the declared one where the source is the
+        declaration): what the gate's simulation draws a run at its source's noise with."""
+        entry = (self.noise[kind].get("sizes") or {}).get(size) or self.noise[kind]
+        return float(entry.get("source_avg", entry["avg"]))
 
 
 def load_decision(
@@ -200,7 +208,7 @@ def load_decision(
             raise ValueError(f"seed_noise override for unknown kind {kind!r}; known: {sorted(noise)}")
         ratio = float(noise[kind]["set"]) / float(noise[kind]["avg"])
         source = f"config override (comparison.seed_noise.{kind}); {path.name}: {noise[kind]['source']}"
-        noise[kind].update(avg=float(value), set=float(value) * ratio, source=source)
+        noise[kind].update(avg=float(value), set=float(value) * ratio, source=source, sizes={})  # every size
     shift = raw["shared_shift"]
     shift_margin = (float(shift["margin"]), str(shift["reason"]))
     return Decision(float(raw["level"]), dict(raw["primary"]), declared, shift_margin, noise)
@@ -219,10 +227,17 @@ class RowKinds:
 
     def of(self, artifact: str, row: str) -> tuple[str, int, str]:
         """(noise kind, published runs, the row it repeats or "") of a published row."""
+        found = self.find(artifact, row)
+        if found is None:
+            raise KeyError(f"{self.path} has no rule for {artifact} row {row!r}")
+        return found
+
+    def find(self, artifact: str, row: str) -> tuple[str, int, str] | None:
+        """As :meth:`of`, or None when no rule matches."""
         for rule_artifact, pattern, noise, runs, same_run_as in self.rules:
             if rule_artifact == artifact and fnmatch(row, pattern):
                 return noise.strip(), int(runs), same_run_as.strip()
-        raise KeyError(f"{self.path} has no rule for {artifact} row {row!r}")
+        return None
 
 
 #: Sets whose SentEval aggregates (mean / wmean over subsets) differ from the merged Spearman.

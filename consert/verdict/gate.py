@@ -68,6 +68,14 @@ def verdict_counts(comparison: pd.DataFrame) -> dict[str, int]:
     return {verdict: int(counts.get(verdict, 0)) for verdict in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)}
 
 
+def not_comparable_rows(comparison: pd.DataFrame) -> pd.DataFrame:
+    """Primary cells of the paper compared in another setting (another encoder, unverified data, other NLI data, the
+    stand-in): outside the gate's verdicts, but counted in its summary so that none leaves it silently."""
+    chosen = (comparison.status == "compared") & (comparison.role == PRIMARY)
+    paper = ~comparison.artifact.isin(["stand_in_mteb", SHIFT])
+    return comparison[chosen & paper & ~comparison.comparable.astype(bool)]
+
+
 def gate(comparison: pd.DataFrame, allow_stand_in: bool = False, inconclusive: str = "pass") -> tuple[int, str]:
     """The gate's exit status and its one-line reason.
 
@@ -88,7 +96,9 @@ def gate(comparison: pd.DataFrame, allow_stand_in: bool = False, inconclusive: s
             "design); produce them or declare them with --not-run ARTIFACT:ROW (config key not_run)"
         )
     counts = verdict_counts(comparison)
-    summary = ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+    outside = len(not_comparable_rows(comparison))
+    summary = ", ".join([f"{n} {verdict}" for verdict, n in counts.items()]
+                        + ([f"{outside} not comparable (counted)"] if outside else []))  # fmt: skip
     if len(failed):
         what = "not reproduced" + (" or inconclusive" if inconclusive == "fail" else "")
         return 1, f"{len(failed)} decided cells are {what} ({summary} of the primary cells; see comparison.csv)"

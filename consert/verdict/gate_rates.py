@@ -10,7 +10,10 @@ counts:
 
 * ``correct``: every row's expectation equals the published row's: how often the gate passes;
 * ``shift``: every trained row lower by ``shift`` points: how often the gate fails;
-* ``one row``: one row's primary cell off by ``error`` points: how often the gate fails, per row.
+* ``one row``: one row's primary cell off by ``error`` points: how often the gate fails, per row;
+* ``seeds identical``: every seed a copy of the first (a seed never applied): how often the gate fails;
+
+and the scenarios :func:`error_rates` lists (noisier seeds, blocks, the undecidable SimCSE row, a missing seed).
 
 Untrained rows are deterministic and judged on their point difference, so they change none of these
 rates and are left out of the design; so are the rows that repeat Table 2's ConSERT-base run (Table 4's
@@ -22,21 +25,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from consert.registry import FIGURE5, TABLE3, TABLE4
-from consert.verdict.compare import trained_primary_cells
 from consert.verdict.decision import Decision, block_of
+from consert.verdict.rows import trained_primary_cells
 from consert.verdict.yardstick import (
     NOT_REPRODUCED,
     REPRODUCED,
-    UNDECIDABLE,
+    TIGHT_RATIO,
     RowDesign,
     decide_rows,
     equivalence_verdicts,
+    undecidable_rows,
 )
 
 
@@ -62,7 +67,7 @@ def row_design(design: list[DesignRow], decision: Decision) -> RowDesign:
         n=np.array([row.n for row in design], dtype=float),
         m=np.array([row.m for row in design], dtype=float),
         margin=np.array([decision.margin(row.artifact)[0] for row in design]),
-        declared=np.array([decision.declared_noise(row.kind, row.scale).sigma for row in design]),
+        declared=np.array([decision.declared_noise(row.kind, row.scale, row.size).sigma for row in design]),
         group=np.array([f"{row.kind} {row.size}" for row in design]),
         block=np.array([block_of(row.artifact, row.size) for row in design]),
         repeats=np.zeros(len(design), dtype=bool),  # a design row is a run of its own
@@ -70,7 +75,7 @@ def row_design(design: list[DesignRow], decision: Decision) -> RowDesign:
 
 
 def design_of(comparison: pd.DataFrame, decision: Decision) -> list[DesignRow]:
-    """The design that actually ran: the rows the gate decides (:func:`~consert.verdict.compare.trained_primary_cells`),
+    """The design that actually ran: the rows the gate decides (:func:`~consert.verdict.rows.trained_primary_cells`),
     with the seeds each ran."""
     return [
         DesignRow(
@@ -80,7 +85,7 @@ def design_of(comparison: pd.DataFrame, decision: Decision) -> list[DesignRow]:
             "avg",
             int(row.n_seeds),
             int(row.published_runs),
-            decision.declared_noise(row.noise, "avg").sigma,
+            decision.declared_noise(row.noise, "avg", str(row.size or "base")).sigma,
             str(row.size or "base"),
         )  # fmt: skip
         for row in trained_primary_cells(comparison).itertuples()
@@ -96,7 +101,7 @@ def design_power(design: list[DesignRow], decision: Decision, replicates: int = 
     correct = simulate(design, decision, zeros, replicates, rng)
     shifted = simulate(design, decision, zeros - 1.0, replicates, rng)
     caught = []
-    for index in np.flatnonzero(correct["verdicts"][0] != UNDECIDABLE):
+    for index in np.flatnonzero(~undecidable_rows(row_design(design, decision), decision.level)):
         truth = zeros.copy()
         truth[index] = -2.0
         caught.append((simulate(design, decision, truth, replicates, rng)["fails"].mean(), design[index].label))
@@ -116,11 +121,14 @@ def simulate(
     rng: np.random.Generator,
     noise: np.ndarray | None = None,
     seeds: np.ndarray | None = None,
+    published_noise: float | np.ndarray = 1.0,
+    identical: bool = False,
 ) -> dict[str, np.ndarray]:
     """Draw ``replicates`` runs whose rows are off by ``truth`` (one value per design row), with true seed SDs
-    ``noise`` times the declared ones (default 1; the published runs keep the declared SD), and decide them
+    ``noise`` times the declared ones (default 1; the published runs' ``published_noise`` times), and decide them
     with the gate's rule (:func:`~consert.verdict.yardstick.decide_rows`, and the shared shift). ``seeds``: the
-    seeds that ran per row, where fewer than the design's (a missing seed fails the gate).
+    seeds that ran per row, where fewer than the design's (a missing seed fails the gate). ``identical``: every
+    seed a copy of the first (a seed never applied: one seed's noise, no spread).
 
     Returns ``verdicts`` (replicates x rows), ``shift`` (the shared shift's verdict per replicate),
     ``fails`` (whether the gate fails each replicate), and the draws: ``delta`` and our seeds' ``spread``."""
@@ -129,13 +137,14 @@ def simulate(
     true_sigma = rows.declared * (1.0 if noise is None else np.asarray(noise, dtype=float))
     shape = (replicates, len(design))
     # our mean of the seeds that ran and their sample SD; the published mean of m runs
-    ours = truth + true_sigma * rng.standard_normal(shape) / np.sqrt(ran)
+    ours = truth + true_sigma * rng.standard_normal(shape) / np.sqrt(1 if identical else ran)
     spread = true_sigma * np.sqrt(rng.chisquare(np.maximum(ran - 1, 1), shape) / np.maximum(ran - 1, 1))
-    published = rows.declared * rng.standard_normal(shape) / np.sqrt(rows.m)
+    spread = np.where(identical | (ran < 2), 0.0 if identical else np.nan, spread)
+    published = published_noise * rows.declared * rng.standard_normal(shape) / np.sqrt(rows.m)
     delta = ours - np.round(published, 2)
     decided = decide_rows(delta, spread, RowDesign(**{**vars(rows), "n": ran}), decision.shift_margin[0],
                           decision.level)  # fmt: skip
-    counted = decided.verdict[0] != UNDECIDABLE
+    counted = np.ones(len(design), dtype=bool)  # every row, undecidable ones too (their noise only widens it)
     k = int(counted.sum())
     shift = np.full(replicates, "not decided", dtype=object)
     if k >= 3:  # the shared shift needs 3 rows, as the gate's
@@ -145,7 +154,7 @@ def simulate(
     missing = bool((ran < rows.n).any())
     fails = decided.fails | (shift == NOT_REPRODUCED) | missing
     return {"verdicts": decided.verdict, "shift": shift, "fails": fails, "delta": delta, "spread": spread,
-            "blocks": decided.blocks, "block_p": decided.block_p}  # fmt: skip
+            "blocks": decided.blocks, "block_p": decided.block_p, "below": decided.spread_below}  # fmt: skip
 
 
 #: The blocks a one-block error is simulated in: the 7 BERT-large rows, Table 3 (both sizes), the sweeps.
@@ -168,25 +177,34 @@ def error_rates(
     wider: float = 1.5,
 ) -> pd.DataFrame:
     """The gate's rates under a config's design (:func:`consert.paper.design.paper_design`), one row per
-    scenario (and per row for a one-row error),
-    with the Monte Carlo standard error of each rate:
+    scenario (and per row for a one-row error), with the Monte Carlo standard error of each rate:
 
-    * ``correct``: every row true; also with every kind's true seed SD ``wider`` times the declared one;
+    * ``correct``: every row true (and how often its seeds fall below the spread test's lower tail, also at a true
+      seed SD of :data:`~consert.verdict.yardstick.TIGHT_RATIO` times the declared); also with every kind's true
+      seed SD ``wider`` times the declared one (ours),
+      and ``wider`` times on both sides (ours and the published run's, which come from the same training);
     * ``shift``: every trained row ``shift`` points low;
     * ``block``: every row of one block (:data:`ERROR_BLOCKS`) ``shift`` points low;
     * ``one row``: one row ``error`` points low; ``noisy row``: one row ``noisy_error`` points low with seeds
-      ``noisy`` times noisier than declared;
+      ``noisy`` times noisier than declared; ``undecidable row``: a row no run can show equivalent (SimCSE)
+      ``noisy_error`` points low;
+    * ``seeds identical``: every seed a copy of the first (a seed never applied), correct, and with the first
+      row with seeds ``1.5 shift`` points low;
     * ``missing seed``: one row with a seed fewer than the design's.
     """
     rng = np.random.default_rng(seed)
     zeros, ones = np.zeros(len(design)), np.ones(len(design))
-    undecidable = simulate(design, decision, zeros, 1, rng)["verdicts"][0] == UNDECIDABLE
-    rows = []
+    arrays = row_design(design, decision)
+    undecidable = undecidable_rows(arrays, decision.level)
+    rows: list[dict[str, object]] = []
 
     def record(scenario: str, row: str, rate: float, what: str, decided: float = math.nan) -> None:
         error_ = math.sqrt(rate * (1 - rate) / replicates)
         rows.append({"scenario": scenario, "row": row, "what": what, "rate": rate, "mc_se": error_,
                      "reproduced_share": decided, "replicates": replicates})  # fmt: skip
+
+    def fails(truth: np.ndarray, **options: Any) -> float:
+        return float(simulate(design, decision, truth, replicates, rng, **options)["fails"].mean())
 
     correct = simulate(design, decision, zeros, replicates, rng)
     record("correct", "every row", 1 - correct["fails"].mean(), "gate passes")
@@ -194,33 +212,47 @@ def error_rates(
         shown = float((correct["verdicts"][:, index] == REPRODUCED).mean())
         record("correct", row.label, float((correct["verdicts"][:, index] != NOT_REPRODUCED).mean()),
                "row not failed", shown)  # fmt: skip
-    noisier = simulate(design, decision, zeros, replicates, rng, noise=ones * wider)
-    record(f"correct, true seed SD {wider:g}x the declared", "every row", 1 - noisier["fails"].mean(), "gate passes")
-    shifted = simulate(design, decision, zeros - shift, replicates, rng)
-    record(f"shift {-shift:+g} on every trained row", "every row", shifted["fails"].mean(), "gate fails")
+    record("correct, seeds below the spread test's lower tail", "every row",
+           float((correct["below"] != "").any(axis=1).mean()), "gate fails on it")  # fmt: skip
+    tight = simulate(design, decision, zeros, replicates, rng, noise=ones * TIGHT_RATIO)
+    record(f"correct, true seed SD {TIGHT_RATIO:g}x the declared, seeds below the lower tail", "every row",
+           float((tight["below"] != "").any(axis=1).mean()), "gate fails on it")  # fmt: skip
+    record(f"correct, true seed SD {wider:g}x the declared", "every row", 1 - fails(zeros, noise=ones * wider),
+           "gate passes")  # fmt: skip
+    record(f"correct, true seed SD {wider:g}x the declared on both sides (ours and the published run's)",
+           "every row", 1 - fails(zeros, noise=ones * wider, published_noise=wider), "gate passes")  # fmt: skip
+    at_source = np.array([decision.source_noise(row.kind, row.size) for row in design]) / arrays.declared
+    record("correct, every true seed SD at its source's value (ours and the published run's)", "every row",
+           1 - fails(zeros, noise=at_source, published_noise=at_source), "gate passes")  # fmt: skip
+    record(f"shift {-shift:+g} on every trained row", "every row", fails(zeros - shift), "gate fails")
     for name, member in ERROR_BLOCKS.items():
         chosen = np.array([member(row) for row in design])
         if chosen.any():
-            outcome = simulate(design, decision, np.where(chosen, -shift, 0.0), replicates, rng)
-            record(f"block {-shift:+g}", name, outcome["fails"].mean(), "gate fails")
+            record(f"block {-shift:+g}", name, fails(np.where(chosen, -shift, 0.0)), "gate fails")
     for index, row in enumerate(design):
+        truth, noise = zeros.copy(), ones.copy()
         if undecidable[index]:
+            truth[index] = -noisy_error
+            record(f"undecidable row {-noisy_error:+g}", row.label, fails(truth), "gate fails")
             continue
-        truth = zeros.copy()
         truth[index] = -error
-        outcome = simulate(design, decision, truth, replicates, rng)
-        record(f"one row {-error:+g}", row.label, outcome["fails"].mean(), "gate fails")
-        truth[index], noise = -noisy_error, ones.copy()
-        noise[index] = noisy
-        outcome = simulate(design, decision, truth, replicates, rng, noise=noise)
-        record(f"noisy row {-noisy_error:+g}, seeds {noisy:g}x noisier", row.label, outcome["fails"].mean(),
+        record(f"one row {-error:+g}", row.label, fails(truth), "gate fails")
+        truth[index], noise[index] = -noisy_error, noisy
+        record(f"noisy row {-noisy_error:+g}, seeds {noisy:g}x noisier", row.label, fails(truth, noise=noise),
                "gate fails")  # fmt: skip
     seeds = np.array([row.n for row in design])
     if (seeds >= 2).any():
+        first = int(np.argmax(seeds >= 2))
+        record("seeds identical (every seed a copy of the first), correct", "every row",
+               fails(zeros, identical=True), "gate fails")  # fmt: skip
+        truth = zeros.copy()
+        truth[first] = -1.5 * shift
+        record(f"seeds identical, one row {-1.5 * shift:+g}", design[first].label, fails(truth, identical=True),
+               "gate fails")  # fmt: skip
         short = seeds.copy()
-        short[int(np.argmax(seeds >= 2))] -= 1
-        outcome = simulate(design, decision, zeros, replicates, rng, seeds=short)
-        record("missing seed", design[int(np.argmax(seeds >= 2))].label, outcome["fails"].mean(), "gate fails")
+        short[first] -= 1
+        record("missing seed", design[first].label, fails(zeros, seeds=short), "gate fails")
     frame = pd.DataFrame(rows)
     design_table = pd.DataFrame([vars(row) for row in design]).rename(columns={"label": "row"})
+    design_table["sigma"] = arrays.declared  # the size's own where declared apart
     return frame.merge(design_table[["row", "kind", "n", "m", "sigma"]], on="row", how="left")

@@ -163,8 +163,17 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
 SPREAD_RATIO = 2.0
 #: The one-sided level of the seed-spread test: (n-1) s^2 / (SPREAD_RATIO sigma)^2 against chi^2(n-1).
 SPREAD_ALPHA = 0.01
+#: The lower tail of the spread test: seeds that spread less than TIGHT_RATIO times the declared SD. A seed never
+#: applied gives identical rows (spread 0); the ratio mirrors SPREAD_RATIO (a declared SD may be twice the true one).
+TIGHT_RATIO = 0.5
+#: Its one-sided level, per test: (n-1) s^2 / (TIGHT_RATIO sigma)^2 below chi^2(n-1)'s TIGHT_ALPHA point. The paper
+#: config tests at most 20 spreads (13 rows with seeds, SimCSE, 6 kind-and-size pools): 20 x 0.0005 = 0.01 bounds the
+#: gate's false alarms at a true SD half the declared one (Bonferroni), far less at the declared SD.
+TIGHT_ALPHA = 0.0005
+SEEDS_IDENTICAL, TOO_TIGHT = "seeds identical", "too tight"
 #: The verdict of a row that no run can show equivalent at its margin (the published run's own noise alone
-#: fills the margin): labelled, kept out of the gate.
+#: fills the margin): labelled; it still fails when its interval lies beyond the margin, and joins the block and
+#: shift tests, whose only verdict that counts is a failure.
 UNDECIDABLE = "undecidable at its margin"
 #: The family-wise level of the block-wise shift tests and the standardised-delta test (Holm over them).
 BLOCK_ALPHA = 0.05
@@ -195,6 +204,7 @@ class RowDecision:
     sigma: np.ndarray  # R x k: the seed SD used (the larger of the declared and the pooled observed one)
     df: np.ndarray  # R x k: its degrees of freedom (inf where the declared one was used)
     spread_beyond: np.ndarray  # R x k: the row's seed spread, or its group's, fails the spread test
+    spread_below: np.ndarray  # R x k: "", or why its spread (or its group's) is below the lower tail: identical, tight
     leans_out: np.ndarray  # R x k: inconclusive, with the point estimate beyond the margin (see decide_rows)
     blocks: tuple[str, ...]  # the blocks tested, then the standardised-delta test
     block_mean: np.ndarray  # R x B: each block's mean delta (NaN for the standardised test)
@@ -204,31 +214,60 @@ class RowDecision:
 
 def decide_rows(delta: np.ndarray, spread: np.ndarray, design: RowDesign, shift_margin: float,
                 level: float = DEFAULT_LEVEL) -> RowDecision:  # fmt: skip
-    """Decide the trained primary rows of ``R`` runs of a design (``delta``, ``spread``: R x k).
+    """Decide the trained primary rows of ``R`` runs of a design (``delta``, ``spread``: R x k; NaN spread: unknown).
 
     * **Seed SD.** Pooled per group (kind and model size) over the rows with 2+ seeds (not those repeating
       another row's run); the interval uses the larger of it and the declared SD (Student t at the pooled
       df when the observed one is larger, else the normal quantile: declared, known).
-    * **Seed spread.** Each row's spread and each group's pooled spread are tested against the declared SD:
-      ``df s^2 / (SPREAD_RATIO sigma)^2`` beyond chi^2's ``1 - SPREAD_ALPHA`` quantile makes the row (or every
-      row of the group) ``not reproduced``: a noisy run cannot buy a wide interval.
+    * **Seed spread, both tails.** Each row's spread and each group's pooled spread are tested against the
+      declared SD: ``df s^2 / (SPREAD_RATIO sigma)^2`` beyond chi^2's ``1 - SPREAD_ALPHA`` quantile, or
+      ``df s^2 / (TIGHT_RATIO sigma)^2`` below its ``TIGHT_ALPHA`` quantile (``seeds identical`` at spread 0,
+      else ``too tight``: a seed never applied), makes the row (or every row of the group) ``not reproduced``.
     * **Leaning out.** An inconclusive row whose interval at the *declared* SD lies beyond its margin is
       ``not reproduced``: noise widens the interval that could pass a row, never the one that fails it.
     * **Undecidable.** A row whose interval at the declared SD could not lie within its margin even with
       infinitely many seeds of ours (the published run's noise alone fills it: SimCSE's 0.8 against 1 point)
-      is ``undecidable at its margin`` and stays out of the gate.
-    * **Blocks.** Per block (table x model size) with rows to decide, the mean delta against the shared-shift
-      margin: p of ``|mean| > margin`` from its standard error (the rows' SDs used); beside them, the
-      standardised deltas ``sum (delta / sd)^2`` against the noncentral chi^2 of every row off by the margin
-      (errors of mixed sign). Holm over these tests at :data:`BLOCK_ALPHA`.
+      is ``undecidable at its margin`` unless one of the rules above, or its interval lying beyond the margin,
+      makes it ``not reproduced``: a row that cannot be shown equivalent can be shown not equivalent.
+    * **Blocks.** Per block (table x model size), the mean delta against the shared-shift margin: p of
+      ``|mean| > margin`` from its standard error (the rows' SDs used); beside them, the standardised deltas
+      ``sum (delta / sd)^2`` against the noncentral chi^2 of every row off by the margin (errors of mixed
+      sign). Holm over these tests at :data:`BLOCK_ALPHA`. Undecidable rows take part: these tests only fail.
     """
     upper = 0.5 + level / 2
     normal = stats.norm.ppf(upper)
-    sigma = np.broadcast_to(design.declared, delta.shape).astype(float).copy()
-    df = np.full(delta.shape, np.inf)
-    quantile = np.full(delta.shape, normal)
-    beyond = np.zeros(delta.shape, dtype=bool)
-    critical = lambda dof: stats.chi2.ppf(1 - SPREAD_ALPHA, dof)  # noqa: E731
+    sigma, df, quantile, beyond, below = _spread_tests(spread, design, upper)
+    scale = np.sqrt(1 / design.n + 1 / design.m)
+    half = quantile * sigma * scale + PUBLISHED_ROUNDING
+    verdict = equivalence_verdicts(delta - half, delta + half, design.margin)
+    half_declared = normal * design.declared * scale + PUBLISHED_ROUNDING
+    leans_out = (verdict == INCONCLUSIVE) & (np.abs(delta) > design.margin + half_declared)
+    verdict = np.where(leans_out | beyond | (below != ""), NOT_REPRODUCED, verdict)
+    decidable = ~undecidable_rows(design, level)
+    verdict = np.where(decidable | (verdict == NOT_REPRODUCED), verdict, UNDECIDABLE)
+    blocks, block_mean, p_values = _block_tests(delta, sigma * scale, design, shift_margin)
+    adjusted = np.array([holm(row) for row in p_values]) if p_values.size else p_values
+    fails = (verdict == NOT_REPRODUCED).any(axis=1) | (adjusted < BLOCK_ALPHA).any(axis=1)
+    return RowDecision(verdict, delta - half, delta + half, sigma, df, beyond, below, leans_out, blocks, block_mean,
+                       adjusted, fails)  # fmt: skip
+
+
+def undecidable_rows(design: RowDesign, level: float = DEFAULT_LEVEL) -> np.ndarray:
+    """Rows whose interval at the declared SD could not lie within the margin with infinitely many seeds of ours."""
+    normal = stats.norm.ppf(0.5 + level / 2)
+    return normal * design.declared / np.sqrt(design.m) + PUBLISHED_ROUNDING >= design.margin
+
+
+def _spread_tests(spread: np.ndarray, design: RowDesign, upper: float) -> tuple[np.ndarray, ...]:
+    """The seed SD each row's interval uses (the larger of the declared and its group's pooled one), its df and
+    quantile, and the spread tests: beyond the upper tail (R x k, bool) and below the lower (R x k, why or "")."""
+    known, spread = np.isfinite(spread), np.nan_to_num(spread)
+    normal = stats.norm.ppf(upper)
+    sigma = np.broadcast_to(design.declared, spread.shape).astype(float).copy()
+    df, quantile = np.full(spread.shape, np.inf), np.full(spread.shape, normal)
+    beyond, tight, identical = (np.zeros(spread.shape, dtype=bool) for _ in range(3))
+    high = lambda dof: stats.chi2.ppf(1 - SPREAD_ALPHA, dof)  # noqa: E731
+    low = lambda dof: stats.chi2.ppf(TIGHT_ALPHA, dof)  # noqa: E731
     for group in dict.fromkeys(design.group):
         columns = design.group == group
         pool = columns & ~design.repeats & (design.n >= 2)
@@ -242,30 +281,23 @@ def decide_rows(delta: np.ndarray, spread: np.ndarray, design: RowDesign, shift_
         sigma[:, columns] = np.where(larger, observed, declared)[:, None]
         df[:, columns] = np.where(larger, dof, np.inf)[:, None]
         quantile[:, columns] = np.where(larger, stats.t.ppf(upper, dof), normal)[:, None]
-        beyond[:, columns] |= (squares / (SPREAD_RATIO * declared) ** 2 > critical(dof))[:, None]
-    own = design.n >= 2
-    statistic = (design.n - 1) * spread**2 / (SPREAD_RATIO * design.declared) ** 2
-    beyond |= own & (statistic > critical(np.maximum(design.n - 1, 1)))
-    scale = np.sqrt(1 / design.n + 1 / design.m)
-    half = quantile * sigma * scale + PUBLISHED_ROUNDING
-    verdict = equivalence_verdicts(delta - half, delta + half, design.margin)
-    half_declared = normal * design.declared * scale + PUBLISHED_ROUNDING
-    leans_out = (verdict == INCONCLUSIVE) & (np.abs(delta) > design.margin + half_declared)
-    verdict = np.where(leans_out | beyond, NOT_REPRODUCED, verdict)
-    decidable = normal * design.declared / np.sqrt(design.m) + PUBLISHED_ROUNDING < design.margin
-    verdict = np.where(decidable, verdict, UNDECIDABLE)
-    blocks, block_mean, p_values = _block_tests(delta, sigma * scale, design, decidable, shift_margin)
-    adjusted = np.array([holm(row) for row in p_values]) if p_values.size else p_values
-    fails = (verdict == NOT_REPRODUCED).any(axis=1) | (adjusted < BLOCK_ALPHA).any(axis=1)
-    return RowDecision(verdict, delta - half, delta + half, sigma, df, beyond & decidable, leans_out & decidable,
-                       blocks, block_mean, adjusted, fails)  # fmt: skip
+        beyond[:, columns] |= (squares / (SPREAD_RATIO * declared) ** 2 > high(dof))[:, None]
+        whole = known[:, pool].all(axis=1)
+        tight[:, columns] |= (whole & (squares / (TIGHT_RATIO * declared) ** 2 < low(dof)))[:, None]
+        identical[:, columns] |= (whole & (squares == 0))[:, None]
+    own, dof = (design.n >= 2) & known, np.maximum(design.n - 1, 1)
+    beyond |= own & ((design.n - 1) * spread**2 / (SPREAD_RATIO * design.declared) ** 2 > high(dof))
+    tight |= own & ((design.n - 1) * spread**2 / (TIGHT_RATIO * design.declared) ** 2 < low(dof))
+    identical |= own & (spread == 0)
+    below = np.where(identical, SEEDS_IDENTICAL, np.where(tight, TOO_TIGHT, ""))
+    return sigma, df, quantile, beyond, below
 
 
-def _block_tests(delta: np.ndarray, sd: np.ndarray, design: RowDesign, decidable: np.ndarray,
+def _block_tests(delta: np.ndarray, sd: np.ndarray, design: RowDesign,
                  margin: float) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:  # fmt: skip
     """Per block, p of ``|mean delta| > margin``; last, p of the standardised deltas beyond every row off by
-    ``margin`` (the rows each counted once, undecidable rows left out)."""
-    counted = decidable & ~design.repeats
+    ``margin`` (the rows each counted once)."""
+    counted = ~design.repeats
     names = tuple(b for b in dict.fromkeys(design.block[counted]))
     means, p_values = [], []
     for block in names:

@@ -6,6 +6,9 @@ is 1.5x the declared one; a 1-point shift of every trained row is caught >= 99 %
 row 3 points off with seeds 5x noisier than declared >= 95 % (rows with seeds; a one-seed row shows no
 spread); a 2-point error in one ConSERT row of Tables 2 and 3 >= 80 %; a missing seed always. 4,000 replicates
 put the Monte Carlo standard error of a rate near 0.95 at 0.0035.
+
+Issue 56 (third pass): the SimCSE row, undecidable at its margin, still fails when its interval lies beyond it;
+seeds that do not spread (a seed never applied) fail, with false alarms <= 1 % on correct runs.
 """
 
 from __future__ import annotations
@@ -54,16 +57,18 @@ def test_a_one_point_shift_of_every_trained_row_is_caught_at_least_99_percent_of
 
 def test_a_one_point_error_in_one_block_is_caught_at_least_80_percent_of_the_time(rates):
     """The 7 BERT-large rows once were caught 33 % of the time, Table 3 40 %; the sweeps (one seed a row) are
-    stated in the docs instead (tests/workflow/test_docs.py reads them back)."""
-    for block in ("the large rows", "Table 3"):
-        rate = _rate(rates, "block", block)
-        assert rate.rate - 3 * rate.mc_se >= 0.80, (block, rate.rate)
+    stated in the docs instead (test_the_docs_state_the_simulated_rates reads them back). Since BERT-large-flow's
+    declared SD is its source's (0.21, not BERT-base's 0.1: issue 56) its one-seed row no longer carries the large
+    block alone, and the block is caught about 0.79, stated in the docs: at least 0.75 is held here."""
+    rate = _rate(rates, "block", "Table 3")
+    assert rate.rate - 3 * rate.mc_se >= 0.80, rate.rate
+    assert _rate(rates, "block", "the large rows").rate >= 0.75
     assert _rate(rates, "block", "the sweeps").rate < 0.80  # one seed: the docs say so, with what 3 seeds reach
 
 
 def test_a_row_three_points_off_with_seeds_five_times_noisier_is_caught_at_least_95_percent_of_the_time(rates):
     """BERT-flow (NLI) and SimCSE rows like this once passed 72 % and 95 % of the time: noise bought a pass.
-    Every row with seeds is caught now; SimCSE is undecidable at its margin and out of the gate (docs)."""
+    Every row with seeds is caught now; SimCSE, undecidable at its margin, has a scenario of its own (below)."""
     rows = rates[rates.scenario.str.startswith("noisy row") & (rates.n >= 2)]
     assert len(rows) == 13 and "family SimCSE-base" not in set(rows.row)  # 10 ConSERT, 2 flow (NLI), SG-OPT
     assert (rows.rate >= 0.95).all() and (rows.rate - 3 * rows.mc_se >= 0.94).all(), rows[["row", "rate"]].to_string()
@@ -75,6 +80,31 @@ def test_a_two_point_error_in_one_row_of_tables_2_and_3_is_caught_at_least_80_pe
     assert (rows.rate - 3 * rows.mc_se >= 0.80).all(), rows[["row", "rate"]].to_string()
 
 
+def test_the_undecidable_simcse_row_three_points_low_fails_as_often_as_its_interval_allows(rates):
+    """SimCSE, 3 seeds against one published run, declared SD 0.8: delta ~ N(-3, 0.8^2 (1/3 + 1)), SD 0.924. It
+    fails when its interval at the declared SD lies below -1: delta < -1 - (1.6449 x 0.924 + 0.005) = -2.525, that is
+    Phi((3 - 2.525) / 0.924) = 0.697 of runs; the block and spread tests add a little. No test at 5 % a side can
+    reach 0.95 here: it would need delta < -1.48, which a correct row crosses 5 % of the time on that side alone."""
+    rate = _rate(rates, "undecidable row", "family SimCSE-base")
+    assert rate.rate >= 0.697 - 4 * rate.mc_se and rate.rate <= 0.697 + 0.03, rate.rate
+
+
+def test_a_correct_run_passes_with_every_true_seed_sd_at_its_sources_value(rates):
+    """ConSERT at SG-OPT's own 0.25, BERT-base-flow at 0.07, BERT-large-flow at 0.21, the others as declared."""
+    correct = _rate(rates, "correct, every true seed SD at its source")
+    assert correct.rate - 3 * correct.mc_se >= 0.95, correct.rate
+
+
+def test_identical_seeds_are_caught_and_correct_seeds_seldom_fall_below_the_lower_tail(rates):
+    """Every seed a copy of the first: spread 0 in every row with seeds, below any chi-square point: caught always.
+    A correct run at the declared SD: each of at most 20 spread tests at 0.0005 and a ratio of 0.5, so a run's
+    false alarms stay below 20 x 0.0005 = 0.01 even at a true SD half the declared (Bonferroni)."""
+    assert _rate(rates, "seeds identical (every seed").rate >= 0.99
+    assert _rate(rates, "seeds identical, one row", "table2 ConSERT-base").rate >= 0.99
+    assert _rate(rates, "correct, seeds below").rate <= 0.01
+    assert _rate(rates, "correct, true seed SD 0.5x").rate <= 0.01
+
+
 def test_a_missing_seed_fails_the_gate(rates):
     assert _rate(rates, "missing seed", "table2 ConSERT-base").rate == 1.0
 
@@ -84,9 +114,14 @@ def test_three_seeds_are_what_the_rates_need(paper_config):
     own noise and ours together are too wide for the 1-point margin."""
     one_seed = {**paper_config, "seeds": [1]}
     decision = load_decision(PUBLISHED)
-    rates = error_rates(paper_design(one_seed, decision), decision, replicates=REPLICATES)
-    rows = rates[rates.scenario.str.startswith("one row") & rates.row.str.match(r"table[23] ConSERT")]
-    assert (rows.rate + 3 * rows.mc_se < 0.80).all()
+    design = paper_design(one_seed, decision)
+    rng, rates = np.random.default_rng(3), []
+    for index in [i for i, row in enumerate(design) if row.label.startswith(("table2 ConSERT", "table3 ConSERT"))]:
+        truth = np.zeros(len(design))
+        truth[index] = -2.0
+        rates.append(simulate(design, decision, truth, REPLICATES, rng)["fails"].mean())
+    pooled = float(np.mean(rates))  # 10 rows x 4,000 runs: its standard error about 0.002
+    assert len(rates) == 10 and pooled + 3 * np.sqrt(pooled * (1 - pooled) / (10 * REPLICATES)) < 0.80, rates
     assert paper_config["seeds"] == [1, 2, 3] and paper_config["sweeps"]["seeds"] == [1]
 
 
@@ -124,7 +159,15 @@ def test_the_docs_state_the_simulated_rates(rates):
     stated = dict(re.findall(r"^\| (.+?) \| gate (?:passes|fails) \| \*\*([0-9.–]+)\*\* \|$", page, re.M))
     expected = {
         "correct run (every row's expectation equals the published)": _rate(rates, "correct"),
-        "correct run, every kind's true seed SD 1.5x its declared one": _rate(rates, "correct, true seed SD"),
+        "correct run, every kind's true seed SD 1.5x its declared one": _rate(rates, "correct, true seed SD 1.5x"),
+        "correct run, every true seed SD 1.5x declared, ours and the published run's": _rate(
+            rates, "correct, true seed SD 1.5x the declared on both"
+        ),
+        "the SimCSE row (undecidable at its margin) 3 points low": _rate(rates, "undecidable", "family SimCSE-base"),
+        "every seed a copy of the first (the seed not applied), correct means": _rate(rates, "seeds identical (every"),
+        "correct run, every true seed SD at its source's value, ours and the published run's": _rate(
+            rates, "correct, every true seed SD at its source"
+        ),
         "every trained row 1 point low": _rate(rates, "shift"),
         "the 7 BERT-large rows 1 point low": _rate(rates, "block", "the large rows"),
         "Table 3's rows (base and large) 1 point low": _rate(rates, "block", "Table 3"),

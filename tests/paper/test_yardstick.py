@@ -169,3 +169,9 @@ def test_each_declared_seed_sd_is_read_back_from_the_papers_text_at_its_line():
         line = (PAPERS / paper["file"]).read_text(encoding="utf-8").splitlines()[paper["line"] - 1]
         assert paper["text"] in line.replace("Â±", "±").replace(" ±", "±"), (kind, line[:200])
     assert float(cited["sgopt"]["text"].split("±")[1]) == noise["sgopt"]["avg"] == 0.43
+    # BERT-large-flow: SG-OPT prints its STS-B SD only, 0.81 (line 215); BERT-base-flow's Avg and STS-B SDs, 0.07
+    # and 0.27, scale it to the Avg: 0.81 x 0.07 / 0.27 = 0.21
+    large = noise["flow"]["sizes"]["large"]
+    line = (PAPERS / large["paper"]["file"]).read_text(encoding="utf-8").splitlines()[large["paper"]["line"] - 1]
+    assert large["paper"]["text"] in line.replace("Â±", "±") and large["paper"]["text"].endswith("±0.81")
+    assert large["avg"] == round(0.81 * 0.07 / 0.27, 2) == 0.21 and noise["flow"]["source_avg"] == 0.07
