@@ -3,7 +3,8 @@
 #   bash scripts/gpu_checks.sh OUT_DIR [graphs] [dag] [cost] [share] [bench] [rehearsal]
 #   graphs: the CUDA tests of tests/train (every graphed step equals its eager step; fp32 similarities under autocast)
 #   dag:    the offline config's whole DAG on the GPU (--resources gpu=1, every core), timed
-#   cost:   the paper config's cost table (consert bench --config config/config.yaml --device cuda);
+#   cost:   the paper config's cost table with each kind's speed of light (consert bench --config config/config.yaml
+#           --device cuda --speed-of-light);
 #           COST_STEPS=N steps per kind (150), COST_COMPARE="eager compiled graphs" times each kind those ways too
 #   share:  whether small jobs (BERT-NLI at batch 16, SG-OPT) run 1, 2, 3 at once raise the card's throughput;
 #           SHARE_STEPS=N steps per job (300), SHARE_KINDS="glob;glob" the kinds ("base bertflow-nli*;base sgopt*")
@@ -32,6 +33,7 @@ for step in "$@"; do
     cost)
       # shellcheck disable=SC2086  # COST_COMPARE is a list of words
       consert bench --config config/config.yaml --device cuda --steps "${COST_STEPS:-150}" --output "$out/cost.csv" \
+        --speed-of-light \
         --data "$data" ${COST_COMPARE:+--compare $COST_COMPARE}
       ;;
     share)

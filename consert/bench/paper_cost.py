@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import math
 import tempfile
 import time
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import torch
 
 from consert.bench import execution_settings
 from consert.bench.cuda import random_bert
@@ -44,6 +46,7 @@ from consert.paper.card import NLI_PAIRS, STS_TEXTS
 from consert.paper.plan import plan_runs, unique_runs
 from consert.paper.run_configs import consert_run_config, sgopt_run_config
 from consert.train.config import SUPERVISED_MODES, TrainConfig
+from consert.train.export import TRAINING_RECORD
 from consert.train.loop import evaluation_grid, loop_settings, planned_step_count
 from consert.train.recipes import FIRST_STAGE
 
@@ -177,6 +180,8 @@ class KindRate:
     how: str
     #: seconds a run pays once besides its steps at the steady rate (warm-up, graph captures, compilation)
     one_time_s: float = 0.0
+    #: the precision the timed steps ran in (the training record's; empty where the run did not export)
+    dtype: str = ""
 
 
 def _timed_config(config, model: str, steps: int, device: str, workdir: Path, data_dir: str | None):
@@ -240,10 +245,11 @@ def measure_kind(
             else:
                 result = train(timed, data, progress=False, execution_steps=run_steps, capture_steps=steps)
                 log, captured_ahead = result.log, result.captured_ahead_s
+            record = json.loads((Path(result.output_dir) / TRAINING_RECORD).read_text(encoding="utf-8"))
         except TrainingFault as fault:  # random weights may pool to one direction: the steps ran all the same
             if fault.log is None:
                 raise
-            log, captured_ahead = fault.log, 0.0  # its captures are then charged to no run
+            log, captured_ahead, record = fault.log, 0.0, {}  # its captures are then charged to no run
             swapped.append("the random model's dev vectors collapsed (timed steps are unaffected)")
     rate = steady_rate(log, skip=max(1, steps // 3), window=read_interval(device))
     if rate.counts_captures:
@@ -253,7 +259,34 @@ def measure_kind(
     if captured_ahead:
         swapped.append(f"its {steps} steps' graphs captured ahead in {captured_ahead:.1f} s")
     one_time = rate.one_time_s + captured_ahead
-    return KindRate(kind, rate.steps_per_s, rate.timed_steps, "; ".join(swapped) or "as configured", one_time)
+    how = "; ".join(swapped) or "as configured"
+    return KindRate(kind, rate.steps_per_s, rate.timed_steps, how, one_time, record.get("dtype", ""))
+
+
+def speed_of_light(config, model: str, data: SentEvalData, device: str, rate: KindRate) -> dict[str, float]:
+    """A timed kind against the card's limit (:mod:`consert.bench.speed_of_light`): its step's work in GFLOP, the
+    TFLOP/s its measured rate achieves, their fraction of the card's dense peak in the precision it ran in, and
+    (on CUDA) its kernels per step; NaN for SG-OPT's kinds (its own trainer) and where the card's peak is unknown."""
+    from baselines.sgopt import SgOptConfig
+    from consert.bench.speed_of_light import peak_tflops, step_work
+
+    if isinstance(config, SgOptConfig):
+        return dict.fromkeys(SPEED_OF_LIGHT_COLUMNS, float("nan"))
+    with tempfile.TemporaryDirectory(prefix="consert-sol-") as scratch:
+        timed, _ = _timed_config(config, model, 2, device, Path(scratch), str(data.root))
+        work = step_work(timed, data)
+    name = torch.cuda.get_device_name(torch.device(device)) if torch.device(device).type == "cuda" else "cpu"
+    achieved = work.flops * rate.steps_per_s / 1e12
+    return {
+        "gflop_per_step": work.flops / 1e9,
+        "achieved_tflops": achieved,
+        "peak_fraction": achieved / peak_tflops(name, rate.dtype),
+        "kernels_per_step": float("nan") if work.kernels is None else work.kernels,
+    }
+
+
+#: The speed-of-light columns of the cost table (``--speed-of-light``).
+SPEED_OF_LIGHT_COLUMNS = ("gflop_per_step", "achieved_tflops", "peak_fraction", "kernels_per_step")
 
 
 def evaluation_seconds(model: str, data: SentEvalData, device: str, dev_pairs: int | None = None) -> float:
@@ -347,16 +380,18 @@ def run(
     gpus: int,
     shape: str = "hub",
     compare: tuple[str, ...] = (),
+    with_speed_of_light: bool = False,
 ) -> tuple[pd.DataFrame, dict[str, float]]:
     """Plan, time every job kind and each size's evaluations, and project; printed as it goes. ``compare``:
     executions (:data:`COMPARED_EXECUTIONS`) each kind is also timed in, in the same run, as the columns
     ``<execution>_steps_per_s`` (empty where the kind has no such execution: SG-OPT never compiles; or where its
-    step cannot run so: ``graphs`` for a step that cannot be graphed)."""
+    step cannot run so: ``graphs`` for a step that cannot be graphed). ``with_speed_of_light``: each kind's step
+    against the card's limit too (:func:`speed_of_light`, the columns :data:`SPEED_OF_LIGHT_COLUMNS`)."""
     from consert.hardware import hardware_summary
 
     jobs, kinds = planned_jobs(workflow, data)
     print(f"{len(jobs)} training runs in {len(kinds)} job kinds; timing on {hardware_summary(device)}", flush=True)
-    rates, one_time, notes, dev_seconds, test_seconds = {}, {}, {}, {}, {}
+    rates, one_time, notes, dev_seconds, test_seconds, limits = {}, {}, {}, {}, {}, {}
     compared: dict[str, dict[str, float]] = {execution: {} for execution in compare}
     with tempfile.TemporaryDirectory(prefix="consert-cost-models-") as scratch:
         models = random_models(workflow["models"], Path(scratch), shape)
@@ -379,6 +414,9 @@ def run(
                 f"{rate.one_time_s:.1f} s once a run; {rate.how})",
                 flush=True,
             )
+            if with_speed_of_light:
+                limits[kind] = speed_of_light(config, model, data, device, rate)
+                print(f"    {', '.join(f'{k} {v:.3g}' for k, v in limits[kind].items())}", flush=True)
             for execution in compare:
                 settings = execution_settings(config, execution)
                 if settings is None:
@@ -397,6 +435,8 @@ def run(
     table, totals = projection(jobs, rates, dev_seconds, test_seconds, gpus, one_time)
     for execution, by_kind in compared.items():
         table[f"{execution}_steps_per_s"] = table.kind.map(by_kind)
+    for column in SPEED_OF_LIGHT_COLUMNS if with_speed_of_light else ():
+        table[column] = table.kind.map({kind: values[column] for kind, values in limits.items()})
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     table["timed_as"] = table.kind.map(notes)
     untimed = table.kind[table.steps_per_s.isna()].tolist()

@@ -46,6 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(compiled; cuda only) and replayed as CUDA graphs where it can be (graphs; cuda only), in the same run",
     )
     parser.add_argument(
+        "--speed-of-light",
+        action="store_true",
+        help="--config: also each kind's step against the card's limit: its GFLOP a step (counted on eager "
+        "step), the TFLOP/s its rate achieves, their fraction of the card's dense peak, kernels a step (cuda)",
+    )
+    parser.add_argument(
         "--share",
         nargs="+",
         default=(),
@@ -66,6 +72,8 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     """Combinations refused before any work."""
     if (args.compare or args.share) and not args.config:
         parser.error("--compare and --share time a workflow config's job kinds: pass --config FILE.yaml too")
+    if args.speed_of_light and (not args.config or args.share):
+        parser.error("--speed-of-light belongs to the cost table: pass --config FILE.yaml too")
     if args.compare and args.share:
         parser.error("--compare belongs to the cost table, --share replaces it: pass one of them")
     if "compiled" in args.compare and args.device != "cuda":
@@ -111,7 +119,7 @@ def _paper_cost(args: argparse.Namespace, data) -> int:
         table = _sharing(args, workflow, data)
     else:
         table, totals = paper_cost.run(
-            workflow, data, args.device, args.steps, args.gpus, args.shape, tuple(args.compare)
+            workflow, data, args.device, args.steps, args.gpus, args.shape, tuple(args.compare), args.speed_of_light
         )
         table = table.assign(gpus=args.gpus, **{f"total_{name}": value for name, value in totals.items()})
     if args.output:

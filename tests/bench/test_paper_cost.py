@@ -109,13 +109,14 @@ def test_a_timing_run_swaps_only_what_its_stage_reads(paper_plan, tmp_path):
 
 
 def test_the_command_times_every_kind_of_the_test_config_and_writes_its_table(tmp_path, capsys):
-    """Every kind timed and projected; ``--compare eager`` times each trainer kind again, in the same run."""
+    """Every kind timed and projected; ``--compare eager`` times each trainer kind again, in the same run;
+    ``--speed-of-light`` counts each trainer kind's step."""
     data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
     output = tmp_path / "cost.csv"
     status = cli_main(
         [
             "bench", "--config", str(ROOT / "config" / "test.yaml"), "--shape", "tiny", "--steps", "6",
-            "--gpus", "2", "--data", str(data), "--output", str(output), "--compare", "eager",
+            "--gpus", "2", "--data", str(data), "--output", str(output), "--compare", "eager", "--speed-of-light",
         ]
     )  # fmt: skip
     assert status == 0
@@ -132,6 +133,12 @@ def test_the_command_times_every_kind_of_the_test_config_and_writes_its_table(tm
     assert (table.eager_steps_per_s != table.steps_per_s).any()  # copied rates: all equal
     assert table.total_gpu_hours.iloc[0] == pytest.approx(table.gpu_hours.sum(), abs=1e-3)  # 4 decimals a cell
     assert table.hardware.iloc[0] and set(table.gpus) == {2}
+    # the step's work counted for the trainer's kinds (SG-OPT's own trainer is not), no card's peak on a CPU
+    sgopt = table.kind.str.contains(" sgopt ")
+    assert (table.gflop_per_step[~sgopt] > 0).all() and table.gflop_per_step[sgopt].isna().all()
+    achieved = table.gflop_per_step[~sgopt] * table.steps_per_s[~sgopt] / 1000  # TFLOP/s, 4 decimals a cell
+    assert (achieved - table.achieved_tflops[~sgopt]).abs().max() < 1e-3
+    assert table.peak_fraction.isna().all() and table.kernels_per_step.isna().all()
     assert "GPU-hours; on 2 card(s)" in capsys.readouterr().out
 
 
@@ -142,6 +149,7 @@ def test_the_command_times_every_kind_of_the_test_config_and_writes_its_table(tm
         (["--config", "CONFIG", "--compare", "graphs"], "--compare graphs needs --device cuda"),
         (["--share", "base sgopt*"], "--compare and --share time a workflow config's job kinds"),
         (["--config", "CONFIG", "--share", "x", "--compare", "eager"], "--compare belongs to the cost table"),
+        (["--speed-of-light"], "--speed-of-light belongs to the cost table"),
     ],
 )
 def test_a_bench_combination_that_cannot_run_is_refused_in_one_line_before_any_work(

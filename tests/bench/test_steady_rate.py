@@ -153,10 +153,10 @@ SHAPE_CAPTURE = 0.1
 
 
 class EmulatedGraphs:
-    """A step replayed as CUDA graphs on the emulated device: a batch whose shape (the sum of its items // 40: the
-    rare sums of seed 1's batches first met at steps 44 and 56 of 60) is new waits for the device and captures for SHAPE_CAPTURE seconds; every step queues
-    DEVICE_STEP. Inside ``capturing_only()`` a new shape is captured and nothing is queued, as
-    :meth:`consert.train.graphs.GraphedStep.capturing_only` does."""
+    """A step replayed as CUDA graphs on the emulated device: a batch whose shape is new (its shape: the sum of
+    its items // 40; seed 1's batches meet rare sums first at steps 44 and 56 of 60) waits for the device and
+    captures for SHAPE_CAPTURE seconds; every step queues DEVICE_STEP. Inside ``capturing_only()`` a new shape
+    is captured and nothing is queued, as :meth:`consert.train.graphs.GraphedStep.capturing_only` does."""
 
     def __init__(self, device: EmulatedDevice):
         self.device, self.shapes, self.replays = device, set(), True
@@ -183,9 +183,9 @@ class EmulatedGraphs:
 
 
 def _graphed_rate(ahead: bool, seed: int = 1):
-    """60 steps of batches of 4 of 200 items (into a second epoch) on the emulated graphs (read back every 10, the first 20 skipped),
-    the shapes of the 60 batches captured ahead or not: the steady rate, the log, the seconds captured ahead and
-    the shapes captured in all."""
+    """60 steps of batches of 4 of 200 items (into a second epoch) on the emulated graphs (read back every 10,
+    the first 20 skipped), the shapes of the 60 batches captured ahead or not: the steady rate, the log, the
+    seconds captured ahead and the shapes captured in all."""
     step = EmulatedGraphs(EmulatedDevice())
     settings = LoopSettings(
         lr=0.1, batch_size=4, epochs=2, max_steps=60, warmup_ratio=0.0, weight_decay=0.0, adam_eps=1e-6,

@@ -1,0 +1,110 @@
+"""How close a training step comes to the card's limit: the work a step must do, the rate it reaches, the card's peak.
+
+The work is counted, not modelled: one eager step of the kind's objective, packed on its real tokens, runs under
+torch's ``FlopCounterMode``, which counts the matrix products (the layers' weights, the loss's similarities),
+forward and backward, 2 operations per multiply-add; elementwise work is not counted. Attention's two products
+are counted apart, over each text's real tokens (:func:`attention_flops`: what a variable-length kernel must
+compute, whichever kernel ran), averaged over the first batches the loop draws. Times the measured steps per
+second, that is the achieved rate; over the card's dense peak in the step's precision (:data:`PEAK_TFLOPS`, the
+vendor's datasheet figures), the fraction of the card's limit. On CUDA the step's kernels are counted too (the
+profiler's kernel launches of one eager step's forward and backward: what a CUDA graph replays; the optimizer's
+are not counted).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from consert.data.senteval import SentEvalData
+from consert.train.config import TrainConfig
+
+#: Dense peak TFLOP/s by card and precision (fp32 steps run as TF32 on these cards), from NVIDIA's datasheets
+#: (H100 SXM5 and H200 SXM: 989.4 bf16, 494.7 TF32; H100 PCIe: 756.5, 378; A100: 312, 156), without sparsity.
+#: Matched against ``torch.cuda.get_device_name`` in order: the first name the device's contains.
+PEAK_TFLOPS: dict[str, dict[str, float]] = {
+    "H100 PCIe": {"bf16": 756.5, "fp16": 756.5, "fp32": 378.0},
+    "H100": {"bf16": 989.4, "fp16": 989.4, "fp32": 494.7},
+    "H200": {"bf16": 989.4, "fp16": 989.4, "fp32": 494.7},
+    "A100": {"bf16": 312.0, "fp16": 312.0, "fp32": 156.0},
+}
+
+
+def peak_tflops(device_name: str, dtype: str) -> float:
+    """The card's dense peak in ``dtype`` (TFLOP/s), NaN for a card (or a CPU) :data:`PEAK_TFLOPS` does not list."""
+    for card, peaks in PEAK_TFLOPS.items():
+        if card in device_name:
+            return peaks.get(dtype, float("nan"))
+    return float("nan")
+
+
+@dataclass(frozen=True)
+class StepWork:
+    """One training step's work: operations (matrix products and attention, forward and backward) and, on CUDA,
+    kernel launches (None elsewhere), each the mean over the batches counted."""
+
+    flops: float
+    kernels: float | None
+
+
+def attention_flops(lengths: torch.Tensor, hidden_size: int, layers: int) -> int:
+    """Attention's products over texts of ``lengths`` real tokens, forward and backward: per layer and text of l
+    tokens, Q K^T and the weighted sum of V are 2 l^2 d operations each forward, and the backward's four
+    products (the gradients of Q, K, V and of the weights) twice that."""
+    return 3 * 4 * hidden_size * layers * int((lengths.long() ** 2).sum())
+
+
+def step_work(config: TrainConfig, data: SentEvalData, batches: int = 2) -> StepWork:
+    """The mean work of one step of ``config``'s objective over the first ``batches`` batches the loop draws (its
+    order, its seed): eager, packed on the real tokens, in fp32 (the count does not depend on the precision);
+    kernels on CUDA only."""
+    from consert.train.encoder import TrainedEncoder, set_seed
+    from consert.train.execution import StepExecution
+    from consert.train.loop import batches as loop_batches
+    from consert.train.loop import loop_settings
+    from consert.train.objectives import objective_for
+    from consert.train.packed import packed_encoder
+
+    counted = config.replace(packed="on", cuda_graphs="off", compile="off", dtype="fp32")
+    set_seed(counted.seed)
+    encoder = TrainedEncoder(counted, data)
+    execution = StepExecution(encoder)
+    objective = objective_for(counted)(counted, encoder, execution)
+    items = objective.training_items(data, progress=False)
+    parameters = [*encoder.model.parameters(), *(p for head in objective.heads() for p in head.parameters())]
+    execution.settle(batches, parameters, objective)
+    passes: list[torch.Tensor] = []  # the real tokens of each text of each packed pass
+
+    def recording(model, embedded, packing, kernel=None):
+        passes.append(packing.lengths.cpu())
+        return packed_encoder(model, embedded, packing, kernel)
+
+    execution.packed_encoder = recording
+    shape = encoder.model.config
+    flops, kernels = [], []
+    for batch in itertools.islice(loop_batches(items, loop_settings(counted, "fp32")), batches):
+        passes.clear()
+        with FlopCounterMode(display=False) as counter:
+            objective.loss(batch).backward()
+        products = sum(n for op, n in counter.get_flop_counts()["Global"].items() if "attention" not in str(op))
+        attention = sum(attention_flops(lengths, shape.hidden_size, shape.num_hidden_layers) for lengths in passes)
+        flops.append(products + attention)
+        if torch.device(encoder.device).type == "cuda":
+            kernels.append(_kernels(lambda batch=batch: objective.loss(batch).backward()))
+        for parameter in parameters:
+            parameter.grad = None
+    return StepWork(sum(flops) / len(flops), sum(kernels) / len(kernels) if kernels else None)
+
+
+def _kernels(step) -> int:
+    """The CUDA kernels ``step()`` launches (the profiler's kernel events)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as profiled:
+        step()
+        torch.cuda.synchronize()
+    return sum(1 for event in profiled.events() if event.device_type == torch.autograd.DeviceType.CUDA)
