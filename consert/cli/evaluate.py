@@ -9,7 +9,7 @@ from pathlib import Path
 
 from consert.cli.arguments import MAX_LENGTH, add_encoder_arguments, add_threads_argument, at_least, task_name
 from consert.data.senteval import DATASETS, TASK_ALIASES, TASKS
-from consert.encode.pooling import MODEL_POOLING, PAPER_POOLING, POOLER, SIMCSE_POOLERS, Pooling
+from consert.encode.pooling import CLS_VS_SIMCSE, MODEL_POOLING, PAPER_POOLING, POOLER, SIMCSE_POOLERS, Pooling
 from consert.evaluate.formats import FORMATS
 
 NAME = "evaluate"
@@ -23,9 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--pooling",
         action="append",
         metavar="P",
-        help=f"cls | mean | mean:I,J,... (hidden-state indices) | {POOLER} (SimCSE's cls) | model (the model's own "
-        f"sentence-transformers modules) | SimCSE's {' | '.join(SIMCSE_POOLERS)}; repeatable; default {PAPER_POOLING} "
-        f"({MODEL_POOLING} with --format mteb)",
+        help=f"cls ({CLS_VS_SIMCSE}) | mean | mean:I,J,... (hidden-state indices) | {POOLER} (SimCSE's cls) | model "
+        f"(the model's own sentence-transformers modules) | SimCSE's {' | '.join(SIMCSE_POOLERS)}; output names it as "
+        f"typed; repeatable; default {PAPER_POOLING} ({MODEL_POOLING} with --format mteb)",
     )
     parser.add_argument(
         "--tasks",
@@ -71,17 +71,22 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     """Refuse, when parsed, what would fail or be ignored only after the model and data load: an unknown
     pooling, several poolings for mteb's files (one score per model and task), and encoder options
     ``--pooling model`` ignores. Fills in the default pooling (``model`` for ``--format mteb``) and names
-    SimCSE's poolers by their poolings here."""
+    SimCSE's poolers by their poolings here (``args.pooling``: what is encoded and cached), keeping the name
+    each was typed as (``args.pooling_names``: what the output says; two spellings of one pooling are one)."""
     if Path(args.model).is_file():
         parser.error(
             f"model {args.model}: is a file; expected a model folder (config.json, the tokenizer and the weights, "
             "as `consert train` exports) or a hub id"
         )
     poolings = args.pooling or [MODEL_POOLING if args.format == "mteb" else PAPER_POOLING]
+    args.pooling_names = {}
     try:
-        args.pooling = list(dict.fromkeys(p if p == MODEL_POOLING else str(Pooling.parse(p)) for p in poolings))
+        for typed in poolings:
+            canonical = typed if typed == MODEL_POOLING else str(Pooling.parse(typed))
+            args.pooling_names.setdefault(canonical, typed.strip())
     except ValueError as err:
         parser.error(f"--pooling: {err}")
+    args.pooling = list(args.pooling_names)
     if args.format == "mteb" and len(args.pooling) > 1:
         parser.error(
             f"--format mteb: mteb's files hold one score per model and task; give one --pooling, not {poolings}"
@@ -126,9 +131,7 @@ def _evaluate(args: argparse.Namespace, data):
 def run(args: argparse.Namespace) -> int:
     """Run ``consert evaluate`` on parsed ``args``; return its exit status."""
     from consert.data.senteval import load_senteval
-    from consert.evaluate.formats import mteb_cache_dir, summary_line, to_json, write_mteb
-    from consert.evaluate.protocol import summary_table
-    from consert.io import write_csv, write_text
+    from consert.evaluate.formats import with_pooling_names
 
     try:
         sets = tuple(dict.fromkeys((*DATASETS, *(args.tasks or ()))))  # the paper's seven, and any other asked for
@@ -137,31 +140,82 @@ def run(args: argparse.Namespace) -> int:
         print(f"consert evaluate: {err}", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    frame = _evaluate(args, data)
+    harness_frame = _evaluate(args, data)  # named as the harness names its poolings: mteb's files, the card
     seconds = time.perf_counter() - started
+    frame = with_pooling_names(harness_frame, getattr(args, "pooling_names", {}))  # as typed: what is shown
+    _write_results(args, frame, harness_frame, seconds)
+    data_on_stdout = args.format in ("json", "csv") and not args.output
+    _update_model_card(args, harness_frame, sys.stderr if data_on_stdout else sys.stdout)
+    return 0
+
+
+def _write_results(args: argparse.Namespace, frame, harness_frame, seconds: float) -> None:
+    """Print or write the results in ``args.format``: ``frame`` names the poolings as typed, mteb's files take
+    ``harness_frame``'s names (one experiment folder for two spellings of one pooling)."""
+    from consert.encode.pooling import pooling_label
+    from consert.evaluate.formats import mteb_cache_dir, summary_line, to_json, write_mteb
+    from consert.evaluate.protocol import summary_table
+    from consert.io import write_csv, write_text
+
     if args.format == "json":
         text = to_json(frame)
         if args.output:
             print(f"wrote {write_text(text, args.output)}")
         else:
             print(text)
-        return 0
+        return
     if args.format == "csv" and not args.output:
         frame.to_csv(sys.stdout, index=False)
-        return 0
+        return
     for pooling, block in frame.groupby("pooling", sort=False):
         print(
-            f"\n{args.model}  pooling={pooling}  split={args.split}  max_length={block.max_length.iloc[0]}  "
-            f"dtype={block.dtype.iloc[0]}  engine={block.engine.iloc[0]}"
+            f"\n{args.model}  pooling={pooling_label(pooling)}  split={args.split}  "
+            f"max_length={block.max_length.iloc[0]}  dtype={block.dtype.iloc[0]}  engine={block.engine.iloc[0]}"
         )
         print(f"setting: {block.setting.iloc[0]}")
         print(summary_table(block).to_string(index=False, float_format=lambda v: f"{v:6.2f}"))
         print(summary_line(block))
     if args.format == "mteb":
         cache = args.output or mteb_cache_dir()
-        for path in write_mteb(frame, cache, args.split, seconds):
+        for path in write_mteb(harness_frame, cache, args.split, seconds):
             print(f"wrote {path}")
         print(f"load them: mteb.ResultCache({str(cache)!r}).load_results(models=[{args.model!r}]) (docs: Evaluation)")
     elif args.output:
         print(f"\nwrote {write_csv(frame, args.output)}")
-    return 0
+
+
+def _update_model_card(args: argparse.Namespace, frame, stream) -> None:
+    """Put the scores of a full test evaluation (the test split, all 7 sets) of a harness export into its model
+    card (:func:`consert.train.export.update_model_card`): those of the pooling the export is saved with, or of
+    ``--pooling model`` (the same modules). A folder that is no harness export is not touched, and a card the
+    harness did not write (no marker, as in exports older than it) is left byte for byte; one line says why a
+    harness export's card was left as it is."""
+    from consert.train.export import card_to_update, update_model_card
+
+    card = card_to_update(args.model)
+    if card is None:
+        return
+    blocks = {str(pooling): block for pooling, block in frame.groupby("pooling", sort=False)}
+    try:
+        exported = str(Pooling.parse(card.pooling)) if card.pooling else None
+    except ValueError:  # a record naming no pooling of the harness: only --pooling model's scores fit
+        exported = None
+    own = [block for pooling, block in blocks.items() if pooling.startswith(MODEL_POOLING)]
+    chosen = blocks[exported] if exported in blocks else next(iter(own), None)
+    sets = [] if chosen is None else [name for name in DATASETS if name in set(chosen.dataset)]
+    if not card.marked:
+        why = "not marked as written by the harness's export (an older export, or another card)"
+    elif args.split != "test":
+        why = "--split dev: only a full test evaluation of the 7 sets updates it"
+    elif chosen is None:
+        flags = f"--pooling {exported} or --pooling model" if exported else "--pooling model"
+        why = f"it reports the pooling the export is saved with: evaluate with {flags}"
+    elif len(sets) < len(DATASETS):
+        why = f"only {' '.join(sets)} evaluated: a full test evaluation of the 7 sets updates it"
+    else:
+        try:
+            print(f"updated the scores of {update_model_card(args.model, chosen)}", file=stream)
+            return
+        except ValueError as err:
+            why = str(err)
+    print(f"model card {card.path} left as it is: {why}", file=stream)

@@ -31,6 +31,8 @@ MODEL_POOLING = "model"
 #: SimCSE's pooler names and the pooling each is here (SimCSE's evaluation.py: ``avg_first_last`` averages
 #: hidden states 1 and -1, ``avg_top2`` the last two).
 SIMCSE_POOLERS = {"cls_before_pooler": "cls", "avg": "mean", "avg_first_last": "mean:1,-1", "avg_top2": "mean:-2,-1"}
+#: What ``cls`` is here, against SimCSE's names (SimCSE's ``cls`` is another vector): said beside ``cls``.
+CLS_VS_SIMCSE = "the [CLS] vector before the pooler = SimCSE's cls_before_pooler; SimCSE's cls is cls_pooler here"
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,21 @@ class Pooling:
             return pooler(hidden_states[-1].to(next(pooler.parameters()).dtype))
         tokens = torch.stack([hidden_states[i] for i in self.layers]).float().mean(0)
         return masked_mean(tokens, attention_mask)
+
+
+def pooling_label(name: str) -> str:
+    """``name`` as the user typed it, with what it is here where that may surprise: the harness's spelling of
+    another codebase's name (``avg_first_last (mean:1,-1 here)``), and for ``cls`` its SimCSE counterpart
+    (:data:`CLS_VS_SIMCSE`). A name that is no pooling of the harness (``model (...)``) is returned as it is."""
+    try:
+        canonical = str(Pooling.parse(name))
+    except ValueError:
+        return name
+    if name.strip() == "cls":
+        return f"{name} ({CLS_VS_SIMCSE})"
+    if name.strip() == POOLER:
+        return f"{name} (SimCSE's cls)"
+    return name if canonical == name.strip() else f"{name} ({canonical} here)"
 
 
 def masked_mean(tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

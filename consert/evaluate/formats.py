@@ -24,6 +24,20 @@ def set_rows(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[frame.subset == "all"].set_index("dataset")
 
 
+def with_pooling_names(frame: pd.DataFrame, names: dict[str, str]) -> pd.DataFrame:
+    """``frame`` with each pooling named as ``names`` maps it (the harness's spelling to the one the user typed:
+    ``{"mean:1,-1": "avg_first_last"}``), in the ``pooling`` column and in the keys of its bootstrap replicates
+    (written beside a CSV, looked up by the CSV's pooling). Poolings not in ``names`` keep their name."""
+    renamed = frame.assign(pooling=frame.pooling.map(lambda pooling: names.get(pooling, pooling)))
+    renamed.attrs = dict(frame.attrs)
+    if "replicates_by_pooling" in frame.attrs:
+        by_pooling = frame.attrs["replicates_by_pooling"]
+        renamed.attrs["replicates_by_pooling"] = type(by_pooling)(
+            {names.get(pooling, pooling): replicates for pooling, replicates in by_pooling.items()}
+        )
+    return renamed
+
+
 def summary_line(frame: pd.DataFrame) -> str:
     """SimCSE's summary as one line to paste: each set's Spearman x 100 and the Avg, with the test-pair
     bootstrap 95% interval where the frame has one."""

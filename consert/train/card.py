@@ -13,6 +13,13 @@ import yaml
 from consert.data.senteval import DATASETS
 
 CARD = "README.md"
+#: The line that marks a card as the harness's own (written at export): only such a card is rewritten by
+#: ``consert evaluate`` (:func:`with_scores`); a card without it, an older export's included, is left alone.
+CARD_MARKER = (
+    "<!-- consert-model-card: written by the ConSERT harness; `consert evaluate FOLDER` updates its scores -->"
+)
+#: The heading of the card's results section.
+SCORES_HEADING = "## Scores (Spearman x 100 of cosine similarity, STS test sets, all pairs of each set)"
 
 CITATION = """@inproceedings{yan-etal-2021-consert,
     title = "{C}on{SERT}: A Contrastive Framework for Self-Supervised Sentence Representation Transfer",
@@ -89,24 +96,62 @@ def front_matter(record: dict[str, Any], scores: pd.DataFrame | None = None) -> 
     if record.get("base_model"):
         meta["base_model"] = str(record["base_model"])
     if scores is not None:
-        rows = scores[scores.subset == "all"].set_index("dataset")
-        results = [
-            {
-                "task": {"type": "sentence-similarity", "name": "Semantic Textual Similarity"},
-                "dataset": {"name": name, "type": f"senteval-{name.lower()}", "split": "test"},
-                "metrics": [
-                    {
-                        "type": "spearman_cosine",
-                        "value": round(float(rows.loc[name, "spearman"]), 2),
-                        "name": "Spearman x 100 (cosine, all pairs)",
-                    }
-                ],  # fmt: skip
-            }
-            for name in DATASETS
-            if name in rows.index
-        ]
-        meta["model-index"] = [{"name": run_name(record), "results": results}]
-    return "---\n" + yaml.safe_dump(meta, sort_keys=False, width=1000) + "---"
+        meta["model-index"] = model_index(record, scores)
+    return _dump_front_matter(meta)
+
+
+def _dump_front_matter(meta: dict[str, Any]) -> str:
+    return "---\n" + yaml.safe_dump(meta, sort_keys=False, width=1000, allow_unicode=True) + "---"
+
+
+def model_index(record: dict[str, Any], scores: pd.DataFrame) -> list[dict[str, Any]]:
+    """The Hub's ``model-index``: each STS set's test Spearman x 100 of cosine similarity, over all its pairs."""
+    rows = scores[scores.subset == "all"].set_index("dataset")
+    results = [
+        {
+            "task": {"type": "sentence-similarity", "name": "Semantic Textual Similarity"},
+            "dataset": {"name": name, "type": f"senteval-{name.lower()}", "split": "test"},
+            "metrics": [
+                {
+                    "type": "spearman_cosine",
+                    "value": round(float(rows.loc[name, "spearman"]), 2),
+                    "name": "Spearman x 100 (cosine, all pairs)",
+                }
+            ],  # fmt: skip
+        }
+        for name in DATASETS
+        if name in rows.index
+    ]
+    return [{"name": run_name(record), "results": results}]
+
+
+def is_harness_card(text: str) -> bool:
+    """Whether a card is the harness's own: it holds :data:`CARD_MARKER` as a line."""
+    return CARD_MARKER in text.splitlines()
+
+
+def with_scores(text: str, record: dict[str, Any], scores: pd.DataFrame) -> str:
+    """The card ``text`` with ``scores``' results in it and nothing else changed: its front matter's
+    ``model-index`` (replaced in place, or added) and the body of its results section (the lines under
+    :data:`SCORES_HEADING` up to the next heading), where it has one. Raise ValueError for a card without
+    front matter, or whose front matter is no YAML mapping."""
+    lines = text.split("\n")
+    if lines[0].strip() != "---" or "---" not in (line.strip() for line in lines[1:]):
+        raise ValueError("the card has no front matter (a block between --- lines at its top)")
+    end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
+    try:
+        meta = yaml.safe_load("\n".join(lines[1:end])) or {}
+    except yaml.YAMLError as err:
+        raise ValueError(f"the card's front matter is not YAML ({err.__class__.__name__})") from None
+    if not isinstance(meta, dict):
+        raise ValueError("the card's front matter is not a YAML mapping")
+    meta["model-index"] = model_index(record, scores)
+    body = lines[end + 1 :]
+    if SCORES_HEADING in body:
+        start = body.index(SCORES_HEADING) + 1
+        stop = next((i for i in range(start, len(body)) if body[i].startswith("## ")), len(body))
+        body = [*body[:start], "", *_scores_table(scores), "", *body[stop:]]
+    return "\n".join([_dump_front_matter(meta), *body])
 
 
 def model_card(record: dict[str, Any], scores: pd.DataFrame | None = None) -> str:
@@ -121,6 +166,7 @@ def model_card(record: dict[str, Any], scores: pd.DataFrame | None = None) -> st
     dev = record.get("exported_dev_spearman")
     lines = [
         front_matter(record, scores),
+        CARD_MARKER,
         f"# {run_name(record)} (ConSERT harness, mode {mode})",
         "",
         f"**Setting: {setting}.**" if setting else "",
@@ -138,7 +184,7 @@ def model_card(record: dict[str, Any], scores: pd.DataFrame | None = None) -> st
         "`SentenceTransformer(folder).encode` gives the evaluated vectors",
         f"- Hardware: {record.get('hardware', '')}; harness commit {record.get('harness_commit', '')}",
         "",
-        "## Scores (Spearman x 100 of cosine similarity, STS test sets, all pairs of each set)",
+        SCORES_HEADING,
         "",
         *(_scores_table(scores) if scores is not None else ["Not evaluated yet: `consert evaluate FOLDER`."]),
         "",

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from torch import nn
 
 from consert.encode.pooling import Pooling
-from consert.io import current_umask
+from consert.io import current_umask, write_text
 
 TRAINING_RECORD = "consert_training.json"
 TRAINING_LOG = "training_log.json"
@@ -126,11 +127,51 @@ def _readable_as_umask_says(folder: Path) -> None:
 
 def write_model_card(folder: str | Path, scores=None) -> Path:
     """Write ``folder``'s model card from its training record and, once evaluated, its ``scores`` (the frame of
-    :func:`consert.evaluate.protocol.evaluate_model`); return its path."""
+    :func:`consert.evaluate.protocol.evaluate_model`), atomically and under the user's umask; return its path."""
     from consert.train.card import CARD, model_card
 
     folder = Path(folder)
     record = json.loads((folder / TRAINING_RECORD).read_text())
-    path = folder / CARD
-    path.write_text(model_card(record, scores), encoding="utf-8")
-    return path
+    return write_text(model_card(record, scores), folder / CARD)
+
+
+@dataclass(frozen=True)
+class CardTarget:
+    """A harness export's model card: its ``path``, the ``pooling`` the export is saved with (its record's
+    ``eval_pooling``; None when the record does not say), and whether the card is ``marked`` as the harness's
+    (:data:`consert.train.card.CARD_MARKER`; exports older than the marker are not)."""
+
+    path: Path
+    pooling: str | None
+    marked: bool
+
+
+def card_to_update(folder: str | Path) -> CardTarget | None:
+    """The model card of ``folder`` when ``folder`` is a harness export (it has a training record and a card);
+    None otherwise (a hub id, another model's folder)."""
+    from consert.train.card import CARD, is_harness_card
+
+    folder = Path(folder)
+    record_path, card = folder / TRAINING_RECORD, folder / CARD
+    if not (record_path.is_file() and card.is_file()):
+        return None
+    try:
+        pooling = json.loads(record_path.read_text()).get("eval_pooling")
+        marked = is_harness_card(card.read_text(encoding="utf-8"))
+    except (ValueError, AttributeError, OSError):  # a record or card the harness cannot read is not its own
+        return None
+    return CardTarget(card, str(pooling) if pooling else None, marked)
+
+
+def update_model_card(folder: str | Path, scores) -> Path:
+    """Put ``scores`` (an evaluation frame of the 7 test sets) into the harness's model card of ``folder``: its
+    ``model-index`` and its results section, the rest of the card as it is (hand edits kept). Written
+    atomically (a temporary file renamed onto the card) under the user's umask. Raise ValueError when the card
+    is not the harness's (:func:`card_to_update`), which is then left untouched; return its path."""
+    from consert.train.card import with_scores
+
+    target = card_to_update(folder)
+    if target is None or not target.marked:
+        raise ValueError(f"{Path(folder)}: no model card written by the harness's export; not updated")
+    record = json.loads((Path(folder) / TRAINING_RECORD).read_text())
+    return write_text(with_scores(target.path.read_text(encoding="utf-8"), record, scores), target.path)

@@ -83,3 +83,16 @@ def test_simcse_names_and_the_pooler_round_trip():
     assert str(Pooling.parse("cls_pooler")) == "cls_pooler" and str(Pooling.parse("avg_first_last")) == "mean:1,-1"
     with pytest.raises(ValueError, match="the model has no pooler"):
         Pooling.parse("cls_pooler")(HIDDEN, MASK)
+
+
+def test_a_label_names_the_pooling_as_typed_and_what_it_is_here():
+    """SimCSE's evaluation.py: cls_before_pooler = the [CLS] vector, cls = through the pooler (our cls_pooler),
+    avg_first_last = hidden states 1 and -1."""
+    from consert.encode.pooling import pooling_label
+
+    assert pooling_label("avg_first_last") == "avg_first_last (mean:1,-1 here)"
+    assert pooling_label("cls_before_pooler") == "cls_before_pooler (cls here)"
+    assert pooling_label("mean:-2,-1") == "mean:-2,-1" and pooling_label("model (Pooling)") == "model (Pooling)"
+    assert pooling_label("cls_pooler") == "cls_pooler (SimCSE's cls)"
+    cls = pooling_label("cls")
+    assert cls.startswith("cls (") and "SimCSE's cls_before_pooler" in cls and "SimCSE's cls is cls_pooler" in cls
