@@ -86,3 +86,23 @@ def test_the_suite_uses_the_plugin_and_ci_sets_its_variables():
     exported = script.index(f"export {ci_skips.NO_SKIPS_ENV}=1")
     assert exported < script.index("&& pytest ||") < script.index("python -m pytest -m slow")
     assert f"export {ci_skips.DEADLINE_ENV}=" in script
+
+
+def test_ci_times_sums_each_test_files_seconds(tmp_path):
+    """scripts/ci_times.py: a file's seconds are its tests' (classes and parametrizations included), longest first."""
+    report = tmp_path / "report.xml"
+    report.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="tests.train.test_a" name="t1" time="1.5"/>'
+        '<testcase classname="tests.train.test_a.TestX" name="t2[x]" time="2.0"/>'
+        '<testcase classname="tests.test_b" name="t3" time="4.5"/>'
+        "</testsuite></testsuites>",
+        encoding="utf-8",
+    )
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "ci_times.py"), str(report)], capture_output=True, text=True
+    )
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0 and "0.1 min in 2 files" in lines[0]
+    assert lines[1].split() == ["4.5", "s", "tests/test_b.py"]
+    assert lines[2].split() == ["3.5", "s", "tests/train/test_a.py"]
