@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from consert.paper.plan import sweep_seeds
 from consert.registry import FAMILY, FIGURE5, TABLE2, TABLE3, TABLE4
 from consert.verdict.decision import PAPER_MODELS, Decision
-from consert.verdict.gate_rates import DesignRow
+from consert.verdict.gate_rates import DesignRow, simulate
 
 
 def paper_design(config: dict[str, Any], decision: Decision) -> list[DesignRow]:
@@ -49,3 +51,17 @@ def expected_seeds(config: dict[str, Any], decision: Decision) -> dict[str, int]
     """The seeds a config's design gives each trained primary row, by ``artifact:kind`` (what ``consert compare
     --seeds`` checks the rows that ran against: a missing seed is a missing row, not a quieter one)."""
     return {f"{row.artifact}:{row.kind}": row.n for row in paper_design(config, decision)}
+
+
+def sweep_block_caught(config: dict[str, Any], decision: Decision, seeds: list[int], replicates: int = 4000,
+                       shift: float = 1.0, seed: int = 11) -> dict[int, float]:  # fmt: skip
+    """How often the gate catches every sweep row (Table 4 and Figure 5's stated cells) ``shift`` points low, when
+    the sweeps run each number of ``seeds`` (the config's design otherwise), ``replicates`` simulated runs each."""
+    caught = {}
+    for count in seeds:
+        design = paper_design({**config, "sweeps": {**config["sweeps"], "seeds": list(range(1, count + 1))}}, decision)
+        sweep = np.array([row.artifact in (TABLE4.key, FIGURE5.stem) for row in design])
+        truth = np.where(sweep, -shift, 0.0)
+        drawn = simulate(design, decision, truth, replicates, np.random.default_rng(seed))
+        caught[count] = float(drawn["fails"].mean())
+    return caught

@@ -18,6 +18,7 @@ from consert.data.senteval import DATASETS
 from consert.verdict.claims import FAILS, HOLDS, NOT_CONTRADICTED, NOT_RUN, UNDECIDED
 from consert.verdict.decision import PRIMARY, SHIFT
 from consert.verdict.gate import comparable_cells, verdict_counts
+from consert.verdict.gate_rates import sweep_power_line
 
 SHOWN = ("method", "size", "mode", "batch_size", "view1", "view2", "n_texts", "temperature", "k", "dataset",
          "n_pairs", *DATASETS, "Avg", "spearman", "best_step",
@@ -100,6 +101,10 @@ def headline(results: str | Path = "results", report_command: str = "snakemake -
         f"not comparable (run in another setting); {counts['not run']} not run (declared); {counts['missing']} "
         "missing"
     )
+    sweeps = comparison[comparison.artifact.isin([registry.TABLE4.key, registry.FIGURE5.stem])
+                        & (comparison.role == PRIMARY) & (comparison.status == "compared")].n_seeds  # fmt: skip
+    power = sweep_power_line(int(sweeps.min())) if sweeps.notna().any() else None
+    lines += [power] if power else []
     anchor = anchor_summary(comparison)
     if sum(anchor.values()):
         lines.append(

@@ -111,8 +111,12 @@ def _decide_rows(frame: pd.DataFrame, rows: np.ndarray, sizes: np.ndarray, repea
         )
         if result.spread_beyond[0, position]:
             why.append(f"seed spread beyond {SPREAD_RATIO:g}x the declared SD (chi-square, p < {SPREAD_ALPHA:g})")
+        factor = result.factor[0, position]
+        published = f"the declared SD x {factor:.2f}, as the other kinds' seeds" if factor > 1 + 1e-9 else "declared"
         if result.leans_out[0, position]:
-            why.append("leans out: its interval at the declared SD lies beyond the margin")
+            why.append(f"leans out: its failing interval ({published}) lies beyond the margin")
+        if result.spared[0, position]:
+            why.append(f"its interval lies beyond the margin, its failing interval ({published}) does not")
         if result.spread_below[0, position]:
             why.append(f"{result.spread_below[0, position]}: seed spread below {TIGHT_RATIO:g}x the declared SD "
                        f"(chi-square, p < {TIGHT_ALPHA:g}): were the seeds applied?")  # fmt: skip

@@ -206,6 +206,8 @@ class RowDecision:
     spread_beyond: np.ndarray  # R x k: the row's seed spread, or its group's, fails the spread test
     spread_below: np.ndarray  # R x k: "", or why its spread (or its group's) is below the lower tail: identical, tight
     leans_out: np.ndarray  # R x k: inconclusive, with the point estimate beyond the margin (see decide_rows)
+    spared: np.ndarray  # R x k: its interval lies beyond the margin, the failing one (see decide_rows) does not
+    factor: np.ndarray  # R x k: the failing interval's seed SD over the declared (1: declared; see failing_noise)
     blocks: tuple[str, ...]  # the blocks tested, then the standardised-delta test
     block_mean: np.ndarray  # R x B: each block's mean delta (NaN for the standardised test)
     block_p: np.ndarray  # R x (B + 1): Holm-adjusted p of each block's shift and of the standardised deltas
@@ -223,33 +225,88 @@ def decide_rows(delta: np.ndarray, spread: np.ndarray, design: RowDesign, shift_
       declared SD: ``df s^2 / (SPREAD_RATIO sigma)^2`` beyond chi^2's ``1 - SPREAD_ALPHA`` quantile, or
       ``df s^2 / (TIGHT_RATIO sigma)^2`` below its ``TIGHT_ALPHA`` quantile (``seeds identical`` at spread 0,
       else ``too tight``: a seed never applied), makes the row (or every row of the group) ``not reproduced``.
-    * **Leaning out.** An inconclusive row whose interval at the *declared* SD lies beyond its margin is
-      ``not reproduced``: noise widens the interval that could pass a row, never the one that fails it.
+    * **Failing by distance.** A row is ``not reproduced`` by its delta only when the *failing* interval lies beyond
+      its margin: the declared SD, on both sides, times the common factor the *other* groups' seeds show over their
+      declared SDs where above 1 (at most :data:`SPREAD_RATIO`, Student t at its df: :func:`failing_noise`). An
+      inconclusive row beyond it "leans out"; a row whose own interval lies beyond the margin but the failing one
+      does not is inconclusive (``spared``). A row's own seeds never widen what fails it (its group is left out),
+      and the published run, from the same training, is taken to be as noisy as ours.
     * **Undecidable.** A row whose interval at the declared SD could not lie within its margin even with
       infinitely many seeds of ours (the published run's noise alone fills it: SimCSE's 0.8 against 1 point)
-      is ``undecidable at its margin`` unless one of the rules above, or its interval lying beyond the margin,
-      makes it ``not reproduced``: a row that cannot be shown equivalent can be shown not equivalent.
+      is ``undecidable at its margin`` unless one of the rules above, or its failing interval lying beyond the
+      margin, makes it ``not reproduced``: a row that cannot be shown equivalent can be shown not equivalent.
     * **Blocks.** Per block (table x model size), the mean delta against the shared-shift margin: p of
-      ``|mean| > margin`` from its standard error (the rows' SDs used); beside them, the standardised deltas
+      ``|mean| > margin`` from its standard error (the failing SDs, t at their df); beside them, the standardised deltas
       ``sum (delta / sd)^2`` against the noncentral chi^2 of every row off by the margin (errors of mixed
       sign). Holm over these tests at :data:`BLOCK_ALPHA`. Undecidable rows take part: these tests only fail.
     """
     upper = 0.5 + level / 2
-    normal = stats.norm.ppf(upper)
     sigma, df, quantile, beyond, below = _spread_tests(spread, design, upper)
     scale = np.sqrt(1 / design.n + 1 / design.m)
     half = quantile * sigma * scale + PUBLISHED_ROUNDING
     verdict = equivalence_verdicts(delta - half, delta + half, design.margin)
-    half_declared = normal * design.declared * scale + PUBLISHED_ROUNDING
-    leans_out = (verdict == INCONCLUSIVE) & (np.abs(delta) > design.margin + half_declared)
+    ratio, ratio_df = common_ratio(spread, design, beyond)
+    half_failing = failing_half_width(design, ratio, ratio_df, level)
+    failing_sd, failing_df = failing_noise(design, ratio, ratio_df)
+    beyond_failing = np.abs(delta) > design.margin + half_failing  # the one rule that fails a row by its interval
+    spared = (verdict == NOT_REPRODUCED) & ~beyond_failing
+    verdict = np.where(spared, INCONCLUSIVE, verdict)
+    leans_out = (verdict == INCONCLUSIVE) & beyond_failing
     verdict = np.where(leans_out | beyond | (below != ""), NOT_REPRODUCED, verdict)
     decidable = ~undecidable_rows(design, level)
     verdict = np.where(decidable | (verdict == NOT_REPRODUCED), verdict, UNDECIDABLE)
-    blocks, block_mean, p_values = _block_tests(delta, sigma * scale, design, shift_margin)
+    blocks, block_mean, p_values = _block_tests(delta, failing_sd, failing_df, design, shift_margin)
     adjusted = np.array([holm(row) for row in p_values]) if p_values.size else p_values
     fails = (verdict == NOT_REPRODUCED).any(axis=1) | (adjusted < BLOCK_ALPHA).any(axis=1)
-    return RowDecision(verdict, delta - half, delta + half, sigma, df, beyond, below, leans_out, blocks, block_mean,
-                       adjusted, fails)  # fmt: skip
+    factor = failing_sd / (design.declared * scale)
+    return RowDecision(verdict, delta - half, delta + half, sigma, df, beyond, below, leans_out, spared, factor, blocks,
+                       block_mean, adjusted, fails)  # fmt: skip
+
+
+def failing_half_width(design: RowDesign, ratio: np.ndarray, ratio_df: np.ndarray,
+                       level: float = DEFAULT_LEVEL) -> np.ndarray:  # fmt: skip
+    """Half-width of the interval that fails a row by its distance (beyond the margin, leaning out, an undecidable row
+    beyond it): ``q * sd + 0.005``, ``sd`` and its df from :func:`failing_noise`; ``q`` Student's t at that df, the
+    normal where both sides are at the declared SD."""
+    sd, dof = failing_noise(design, ratio, ratio_df)
+    upper = 0.5 + level / 2
+    finite = np.isfinite(dof)
+    quantile = np.where(finite, stats.t.ppf(upper, np.where(finite, dof, 1.0)), stats.norm.ppf(upper))
+    return quantile * sd + PUBLISHED_ROUNDING
+
+
+def failing_noise(design: RowDesign, ratio: np.ndarray, ratio_df: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The SD of a row's delta that the rules failing it use, and its degrees of freedom.
+
+    The declared SD times ``ratio`` (R x k: our seeds' SD over the declared, pooled over the *other* groups:
+    :func:`common_ratio`) where that exceeds 1, capped at :data:`SPREAD_RATIO` (the most the spread test grants),
+    on both sides: the published run comes from the same training as our seeds, so it is taken to be as noisy as
+    they show. ``sqrt(1/n + 1/m)`` times that; its df the ratio's (``ratio_df``), inf at the declared SD. The row's
+    own seeds never widen what fails it (its group is left out of the ratio)."""
+    estimated = (np.nan_to_num(ratio) > 1) & (ratio_df > 0)
+    factor = np.where(estimated, np.minimum(np.nan_to_num(ratio), SPREAD_RATIO), 1.0)
+    variance = (factor * design.declared) ** 2 * (1 / design.n + 1 / design.m)
+    return np.sqrt(variance), np.where(estimated, ratio_df, np.inf)
+
+
+def common_ratio(spread: np.ndarray, design: RowDesign, beyond: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, our seeds' SD over the declared one, pooled over every *other* group (kind and size) with seeds:
+    ``sqrt(sum (n_i - 1) (s_i / declared_i)^2 / sum (n_i - 1))``, and its df (both R x k). The declared SDs all come
+    from other papers' runs, so they are taken to be off by one common factor; leaving the row's own group out keeps
+    a group's own noise from widening the interval that fails it, and rows whose spread fails the spread test
+    (``beyond``) are evidence of a broken run, not of the published run's noise: left out too. NaN (df 0) where no
+    other group has seeds."""
+    pool = ~design.repeats & (design.n >= 2) & np.isfinite(spread).all(axis=0)
+    weights = np.where(pool & ~beyond, design.n - 1, 0.0)
+    squares = weights * np.nan_to_num(spread / design.declared) ** 2
+    ratio, dof = np.full(spread.shape, np.nan), np.zeros(spread.shape)
+    for group in dict.fromkeys(design.group):
+        others, columns = design.group != group, design.group == group
+        total = weights[:, others].sum(axis=1)
+        dof[:, columns] = total[:, None]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio[:, columns] = np.sqrt(squares[:, others].sum(axis=1) / total)[:, None]
+    return ratio, dof
 
 
 def undecidable_rows(design: RowDesign, level: float = DEFAULT_LEVEL) -> np.ndarray:
@@ -293,19 +350,24 @@ def _spread_tests(spread: np.ndarray, design: RowDesign, upper: float) -> tuple[
     return sigma, df, quantile, beyond, below
 
 
-def _block_tests(delta: np.ndarray, sd: np.ndarray, design: RowDesign,
+def _block_tests(delta: np.ndarray, sd: np.ndarray, df: np.ndarray, design: RowDesign,
                  margin: float) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:  # fmt: skip
-    """Per block, p of ``|mean delta| > margin``; last, p of the standardised deltas beyond every row off by
-    ``margin`` (the rows each counted once)."""
+    """Per block, p of ``|mean delta| > margin`` (Student t at the Welch-Satterthwaite df of the rows' variances
+    ``(sum v)^2 / sum (v^2 / df)``, ``df`` their SDs' degrees of freedom, inf where declared: the normal when every
+    SD is declared); last, p of the standardised deltas beyond every row off by ``margin`` (the rows each counted
+    once)."""
     counted = ~design.repeats
     names = tuple(b for b in dict.fromkeys(design.block[counted]))
     means, p_values = [], []
     for block in names:
         columns = counted & (design.block == block)
         mean = delta[:, columns].mean(axis=1)
-        error = np.sqrt(np.sum(sd[:, columns] ** 2, axis=1)) / columns.sum()
+        variance = sd[:, columns] ** 2
+        error = np.sqrt(np.sum(variance, axis=1)) / columns.sum()
+        spread = np.sum(variance**2 / df[:, columns], axis=1)  # 0 where every SD is declared (df inf)
+        dof = np.where(spread > 0, np.sum(variance, axis=1) ** 2 / np.where(spread > 0, spread, 1.0), np.inf)
         means.append(mean)
-        p_values.append(stats.norm.sf((np.abs(mean) - margin) / error))
+        p_values.append(stats.t.sf((np.abs(mean) - margin) / error, dof))
     if counted.sum() >= 2:
         z = delta[:, counted] / sd[:, counted]
         null = np.sum((margin / sd[:, counted]) ** 2, axis=1)

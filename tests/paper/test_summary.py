@@ -148,3 +148,33 @@ def test_figure5s_colour_scale_says_the_spread_it_spans(tmp_path):
         == "avg Spearman x 100: colours span 70.00 to 70.24 (a spread of 0.24 points)"
     )
     assert overlapping_texts(figure) == []
+
+
+def test_the_first_screen_says_one_seed_cannot_catch_a_sweeps_shift(tmp_path):
+    """Sweep rows at one seed: a 1-point error in all of them is caught 0.525 of the time and 8 seeds a row reach 0.80
+    (consert gate-rates --sweep-seeds 1-10, 4,000 runs each; test_gate_rates checks them against a fresh simulation).
+    The line is on the printed first screen and in the summary page's verdict counts; at 8 seeds it is gone."""
+    from consert.paper.summary import headline
+
+    sweep = {**_cell("batch 16", PAPER, 72.5, "inconclusive", True), "artifact": "table4", "n_seeds": 1}
+    for seeds, shown in ((1, True), (8, False)):
+        results = tmp_path / str(seeds)
+        results.mkdir()
+        pd.DataFrame([_cell("BERT-large", PAPER, 53.90, "reproduced", True), {**sweep, "n_seeds": seeds}]).to_csv(
+            results / "comparison.csv", index=False
+        )
+        line = next((line for line in headline(results) if line.startswith("The sweeps")), None)
+        assert (line is not None) == shown, line
+    assert "ran 1 seed a row" in line_of(tmp_path / "1") and "caught 0.53 of the time, under 80%" in line_of(
+        tmp_path / "1"
+    )
+    assert "8 seeds a sweep row reach it (0.80" in line_of(tmp_path / "1")
+    page = write_summary(tmp_path / "1", tmp_path / "figures", tmp_path / "summary.html", "abc", "a test machine")
+    verdicts = page.read_text().split('<section id="verdicts">')[1].split("</section>")[0]
+    assert "a 1-point error in all of them is caught 0.53" in verdicts
+
+
+def line_of(results) -> str:
+    from consert.paper.summary import headline
+
+    return next(line for line in headline(results) if line.startswith("The sweeps"))

@@ -175,3 +175,42 @@ def test_each_declared_seed_sd_is_read_back_from_the_papers_text_at_its_line():
     line = (PAPERS / large["paper"]["file"]).read_text(encoding="utf-8").splitlines()[large["paper"]["line"] - 1]
     assert large["paper"]["text"] in line.replace("Â±", "±") and large["paper"]["text"].endswith("±0.81")
     assert large["avg"] == round(0.81 * 0.07 / 0.27, 2) == 0.21 and noise["flow"]["source_avg"] == 0.07
+
+
+def _two_groups(consert_spread: float) -> tuple:
+    """Five 3-seed ConSERT rows (declared 0.3; 10 df) and one one-seed BERT-flow (NLI) row declared 0.3, one published
+    run each, margin 1: the flow row's failing interval takes its SD from the ConSERT rows' ratio to their declared."""
+    from consert.verdict.yardstick import RowDesign
+
+    design = RowDesign(
+        n=np.array([3.0] * 5 + [1.0]), m=np.ones(6), margin=np.ones(6), declared=np.full(6, 0.3),
+        group=np.array(["consert base"] * 5 + ["flow_nli base"]), block=np.array(["a"] * 5 + ["b"]),
+        repeats=np.zeros(6, dtype=bool),
+    )  # fmt: skip
+    return design, np.array([[consert_spread] * 5 + [np.nan]])
+
+
+def test_the_published_runs_noise_follows_the_other_kinds_seeds_by_hand():
+    """The ConSERT seeds spread 1.5x their declared SD (0.45 against 0.3, 10 df): the flow row's failing interval
+    takes 1.5 x 0.3 = 0.45 on both sides, Student t at 10 df: 1 + t(0.95, 10) x 0.45 x sqrt(2) + 0.005 = 2.159.
+    At the declared SD it would be 1 + 1.6449 x 0.3 x sqrt(2) + 0.005 = 1.703: a delta of -2.0 fails only there."""
+    from consert.verdict.yardstick import common_ratio, decide_rows, failing_half_width
+
+    design, spread = _two_groups(0.45)
+    ratio, dof = common_ratio(spread, design, np.zeros(spread.shape, dtype=bool))
+    assert ratio[0, 5] == pytest.approx(1.5) and dof[0, 5] == 10  # the ConSERT rows' own ratio: NaN, no other group
+    assert np.isnan(ratio[0, 0]) and dof[0, 0] == 0
+    by_hand = 1 + stats.t.ppf(0.95, 10) * 0.45 * np.sqrt(2) + 0.005
+    assert 1 + failing_half_width(design, ratio, dof)[0, 5] == pytest.approx(by_hand, abs=1e-9)
+    delta = np.array([[0.0] * 5 + [-2.0]])
+    assert decide_rows(delta, spread, design, 0.5).verdict[0, 5] == "inconclusive"  # 2.0 < 2.159: not failed
+    declared, tight = _two_groups(0.3)
+    assert decide_rows(delta, tight, declared, 0.5).verdict[0, 5] == "not reproduced"  # 2.0 > 1.703
+    # capped at twice the declared SD (what the spread test grants): a ratio of 3 counts as 2 (and fails the spread)
+    design, wild = _two_groups(0.9)
+    ratio, dof = common_ratio(wild, design, np.zeros(wild.shape, dtype=bool))
+    capped = 1 + stats.t.ppf(0.95, 10) * 0.6 * np.sqrt(2) + 0.005
+    assert 1 + failing_half_width(design, ratio, dof)[0, 5] == pytest.approx(capped, abs=1e-9)
+    # rows whose spread fails the spread test are left out of the ratio: broken seeds, not the published run's noise
+    ratio, dof = common_ratio(wild, design, np.ones(wild.shape, dtype=bool))
+    assert np.isnan(ratio[0, 5]) and dof[0, 5] == 0
