@@ -45,13 +45,19 @@ rule all:
     default_target: True
 
 
+onstart:
+    start_mps()
+
+
 onsuccess:
     from consert.paper.summary import headline
 
+    stop_mps()
     print("\n".join(headline("results", REPORT_COMMAND)))
 
 
 onerror:
     from consert.paper.summary import failure_lines
 
+    stop_mps()
     print("\n".join(failure_lines(log)))

@@ -110,6 +110,30 @@ GPU_POOL = ".snakemake/gpu-pool"
 GPU_SHARE = "shared" if config["share_gpu"] else "whole"
 
 
+#: Where the MPS daemon of the jobs that share a card keeps its pipes and logs (consert.gpu_mps); None: no MPS.
+MPS_FOLDER = ".snakemake/mps" if config["share_gpu"] and config["gpu_mps"] else None
+
+
+def start_mps():
+    """Jobs that share a card run side by side under NVIDIA's MPS where the machine has it (one line says so)."""
+    if MPS_FOLDER:
+        from consert import gpu_mps
+
+        line = gpu_mps.start(MPS_FOLDER)
+        if line:
+            print(line)
+
+
+def stop_mps():
+    """Stop the MPS daemon the workflow started (none else)."""
+    if MPS_FOLDER:
+        from consert import gpu_mps
+
+        line = gpu_mps.stop(MPS_FOLDER)
+        if line:
+            print(line)
+
+
 def device_env(share="shared"):
     """The environment of a job that encodes or trains: its threads, and its claim on a card of the pool."""
     return f"OMP_NUM_THREADS={{threads}} CONSERT_GPU_POOL={GPU_POOL} CONSERT_GPU_SHARE={share} "
