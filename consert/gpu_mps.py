@@ -55,8 +55,8 @@ def start(
 
 
 def stop(folder: str | os.PathLike, environ: MutableMapping[str, str] | None = None) -> str | None:
-    """Stop the daemon :func:`start` started under ``folder`` (``quit`` on its control pipe); None when it started
-    none, else one line."""
+    """Stop the daemon :func:`start` started under ``folder`` (``quit`` on its control pipe) and take its pipes out
+    of ``environ``; None when it started none, else one line."""
     environ = os.environ if environ is None else environ
     mark = Path(folder).resolve() / STARTED_MARK
     if not mark.is_file():
@@ -66,4 +66,7 @@ def stop(folder: str | os.PathLike, environ: MutableMapping[str, str] | None = N
     control = shutil.which(CONTROL, path=environ.get("PATH")) or CONTROL
     stopped = subprocess.run([control], input="quit\n", env=env, capture_output=True, text=True, timeout=60)
     mark.unlink()
+    if environ.get(PIPE_ENV) == pipes:  # later processes started here no longer look for it
+        environ.pop(PIPE_ENV)
+        environ.pop(LOG_ENV, None)
     return "MPS: stopped" if stopped.returncode == 0 else f"MPS: quit failed (exit {stopped.returncode})"

@@ -7,7 +7,8 @@
 #           --device cuda --speed-of-light);
 #           COST_STEPS=N steps per kind (150), COST_COMPARE="eager compiled graphs" times each kind those ways too
 #   share:  whether small jobs (BERT-NLI at batch 16, SG-OPT) run 1, 2, 3 at once raise the card's throughput;
-#           SHARE_STEPS=N steps per job (300), SHARE_KINDS="glob;glob" the kinds ("base bertflow-nli*;base sgopt*")
+#           SHARE_STEPS=N steps per job (300), SHARE_KINDS="glob;glob" the kinds ("base bertflow-nli*;base sgopt*"),
+#           SHARE_MPS=1 under NVIDIA's MPS (the workflow runs jobs that share a card so)
 #   bench:  the paper-scale trainer against a plain and a compiled loop (consert bench --device cuda)
 #   rehearsal: the paper config rehearsed on tiny random BERTs on CUDA, every core (tests/workflow/test_cuda.py)
 # A call of the device tool brings back at most 8 files: pack OUT_DIR into one archive after a long list of steps.
@@ -38,7 +39,7 @@ for step in "$@"; do
       ;;
     share)
       IFS=';' read -ra kinds <<<"${SHARE_KINDS:-base bertflow-nli*;base sgopt*}"
-      consert bench --config config/config.yaml --device cuda --steps "${SHARE_STEPS:-300}" \
+      consert bench --config config/config.yaml --device cuda --steps "${SHARE_STEPS:-300}" ${SHARE_MPS:+--mps} \
         --share "${kinds[@]}" --output "$out/share.csv" --data "$data"
       ;;
     bench) consert bench --device cuda --json "$out/bench.json" --data "$data" ;;

@@ -31,7 +31,7 @@ def test_the_daemon_is_started_for_the_jobs_and_stopped_by_the_workflow_that_sta
     pipes = str((tmp_path / "mps" / "pipe").resolve())
     assert line.startswith("MPS: started") and environ[gpu_mps.PIPE_ENV] == pipes  # the jobs inherit it
     assert environ[gpu_mps.LOG_ENV] == str((tmp_path / "mps" / "log").resolve())
-    assert gpu_mps.stop(tmp_path / "mps", environ) == "MPS: stopped"
+    assert gpu_mps.stop(tmp_path / "mps", environ) == "MPS: stopped" and gpu_mps.PIPE_ENV not in environ
     assert log.read_text().splitlines() == [f"-d||{pipes}", f"|quit|{pipes}"]  # daemon, then quit on its pipe
     assert gpu_mps.stop(tmp_path / "mps", environ) is None  # stopped once; a daemon it did not start: never
 

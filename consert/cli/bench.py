@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from consert.bench import COMPARED_EXECUTIONS
@@ -63,6 +64,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--copies", type=at_least(1), nargs="+", default=(1, 2, 3), help="--share: how many jobs at once"
     )
     parser.add_argument(
+        "--mps",
+        action="store_true",
+        help="--share: run the jobs under NVIDIA's Multi-Process Service (its daemon started and stopped here), "
+        "as the workflow runs jobs that share a card",
+    )
+    parser.add_argument(
         "--output", default=None, metavar="FILE.csv", help="--config: the cost table (or --share's) as CSV"
     )
     add_data_argument(parser)
@@ -72,6 +79,8 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     """Combinations refused before any work."""
     if (args.compare or args.share) and not args.config:
         parser.error("--compare and --share time a workflow config's job kinds: pass --config FILE.yaml too")
+    if args.mps and not args.share:
+        parser.error("--mps runs --share's jobs under NVIDIA's MPS: pass --share KIND too")
     if args.speed_of_light and (not args.config or args.share):
         parser.error("--speed-of-light belongs to the cost table: pass --config FILE.yaml too")
     if args.compare and args.share:
@@ -132,6 +141,7 @@ def _sharing(args: argparse.Namespace, workflow: dict, data):
     """``--share``: jobs of the matching kinds run 1, 2, 3 (``--copies``) at once, timed whole."""
     import tempfile
 
+    from consert import gpu_mps
     from consert.bench import paper_cost, sharing
     from consert.hardware import hardware_summary
 
@@ -141,6 +151,18 @@ def _sharing(args: argparse.Namespace, workflow: dict, data):
     print(f"{len(chosen)} job kinds run 1 to {max(args.copies)} at once on {hardware_summary(args.device)}")
     with tempfile.TemporaryDirectory(prefix="consert-share-models-") as scratch:
         models = paper_cost.random_models({kind.split()[0] for kind in chosen}, Path(scratch), args.shape)
-        table = sharing.sharing_table(chosen, models, str(data.root), args.steps, args.device, run_steps, args.copies)
+        mps = Path(scratch) / "mps"
+        if args.mps:
+            print(gpu_mps.start(mps) or "MPS: no NVIDIA GPU here; not started")
+        under_mps = gpu_mps.PIPE_ENV in os.environ  # the jobs, started below, inherit it
+        try:
+            table = sharing.sharing_table(
+                chosen, models, str(data.root), args.steps, args.device, run_steps, args.copies
+            )
+        finally:
+            stopped = gpu_mps.stop(mps)
+            if stopped:
+                print(stopped)
+    table = table.assign(mps=under_mps)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     return table

@@ -150,6 +150,7 @@ def test_the_command_times_every_kind_of_the_test_config_and_writes_its_table(tm
         (["--share", "base sgopt*"], "--compare and --share time a workflow config's job kinds"),
         (["--config", "CONFIG", "--share", "x", "--compare", "eager"], "--compare belongs to the cost table"),
         (["--speed-of-light"], "--speed-of-light belongs to the cost table"),
+        (["--config", "CONFIG", "--mps"], "--mps runs --share's jobs under NVIDIA's MPS"),
     ],
 )
 def test_a_bench_combination_that_cannot_run_is_refused_in_one_line_before_any_work(
