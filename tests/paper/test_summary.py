@@ -165,6 +165,11 @@ def test_the_first_screen_says_one_seed_cannot_catch_a_sweeps_shift(tmp_path):
         )
         line = next((line for line in headline(results) if line.startswith("The sweeps")), None)
         assert (line is not None) == shown, line
+    stand_in = tmp_path / "stand-in"  # a sweep run in another setting is judged by no one: no line
+    stand_in.mkdir()
+    elsewhere = {**_cell("batch 16", "offline stand-in", 72.5, "not comparable", False), "artifact": "table4"}
+    pd.DataFrame([{**elsewhere, "n_seeds": 1}]).to_csv(stand_in / "comparison.csv", index=False)
+    assert not any(line.startswith("The sweeps") for line in headline(stand_in))
     assert "ran 1 seed a row" in line_of(tmp_path / "1") and "caught 0.53 of the time, under 80%" in line_of(
         tmp_path / "1"
     )
