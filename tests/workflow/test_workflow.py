@@ -329,11 +329,15 @@ def test_the_published_number_gate_runs_on_the_dag_output(dag_run, capsys):
     log = (workdir / "logs" / "check_published.log").read_text()
     assert result.returncode == 0 and "cells compared" in log and "declared not run" in log
     assert "STAND-IN ALLOWED" in log  # the config's gate.allow_stand_in, visibly
-    # the same results without the flag: nothing is comparable, and the gate says so with exit 3
+    # the CLI on its own reads the design the workflow wrote beside the results, its allowance included
     published, output = str(ROOT / "results" / "published"), str(workdir / "logs" / "strict.csv")
-    not_run = [f"--not-run={pattern}" for pattern in read_yaml(ROOT / "config" / "test.yaml")["not_run"]]
     argv = ["compare", "--results", str(workdir / "results"), "--published", published, "--output", output]
-    assert cli_main([*argv, *not_run, "--check"]) == 3
+    assert cli_main([*argv, "--check"]) == 0 and "STAND-IN ALLOWED" in capsys.readouterr().out
+    # the same design without the allowance: nothing is comparable, and the gate says so with exit 3
+    design = read_yaml(workdir / "results" / "comparison_config.yaml")
+    strict = workdir / "logs" / "strict_design.yaml"
+    strict.write_text(yaml.safe_dump({**design, "allow_stand_in": False}))
+    assert cli_main([*argv, "--config", str(strict), "--check"]) == 3
     assert "nothing to gate on" in capsys.readouterr().err
 
 
