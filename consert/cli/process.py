@@ -1,5 +1,5 @@
 """How a command behaves as a process among others: how many threads it computes with (``--threads``, by default
-the idle physical cores it may run on) and progress bars that stay readable in a log file."""
+the physical cores it may run on) and progress bars that stay readable in a log file."""
 
 from __future__ import annotations
 
@@ -50,13 +50,12 @@ def default_threads(
     cpus: set[int] | None = None,
     physical: int | None = None,
     quota: float | None = None,
-    load: float | None = None,
-    total_cpus: int | None = None,
 ) -> int:
     """The threads a command computes with when ``--threads`` is not given: ``$OMP_NUM_THREADS`` when the caller
     set it (a workflow job, a batch script), else the physical cores this process may run on (its affinity and
-    its cgroup's quota) less those other processes keep busy (the 1-minute load, in proportion), at least 1. Every
-    argument defaults to this machine's value."""
+    its cgroup's quota; SMT siblings once), at least 1. Every argument defaults to this machine's value. The load
+    is not counted: a run's arithmetic would then follow what else the machine did in the last minute (its own
+    earlier work included); on a machine others use, ``--threads N`` says how many."""
     environ = os.environ if environ is None else environ
     given = environ.get("OMP_NUM_THREADS", "").strip()
     if re.fullmatch(r"[1-9]\d*", given):
@@ -64,15 +63,7 @@ def default_threads(
     cpus = _allowed_cpus() if cpus is None else cpus
     physical = _physical_cores(cpus) if physical is None else physical
     quota = _cgroup_cpus() if quota is None else quota
-    cores = max(1, min(physical, math.floor(quota) if quota != math.inf else physical))
-    if load is None:
-        try:
-            load = os.getloadavg()[0]
-        except (AttributeError, OSError):
-            load = 0.0
-    total = (os.cpu_count() or len(cpus)) if total_cpus is None else total_cpus
-    busy = round(cores * min(1.0, load / max(total, 1)))
-    return max(1, cores - busy)
+    return max(1, min(physical, math.floor(quota) if quota != math.inf else physical))
 
 
 def set_threads(threads: int | None) -> int:

@@ -25,17 +25,14 @@ def test_version_prints_the_packages_version(capsys):
     [
         ({"environ": {"OMP_NUM_THREADS": "3"}}, 3),  # the caller's choice (a workflow job, a batch script)
         ({"environ": {"OMP_NUM_THREADS": "0"}}, 4),  # not a thread count: ignored
-        ({}, 4),  # an idle machine: every physical core this process may use
+        ({}, 4),  # every physical core this process may use
         ({"physical": 2}, 2),  # 4 logical CPUs, 2 cores with 2 SMT threads each
         ({"quota": 2.5}, 2),  # a container's cgroup grants 2.5 CPUs of 4
-        ({"load": 2.0, "total_cpus": 4}, 2),  # others keep half the machine busy
-        ({"load": 2.0, "total_cpus": 2, "cpus": {0, 1}, "physical": 2}, 1),  # the busy 2-core machine: one thread
-        ({"load": 64.0, "total_cpus": 8}, 1),  # never fewer than one
-        ({"load": 8.0, "total_cpus": 64}, 4),  # a lightly loaded large machine: this process's share is idle
+        ({"quota": 0.5}, 1),  # never fewer than one
     ],
 )
-def test_the_default_threads_leave_busy_and_unavailable_cores_alone(settings, threads):
-    values = {"environ": {}, "cpus": {0, 1, 2, 3}, "physical": 4, "quota": math.inf, "load": 0.0, "total_cpus": 4}
+def test_the_default_threads_take_the_physical_cores_the_process_may_use(settings, threads):
+    values = {"environ": {}, "cpus": {0, 1, 2, 3}, "physical": 4, "quota": math.inf}
     assert default_threads(**(values | settings)) == threads
 
 
