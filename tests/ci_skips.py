@@ -1,11 +1,11 @@
 """CI's promise kept: no test it runs may be skipped quietly (a pytest plugin; ``tests/conftest.py`` uses its hooks).
 
 ``.ci/run`` sets ``CONSERT_CI_NO_SKIPS=1``: every skipped test of the run is then listed with its reason at the
-end and the run fails, so a missing tool, a missing data file or CI's time budget running out turns CI red
-instead of green. It also sets ``CONSERT_CI_DEADLINE``: past it no slow test starts, and the one left out is a
-skip like any other, so under ``CONSERT_CI_NO_SKIPS=1`` a slow machine fails loudly at the deadline instead of
-running past CI's limit. Tests that cannot run on CI's machine (the CUDA ones) are deselected by their marker
-(``-m 'not slow and not cuda'``), never skipped. Unset, skips stay skips (a laptop without Chromium is green).
+end and the run fails, so a missing tool or a missing data file turns CI red instead of green. It also sets
+``CONSERT_CI_DEADLINE``: past it no slow test starts, and the one left out fails, naming the deadline, so a slow
+machine fails loudly instead of running past CI's limit. Tests that cannot run on CI's machine (the CUDA ones)
+are deselected by their marker (``-m 'not slow and not cuda'``), never skipped. Unset, skips stay skips (a laptop
+without Chromium is green).
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ def strict() -> bool:
 
 
 def pytest_runtest_setup(item):
-    """Past CI's deadline a slow test does not start: it is skipped, and says why."""
+    """Past CI's deadline a slow test does not start: it fails, and says why (never a skip, which a run without
+    ``CONSERT_CI_NO_SKIPS`` would count as green)."""
     deadline = os.environ.get(DEADLINE_ENV)
     if deadline and item.get_closest_marker("slow") and time.time() > float(deadline):
-        pytest.skip(f"${DEADLINE_ENV}: CI's time budget leaves too little for another end-to-end run on this machine")
+        pytest.fail(f"${DEADLINE_ENV}: CI's time budget leaves too little for this end-to-end run", pytrace=False)
 
 
 def _reason(report) -> str:

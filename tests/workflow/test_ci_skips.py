@@ -60,11 +60,10 @@ def test_without_the_variable_a_skip_stays_a_skip(tmp_path):
 
 def test_a_slow_test_left_out_at_cis_deadline_fails_the_run_saying_why(tmp_path):
     past = str(time.time() - 60)
-    result = _inner_run(tmp_path, "-m", "slow", **{ci_skips.NO_SKIPS_ENV: "1", ci_skips.DEADLINE_ENV: past})
-    assert result.returncode == pytest.ExitCode.TESTS_FAILED, result.stdout
-    assert f"SKIPPED, so CI fails: test_suite.py::test_end_to_end: ${ci_skips.DEADLINE_ENV}: CI's time budget" in (
-        result.stdout
-    )
+    for strict in ("1", ""):  # a failure, not a skip: red even where skips are allowed
+        result = _inner_run(tmp_path, "-m", "slow", **{ci_skips.NO_SKIPS_ENV: strict, ci_skips.DEADLINE_ENV: past})
+        assert result.returncode == pytest.ExitCode.TESTS_FAILED, result.stdout
+        assert f"${ci_skips.DEADLINE_ENV}: CI's time budget" in result.stdout and "1 error" in result.stdout
     # before the deadline the slow test runs, and a run with nothing skipped is green under the variable
     future = str(time.time() + 3600)
     result = _inner_run(tmp_path, "-m", "slow", **{ci_skips.NO_SKIPS_ENV: "1", ci_skips.DEADLINE_ENV: future})
