@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -10,6 +12,8 @@ import numpy as np
 from consert.encode.cache import VectorCache
 from consert.encode.encoder import SentenceEncoder
 from consert.encode.pooling import Pooling
+
+from .flow_settings import FlowSettings
 
 
 @runtime_checkable
@@ -26,6 +30,21 @@ class SentenceEmbedder(Protocol):
 
     def describe(self) -> dict[str, object]:
         """Provenance columns: model, setting, pooling, method settings."""
+
+
+@dataclass(frozen=True)
+class BaselineOptions:
+    """The settings a baseline is built with, one object for all of them: every class's ``build(vectors,
+    options)`` takes it and reads its own (its :attr:`baselines.BaselineSpec.reads`)."""
+
+    #: Whitening: keep the top k dimensions (all when None).
+    whitening_k: int | None = None
+    #: GloVe: the vector file in GloVe's text format (the offline 6B-50d stand-in when None).
+    glove_path: str | Path | None = None
+    #: BERT-flow: how its flow is built and fitted (the authors' settings when None).
+    flow: FlowSettings | None = None
+    #: Show progress bars while encoding and fitting.
+    progress: bool = True
 
 
 class CachedPooledVectors:

@@ -37,7 +37,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from .base import CachedPooledVectors
+from .base import BaselineOptions, CachedPooledVectors
 from .flow_settings import FlowSettings
 
 #: The reference scales every log-scale parameter by 3 (``logscale_factor=3.`` in its actnorm and zero conv).
@@ -170,6 +170,12 @@ class FlowBaseline:
         self.flow: Glow | None = None
         self.history: list[float] = []
         self.name = f"flow[{vectors.pooling}]"
+
+    @classmethod
+    def build(cls, vectors: CachedPooledVectors | None, options: BaselineOptions) -> FlowBaseline:
+        """The registry's construction (:data:`baselines.BASELINE_SPECS`): the pooled vectors and the flow's
+        settings (the authors' when None), with the default seed."""
+        return cls(vectors, options.flow, progress=options.progress)
 
     def _batch_vectors(self, texts: list[str]) -> torch.Tensor:
         if self.settings.encoder_dropout:

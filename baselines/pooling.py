@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .base import CachedPooledVectors
+from .base import BaselineOptions, CachedPooledVectors
 
 #: The paper's pooling baselines, by name -> pooling spec. "first-last" exists in two published
 #: meanings: ConSERT's (embedding output + last layer) and BERT-whitening's (first layer + last).
@@ -25,6 +25,11 @@ class PoolingBaseline:
     def __init__(self, vectors: CachedPooledVectors):
         self.vectors = vectors
         self.name = f"pooling[{vectors.pooling}]"
+
+    @classmethod
+    def build(cls, vectors: CachedPooledVectors | None, options: BaselineOptions) -> PoolingBaseline:
+        """The registry's construction (:data:`baselines.BASELINE_SPECS`): the pooled vectors are all it takes."""
+        return cls(vectors)
 
     def fit(self, texts: Sequence[str]) -> PoolingBaseline:
         return self

@@ -13,42 +13,34 @@ from consert.encode.encoder import SentenceEncoder
 from consert.evaluate.protocol import evaluate_embedder, evaluate_task_vectors
 from consert.provenance import provenance
 
-from . import BASELINES
-from .base import CachedPooledVectors, SentenceEmbedder
-from .flow import FlowBaseline
+from . import BASELINE_SPECS, baseline_spec
+from .base import BaselineOptions, CachedPooledVectors, SentenceEmbedder
 from .flow_settings import FlowSettings
-from .glove import GloveBaseline
-from .pooling import PoolingBaseline
-from .whitening import WhiteningBaseline
 
-#: What a fitted baseline may be fitted on. ``task``: one fit per task on that task's scored pairs
-#: (the authors of BERT-flow and BERT-whitening); ``sts``: one fit on the 89,192 unlabeled STS texts;
-#: ``nli``: one fit on NLI sentences (BERT-whitening's "NLI" variant).
-FIT_CORPORA = {"whitening": ("task", "nli"), "flow": ("task", "sts")}
 #: Key of a corpus shared by every task.
 EVERY_TASK = "*"
-#: BERT-flow's STS12-16 "train+dev+test" is one file (full.txt) given as train, dev and test:
-#: every sentence is fitted on three times in its one epoch.
-FLOW_YEAR_PASSES = 3
 
 
 def fit_corpora(
-    name: str, data: SentEvalData, fit_on: str = "task", nli_files: Sequence[str] = ()
+    name: str, data: SentEvalData, fit_on: str | None = None, nli_files: Sequence[str] = ()
 ) -> dict[str, list[str]]:
     """``{dataset: texts}`` a baseline is fitted on per task, ``{EVERY_TASK: texts}`` for one fit,
-    ``{}`` for methods without parameters. ``nli`` fits on both sentences of every pair of the SNLI/MNLI
-    jsonl ``nli_files`` (BERT-whitening's NLI variant), or, without them, of SICK-E's training pairs (the
-    offline stand-in)."""
-    if name not in FIT_CORPORA:
+    ``{}`` for methods without parameters (and names outside :data:`BASELINE_SPECS`). ``fit_on`` is one of
+    the baseline's :attr:`~baselines.BaselineSpec.fit_on` (its first when None). ``nli`` fits on both
+    sentences of every pair of the SNLI/MNLI jsonl ``nli_files`` (BERT-whitening's NLI variant), or, without
+    them, of SICK-E's training pairs (the offline stand-in)."""
+    spec = BASELINE_SPECS.get(name)
+    if spec is None or not spec.fit_on:
         return {}
-    if fit_on not in FIT_CORPORA[name]:
-        raise ValueError(f"{name}: fit_on must be one of {FIT_CORPORA[name]}, got {fit_on!r}")
+    fit_on = spec.fit_on[0] if fit_on is None else fit_on
+    if fit_on not in spec.fit_on:
+        raise ValueError(f"{name}: fit_on must be one of {spec.fit_on}, got {fit_on!r}")
     if fit_on == "sts":
         return {EVERY_TASK: data.unlabeled_texts()}
     if fit_on == "nli":
         pairs = load_nli("snli+mnli", files=list(nli_files)) if nli_files else load_nli("sick-e", data)
         return {EVERY_TASK: [s for p in pairs for s in (p.premise, p.hypothesis)]}
-    passes = {task: FLOW_YEAR_PASSES if name == "flow" and task in STS_YEAR_SUBSETS else 1 for task in data.sets}
+    passes = {task: spec.year_passes if task in STS_YEAR_SUBSETS else 1 for task in data.sets}
     return {task: sts.scored_texts() * passes[task] for task, sts in data.sets.items()}
 
 
@@ -62,22 +54,19 @@ def build_baseline(
     cache: VectorCache | None = None,
     flow: FlowSettings | None = None,
 ) -> SentenceEmbedder:
-    """A baseline by name; encoder-based ones share ``encoder``'s cached pooled vectors, taken from
-    ``cache`` (a corpus encoded once by ``consert encode``) when given."""
-    if name == "glove":
-        return GloveBaseline(glove_path)
-    if name not in BASELINES:
-        raise ValueError(f"unknown baseline {name!r}; choose from {BASELINES} (SG-OPT trains: `consert sgopt`)")
-    if encoder is None:
-        raise ValueError(f"baseline {name!r} needs an encoder")
-    vectors = CachedPooledVectors(encoder, pooling, progress=progress)
-    if cache is not None:
-        vectors.preload(cache)
-    if name == "pooling":
-        return PoolingBaseline(vectors)
-    if name == "whitening":
-        return WhiteningBaseline(vectors, whitening_k)
-    return FlowBaseline(vectors, flow, progress=progress)
+    """A baseline by name, as its :data:`BASELINE_SPECS` record says: those that need an encoder share
+    ``encoder``'s cached pooled vectors, taken from ``cache`` (a corpus encoded once by ``consert encode``)
+    when given; each reads its own settings of the rest."""
+    spec = baseline_spec(name)
+    vectors = None
+    if spec.needs_encoder:
+        if encoder is None:
+            raise ValueError(f"baseline {name!r} needs an encoder")
+        vectors = CachedPooledVectors(encoder, pooling, progress=progress)
+        if cache is not None:
+            vectors.preload(cache)
+    options = BaselineOptions(whitening_k=whitening_k, glove_path=glove_path, flow=flow, progress=progress)
+    return spec.resolve().build(vectors, options)
 
 
 def evaluate_baseline(

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import CachedPooledVectors
+from .base import BaselineOptions, CachedPooledVectors
 
 
 @dataclass
@@ -43,6 +43,11 @@ class WhiteningBaseline:
         self.vectors, self.k = vectors, k
         self.transform: WhiteningTransform | None = None
         self.name = f"whitening[{vectors.pooling}, k={k or 'all'}]"
+
+    @classmethod
+    def build(cls, vectors: CachedPooledVectors | None, options: BaselineOptions) -> WhiteningBaseline:
+        """The registry's construction (:data:`baselines.BASELINE_SPECS`): the pooled vectors and ``whitening_k``."""
+        return cls(vectors, options.whitening_k)
 
     def fit(self, texts: Sequence[str]) -> WhiteningBaseline:
         self.transform = WhiteningTransform.fit(self.vectors(list(texts)), self.k)

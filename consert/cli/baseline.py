@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from baselines import BASELINES
+from baselines import BASELINES, baseline_spec
 from baselines.flow_settings import FlowSettings
 from consert.cli.arguments import add_encoder_arguments, at_least
 from consert.cli.common import load_cache, load_encoder
 from consert.encode.pooling import PAPER_POOLING
 
 NAME = "baseline"
-HELP = "evaluate a baseline: pooling, whitening, flow, glove"
+HELP = f"evaluate a baseline: {', '.join(BASELINES)}"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fit-on",
         choices=("task", "sts", "nli"),
-        default="task",
+        default=None,  # the baseline's own default: the first of its BaselineSpec.fit_on
         help="what whitening/flow is fitted on: each task's own pairs (the authors'; default), the 89,192 "
         "STS texts (flow), or NLI sentences (whitening: the --nli-file jsonl files, else SICK-E offline)",
     )
@@ -69,11 +69,11 @@ def run(args: argparse.Namespace) -> int:
     from consert.evaluate.protocol import summary_table
     from consert.io import write_csv
 
-    flow = flow_settings(args) if args.name == "flow" else None  # a wrong setting stops before any work
+    spec = baseline_spec(args.name)
+    # a wrong flow setting stops before any work; a baseline that takes none ignores the flags
+    flow = flow_settings(args) if "flow" in spec.reads else None
     data = load_senteval(args.data)
-    encoder = None
-    if args.name != "glove":
-        encoder = load_encoder(args)
+    encoder = load_encoder(args) if spec.needs_encoder else None
     embedder = build_baseline(
         args.name,
         encoder,
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         cache=load_cache(args.vectors, encoder, data) if args.vectors else None,
         flow=flow,
     )
-    fit_on = args.fit_on if args.name in ("whitening", "flow") else ""
+    fit_on = (args.fit_on or spec.fit_on[0]) if spec.fit_on else ""  # a method without parameters fits on nothing
     corpora = fit_corpora(args.name, data, fit_on, args.nli_file)
     label = fit_on
     if fit_on == "nli":  # say which NLI data the fit saw

@@ -1,0 +1,125 @@
+"""The baselines' registry: every record builds an embedder of its declared class, and what it declares (an
+encoder, what it is fitted on, BERT-flow's passes over the year sets) is what building and fitting do."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import zlib
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from baselines import BASELINE_SPECS, BASELINES, baseline_spec
+from baselines.base import BaselineOptions, SentenceEmbedder
+from baselines.flow_settings import FlowSettings
+from baselines.run import EVERY_TASK, build_baseline, fit_corpora
+from tests.conftest import ROOT
+
+#: Pooled vectors of the fake encoder: 8 dimensions (a two-level flow halves them once).
+DIM = 8
+#: A flow small enough for 40 texts: 10 steps of 4.
+TINY_FLOW = FlowSettings(levels=2, depth=1, width=8, batch_size=4, encoder_dropout=False)
+TEXTS = [f"a man plays guitar {i}" for i in range(20)] + [f"the cat sleeps {i}" for i in range(20)]
+
+
+class _FakeEncoder:
+    """A :class:`~consert.encode.encoder.SentenceEncoder` stand-in: hash vectors, no model to load."""
+
+    model = SimpleNamespace(config=SimpleNamespace(hidden_size=DIM))
+    resolved, max_length, dtype, engine, device = None, 32, "fp32", "fake", "cpu"
+    precision = SimpleNamespace(describe=lambda: "fp32")
+
+    def encode(self, sentences, pooling, progress=True, dropout=False):
+        return np.stack([np.random.default_rng(zlib.crc32(s.encode())).normal(size=DIM) for s in sentences])
+
+
+@pytest.fixture()
+def glove_file(tmp_path):
+    path = tmp_path / "glove.txt"
+    path.write_text("man 1 0 0\nguitar 0 2 0\ncat 0 0 4\n")
+    return path
+
+
+#: What each baseline's own settings (its ``reads``) show in its provenance, as ``build_baseline`` is given them below.
+SHOWN = {"whitening": {"whitening_k": 4}, "flow": {"flow_levels": 2, "flow_depth": 1}, "glove": {"model": "glove.txt"}}
+
+
+@pytest.mark.parametrize("name", BASELINES)
+def test_every_record_builds_an_embedder_of_its_class_that_fits_and_encodes(name, glove_file):
+    spec = BASELINE_SPECS[name]
+    embedder = build_baseline(
+        name, _FakeEncoder(), pooling="mean", whitening_k=4, glove_path=str(glove_file), progress=False, flow=TINY_FLOW
+    )
+    assert type(embedder) is spec.resolve() and isinstance(embedder, SentenceEmbedder)
+    assert (getattr(embedder, "vectors", None) is not None) == spec.needs_encoder  # glove's are word vectors
+    vectors = embedder.fit(TEXTS).encode(["a man plays guitar 3", "the cat sleeps 5", "nothing known"])
+    assert len(vectors) == 3 and np.isfinite(vectors).all()
+    described = embedder.describe()
+    shown = {key: described[key] if key != "model" else described[key].split("/")[-1] for key in SHOWN.get(name, {})}
+    assert shown == SHOWN.get(name, {}), "a setting the record says it reads did not reach the embedder"
+
+
+def test_records_are_consistent():
+    assert set(SHOWN) == {name for name, spec in BASELINE_SPECS.items() if spec.reads}
+    options = {field.name for field in dataclasses.fields(BaselineOptions)}
+    for name, spec in BASELINE_SPECS.items():
+        assert spec.name == name and set(spec.reads) <= options, name
+        assert set(spec.fit_on) <= {"task", "sts", "nli"} and spec.year_passes >= 1, name
+        assert callable(getattr(spec.resolve(), "build", None)), name
+    assert {name: spec.resolve().__name__ for name, spec in BASELINE_SPECS.items()} == {
+        "pooling": "PoolingBaseline",
+        "whitening": "WhiteningBaseline",
+        "flow": "FlowBaseline",
+        "glove": "GloveBaseline",
+    }
+    # BERT-flow fits STS12-16's full.txt as train, dev and test; every other baseline sees each text once
+    assert {name: spec.year_passes for name, spec in BASELINE_SPECS.items()} == {
+        "pooling": 1,
+        "whitening": 1,
+        "flow": 3,
+        "glove": 1,
+    }
+
+
+def test_an_unknown_baseline_fails_in_one_line_and_an_encoder_is_required_where_declared():
+    with pytest.raises(ValueError) as raised:
+        build_baseline("sgopt")
+    assert str(raised.value) == (
+        "unknown baseline 'sgopt'; choose from ('pooling', 'whitening', 'flow', 'glove') "
+        "(SG-OPT trains: `consert sgopt`)"
+    )
+    with pytest.raises(ValueError, match="^unknown baseline 'nope'"):
+        baseline_spec("nope")
+    for name in (name for name, spec in BASELINE_SPECS.items() if spec.needs_encoder):
+        with pytest.raises(ValueError, match=f"^baseline '{name}' needs an encoder$"):
+            build_baseline(name)
+
+
+def test_fit_corpora_follow_the_records(tiny_tree):
+    from consert.data.senteval import load_senteval
+
+    data = load_senteval(tiny_tree)
+    for name, spec in BASELINE_SPECS.items():
+        corpora = fit_corpora(name, data)
+        if not spec.fit_on:
+            assert corpora == {}, name
+            continue
+        assert corpora == fit_corpora(name, data, spec.fit_on[0]), name  # the first is the default
+        if "task" in spec.fit_on:
+            per_task = fit_corpora(name, data, "task")
+            assert len(per_task["STS12"]) == spec.year_passes * len(data.sets["STS12"].scored_texts()), name
+            assert per_task["STSb"] == data.sets["STSb"].scored_texts(), name
+        if "sts" in spec.fit_on:
+            assert fit_corpora(name, data, "sts") == {EVERY_TASK: data.unlabeled_texts()}, name
+        outside = next(corpus for corpus in ("task", "sts", "nli") if corpus not in spec.fit_on)
+        with pytest.raises(ValueError, match=f"^{name}: fit_on must be one of"):
+            fit_corpora(name, data, outside)
+
+
+def test_importing_the_registry_imports_no_torch():
+    """``consert baseline`` offers ``BASELINES`` at startup: the records name their classes, they do not import them."""
+    code = "import sys, baselines; baselines.baseline_spec('flow'); assert 'torch' not in sys.modules, 'torch'"
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
