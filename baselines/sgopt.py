@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from consert.configs import key
-from consert.data.senteval import SentEvalData, load_senteval
+from consert.data.senteval import STSB, SentEvalData, dev_pairs, load_senteval
 from consert.encode.batching import TokenCache, pad_multiple, to_device
 from consert.encode.models import default_device, resolve_model
 from consert.encode.precision import training_precision
@@ -235,7 +235,7 @@ class SgOptTrainer:
 
 def sgopt_texts(train_texts: str, data: SentEvalData) -> list[str]:
     """SG-OPT's training texts for its ``train_texts`` setting."""
-    stsb = data.sets["STSb"]
+    stsb = data.sets[STSB]  # the SG-OPT authors' setting: STS-B's sentences
     if train_texts == "stsb":
         return stsb.scored_texts()
     if train_texts == "stsb-train":
@@ -267,7 +267,7 @@ def train_sgopt(
     data = data if data is not None else load_senteval()
     set_seed(config.seed)
     trainer = SgOptTrainer(config, data)
-    dev = data.sets["STSb"].groups["dev"][: config.dev_max_pairs]
+    dev = dev_pairs(data, config.dev_max_pairs)
     encoder = SentenceEncoder(
         trainer.tokenizer, trainer.tuned, max_length=config.max_length, dtype=trainer.precision.dtype, engine="torch"
     )

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from consert.data.senteval import SentEvalData
+from consert.data.senteval import FIGURE_TASK, SentEvalData
 from consert.encode.encoder import SentenceEncoder
 from consert.encode.pooling import PAPER_POOLING, Pooling
 from consert.encode.rank_sums import RankSumCollector, TokenRankSums, collect_rank_sums
@@ -31,7 +31,7 @@ def frequency_ranking(tokenizer, sentences: Sequence[str], max_length: int = 64)
 
 def stsb_test_ranking(encoder: SentenceEncoder, data: SentEvalData) -> list[int]:
     """The paper's ranking: frequencies on the STS-B test split (both sentences of every pair)."""
-    pairs = data.sets["STSb"].groups["test"]
+    pairs = data.sets[FIGURE_TASK].groups["test"]
     return frequency_ranking(encoder.tokenizer, [s for p in pairs for s in (p.sent1, p.sent2)], encoder.max_length)
 
 

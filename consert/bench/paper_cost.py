@@ -41,6 +41,7 @@ import torch
 from consert.bench import execution_settings
 from consert.bench.cuda import random_bert
 from consert.data.senteval import PACKAGE_CHECKOUT, SentEvalData
+from consert.data.senteval import dev_pairs as dev_task_pairs
 from consert.paper.artifacts import sgopt_run, sgopt_seeds
 from consert.paper.card import NLI_PAIRS, STS_TEXTS
 from consert.paper.plan import plan_runs, unique_runs
@@ -291,13 +292,13 @@ SPEED_OF_LIGHT_COLUMNS = ("gflop_per_step", "achieved_tflops", "peak_fraction", 
 
 def evaluation_seconds(model: str, data: SentEvalData, device: str, dev_pairs: int | None = None) -> float:
     """Seconds of one evaluation of ``model`` as a training job's: the 7 sets with the paper's pooling (or the
-    first ``dev_pairs`` STS-B dev pairs: a dev evaluation), after a warm-up pass."""
+    first ``dev_pairs`` pairs of the dev task, STS-B's dev split: a dev evaluation), after a warm-up pass."""
     from consert.encode.encoder import SentenceEncoder
     from consert.evaluate.protocol import encode_and_score, evaluate_model
 
     encoder = SentenceEncoder.load(model, device=device)
     if dev_pairs is not None:
-        pairs = data.sets["STSb"].groups["dev"][:dev_pairs]
+        pairs = dev_task_pairs(data, dev_pairs)
         encode_and_score(encoder, pairs, "mean")
         started = time.perf_counter()
         encode_and_score(encoder, pairs, "mean")

@@ -6,7 +6,7 @@ import argparse
 
 from consert.cli.arguments import add_cached_model_arguments
 from consert.cli.common import load_cache, load_encoder
-from consert.data.senteval import DATASETS
+from consert.data.senteval import DATASETS, FIGURE_TASK
 
 NAME = "predictions"
 HELP = "per-pair gold and cosine of one dataset (Figure 1)"
@@ -15,7 +15,7 @@ HELP = "per-pair gold and cosine of one dataset (Figure 1)"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``consert predictions``."""
     add_cached_model_arguments(parser, "read vectors from a vector cache")
-    parser.add_argument("--dataset", default="STSb", choices=DATASETS)
+    parser.add_argument("--dataset", default=FIGURE_TASK, choices=DATASETS)
     parser.add_argument("--output", required=True, metavar="FILE.csv")
 
 

@@ -155,8 +155,11 @@ class SentEvalData:
         return replace(self, sets=sets)
 
     def unlabeled_texts(self) -> list[str]:
-        """Every input sentence of the seven sets (89,192 for SentEval's files), in a fixed order."""
-        return [text for name in DATASETS if name in self.sets for text in self.sets[name].texts]
+        """Every input sentence of the paper's sets (the seven: 89,192 for SentEval's files), in a fixed order.
+
+        The sets are those :data:`TASKS` declares ``in_paper`` when called (:func:`paper_tasks`), not when
+        this module was imported: a set declared later joins the corpus as its declaration says."""
+        return [text for name in paper_tasks() if name in self.sets for text in self.sets[name].texts]
 
 
 def normalize_sentence(text: str) -> str:
@@ -311,7 +314,7 @@ def load_stsb(reader: _FileReader, folder: Path) -> StsData:
             pairs.append(pair)
             texts.extend((pair.sent1, pair.sent2))
         groups[split] = pairs
-    return StsData("STSb", groups, eval_subsets=("test",), texts=texts)
+    return StsData(STSB, groups, eval_subsets=("test",), texts=texts)
 
 
 def load_sick(reader: _FileReader, folder: Path) -> StsData:
@@ -360,12 +363,17 @@ def manifest_mismatches(file_hashes: dict[str, str]) -> list[str]:
     return problems
 
 
+#: STS-B's name among the sets (its column in the paper's tables, its key in :data:`TASKS` and in results).
+STSB = "STSb"
+
+
 @dataclass(frozen=True)
 class StsTask:
     """One evaluation set, declared once (as an mteb task's metadata): how it is read from the data folder,
     its dev split (then its groups are ``train``, the dev split and ``test``), its names elsewhere, mteb's
-    task and the dataset revision it pins (where mteb's pairs and gold scores are the SentEval set's), and
-    whether it is one of the paper's seven sets (a column of its tables and a seventh of its Avg)."""
+    task and the dataset revision it pins (where mteb's pairs and gold scores are the SentEval set's),
+    whether it is one of the paper's seven sets (a column of its tables and a seventh of its Avg), and whether
+    its dev split is the dev evaluation that selects checkpoints (:func:`dev_task`; one set declares it)."""
 
     name: str
     load: Callable[[_FileReader, Path], StsData]  # (the reader, the folder holding STS/ and SICK/) -> the set
@@ -373,6 +381,7 @@ class StsTask:
     aliases: tuple[str, ...] = ()  # SentEval's and SimCSE's task names
     mteb: tuple[str, str] | None = None  # (mteb's task name, the dataset revision mteb pins)
     in_paper: bool = True
+    selects_checkpoints: bool = False
 
 
 def _sts_year(name: str, mteb_revision: str) -> StsTask:
@@ -395,11 +404,13 @@ TASKS: dict[str, StsTask] = {
         _sts_year("STS15", "ae752c7c21bf194d8b67fd573edf7ae58183cbe3"),
         _sts_year("STS16", "4d8694f8f0e0100860b497b999b3dbed754a0513"),
         StsTask(
-            "STSb",
+            STSB,
             lambda reader, root: load_stsb(reader, root / "STS" / "STSBenchmark"),
             dev_split="dev",
             aliases=("STSBenchmark",),
             mteb=("STSBenchmark", "b0fddb56ed78048fa8b90373c8a3cfc37b684831"),
+            # the authors' choice: ConSERT selects its checkpoints on STS-B's dev split (the SG-OPT baseline too)
+            selects_checkpoints=True,
         ),
         # SentEval's SICK "trial" split is its dev set
         StsTask(
@@ -410,10 +421,37 @@ TASKS: dict[str, StsTask] = {
         ),  # fmt: skip
     )
 }
-#: The paper's seven sets, in its column order: the columns of its tables, averaged into its Avg.
-DATASETS: tuple[str, ...] = tuple(name for name, task in TASKS.items() if task.in_paper)
+
+
+def paper_tasks() -> tuple[str, ...]:
+    """The sets :data:`TASKS` declares ``in_paper`` now, in its order: those the Avg averages and the training
+    corpus holds. Read at each call, so that a set declared after import counts as its declaration says."""
+    return tuple(name for name, task in TASKS.items() if task.in_paper)
+
+
+#: The paper's seven sets, in its column order: the columns of its tables (and the default sets to load).
+#: Fixed at import; the Avg and the corpus follow :func:`paper_tasks`, which reads :data:`TASKS` when called.
+DATASETS: tuple[str, ...] = paper_tasks()
+#: The set the paper's per-pair figures plot: Figure 1 (gold against predicted similarity) and Figure 4 (the
+#: top-k frequency masking curve, its token frequencies counted on this set's test split) are on STS-B test.
+#: Not the dev task (:func:`dev_task`), though the two are the same set.
+FIGURE_TASK = STSB
 #: Other names of the sets: SentEval's and SimCSE's task names (mteb's for STS-B).
 TASK_ALIASES: dict[str, str] = {alias: task.name for task in TASKS.values() for alias in task.aliases}
+
+
+def dev_task() -> StsTask:
+    """The set whose dev split selects checkpoints (the one :data:`TASKS` declares ``selects_checkpoints``)."""
+    chosen = [task for task in TASKS.values() if task.selects_checkpoints]
+    if len(chosen) != 1 or chosen[0].dev_split is None:
+        raise ValueError(f"expected one set with a dev split to select checkpoints, found {[t.name for t in chosen]}")
+    return chosen[0]
+
+
+def dev_pairs(data: SentEvalData, limit: int | None = None) -> list[ScoredPair]:
+    """The dev evaluation's pairs: the first ``limit`` (default: all) of :func:`dev_task`'s dev split."""
+    task = dev_task()
+    return data.sets[task.name].groups[task.dev_split][:limit]
 
 
 def load_senteval(

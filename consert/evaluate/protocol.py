@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import pearsonr, spearmanr
 
-from consert.data.senteval import DATASETS, TASKS, ScoredPair, SentEvalData
+from consert.data.senteval import TASKS, ScoredPair, SentEvalData, paper_tasks
 from consert.evaluate.bootstrap import BOOTSTRAP_SEED, DEFAULT_RESAMPLES, Replicates, bootstrap_sets, interval
 from consert.evaluate.diagnostics import DIAGNOSTIC_COLUMNS, diagnostics
 
@@ -151,13 +151,14 @@ def evaluate_task_vectors(
         for sub, (_, gold) in groups.items():
             rows.append((name, sub, len(gold), scores[f"subset:{sub}"], *[np.nan] * (len(RESULT_COLUMNS) - 4)))
     frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
-    per_set = frame[(frame.subset == "all") & frame.dataset.isin(DATASETS)]  # the paper's Avg: its seven sets
-    if len(per_set) == len(DATASETS):
+    paper = paper_tasks()  # the paper's Avg: its seven sets, as TASKS declares them now
+    per_set = frame[(frame.subset == "all") & frame.dataset.isin(paper)]
+    if len(per_set) == len(paper):
         average = ["Avg", "all", int(per_set.n_pairs.sum()), *per_set[list(RESULT_COLUMNS[3:6])].mean()]
         pearson = float(per_set.pearson.mean())
         bounds = []
         if resamples:
-            replicates["Avg"] = {key: np.mean([replicates[n][key] for n in DATASETS], axis=0) for key in AGGREGATE_KEYS}
+            replicates["Avg"] = {key: np.mean([replicates[n][key] for n in paper], axis=0) for key in AGGREGATE_KEYS}
             bounds = [b for key in AGGREGATE_KEYS for b in interval(replicates["Avg"][key])]
         frame = pd.concat([frame, pd.DataFrame([[*average, *_or_nan(bounds), pearson]], columns=list(RESULT_COLUMNS))])
         frame = frame.reset_index(drop=True)
@@ -181,7 +182,7 @@ def _with_diagnostics(
         values[name] = diagnostics(vectors[name], pairs, cosine)
     table = pd.DataFrame.from_dict(values, orient="index", columns=list(DIAGNOSTIC_COLUMNS))
     if "Avg" in set(frame.dataset):
-        paper = table.loc[list(DATASETS), ["anisotropy", "alignment", "uniformity"]]
+        paper = table.loc[list(paper_tasks()), ["anisotropy", "alignment", "uniformity"]]
         table.loc["Avg", ["anisotropy", "alignment", "uniformity"]] = paper.mean()
     dataset_rows = frame.subset == "all"
     for column in DIAGNOSTIC_COLUMNS:

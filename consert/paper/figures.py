@@ -18,7 +18,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from consert import registry  # noqa: E402
-from consert.data.senteval import DATASETS  # noqa: E402
+from consert.data.senteval import DATASETS, FIGURE_TASK  # noqa: E402
 from consert.io import atomic_path  # noqa: E402
 from consert.paper.marks import PublishedMarks
 from consert.paper.plan import AUGMENTATION_LABELS  # noqa: E402
@@ -172,7 +172,7 @@ def diagnostics(table: pd.DataFrame, paths: Sequence[str | Path], marks: Publish
     from consert.evaluate.diagnostics import GOLD_BINS
 
     average = table[table.dataset == "Avg"]
-    stsb = table[table.dataset == "STSb"]
+    stsb = table[table.dataset == FIGURE_TASK]
     figure, axes = plt.subplots(1, 3, figsize=(20, max(4.5, 0.22 * len(average) + 1.5)),
                                 gridspec_kw={"width_ratios": [1.2, 1, 1]}, layout="constrained")  # fmt: skip
     untrained = average.method.str.match(r"^(BERT-\w+ \(|Avg. GloVe)")

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from consert.data.senteval import SentEvalData
+from consert.data.senteval import SentEvalData, dev_pairs
 from consert.encode.batching import TokenCache, pad_multiple
 from consert.encode.encoder import SentenceEncoder
 from consert.encode.models import ResolvedModel, attention_implementation, default_device, resolve_model
@@ -67,7 +67,7 @@ class TrainedEncoder:
         self.ratios = AugmentationRatios(
             config.token_cutoff, config.feature_cutoff, config.dropout, config.adversarial_epsilon
         )
-        self.dev_pairs = data.sets["STSb"].groups["dev"][: config.dev_max_pairs]
+        self.dev_pairs = dev_pairs(data, config.dev_max_pairs)
         self.precision: Precision | None = None  # resolved once the plan is known (StepExecution.settle)
         self.dev_encoder: SentenceEncoder | None = None
 

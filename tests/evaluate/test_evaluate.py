@@ -72,23 +72,38 @@ def _load_toy(reader, root):
 
 def test_a_declared_toy_task_is_evaluated_and_leaves_the_papers_avg_and_corpus_alone(tiny_tree, monkeypatch):
     """A set declared once (one StsTask record) is loaded and scored like the others; not being one of the paper's
-    seven, it adds neither a column of the paper's Avg nor texts to the training corpus."""
+    seven, it adds neither a column of the paper's Avg nor texts to the training corpus. The same set declared
+    ``in_paper`` (after import, as here) does both: the Avg and the corpus follow TASKS' declarations when called."""
     from consert.data import senteval
     from consert.evaluate.protocol import evaluate_embedder
 
     _toy_task_files(senteval.resolve_data_dir(tiny_tree))
-    monkeypatch.setitem(senteval.TASKS, "TOY", senteval.StsTask("TOY", _load_toy, in_paper=False))
 
     def embed(sentences):  # letter counts: a deterministic embedder that ranks pairs differently per set
         return np.array([[s.count(c) + 0.1 for c in "abcdefghijklmnopqrstuvwxyz0123456789"] for s in sentences])
 
-    paper = senteval.load_senteval(tiny_tree, allow_unverified=True)
-    with_toy = senteval.load_senteval(tiny_tree, datasets=(*senteval.DATASETS, "TOY"), allow_unverified=True)
-    without, frame = (
-        evaluate_embedder(data, embed, resamples=0).query("subset == 'all'").set_index("dataset")
-        for data in (paper, with_toy)
-    )
+    def evaluated(in_paper: bool):
+        """The seven sets and the seven with TOY (declared ``in_paper``): the data and their per-set rows."""
+        monkeypatch.setitem(senteval.TASKS, "TOY", senteval.StsTask("TOY", _load_toy, in_paper=in_paper))
+        paper = senteval.load_senteval(tiny_tree, allow_unverified=True)
+        with_toy = senteval.load_senteval(tiny_tree, datasets=(*senteval.DATASETS, "TOY"), allow_unverified=True)
+        without, frame = (
+            evaluate_embedder(data, embed, resamples=0).query("subset == 'all'").set_index("dataset")
+            for data in (paper, with_toy)
+        )
+        return paper, with_toy, without, frame
+
+    seven = list(senteval.DATASETS)
+    paper, with_toy, without, frame = evaluated(in_paper=False)
     assert "TOY" in frame.index and frame.loc["TOY", "n_pairs"] == 12 and "TOY" not in without.index
     pd.testing.assert_series_equal(frame.loc["Avg"], without.loc["Avg"])
-    assert frame.loc["Avg", "spearman"] == pytest.approx(without.loc[list(senteval.DATASETS), "spearman"].mean())
+    assert frame.loc["Avg", "spearman"] == pytest.approx(without.loc[seven, "spearman"].mean())
     assert with_toy.unlabeled_texts() == paper.unlabeled_texts() and "TOY" not in senteval.DATASETS
+    seven_avg = frame.loc["Avg", "spearman"]
+
+    paper, with_toy, _, frame = evaluated(in_paper=True)
+    assert frame.loc["Avg", "n_pairs"] == frame.loc[[*seven, "TOY"], "n_pairs"].sum()
+    assert frame.loc["Avg", "spearman"] == pytest.approx(frame.loc[[*seven, "TOY"], "spearman"].mean())
+    assert frame.loc["Avg", "spearman"] != pytest.approx(seven_avg)
+    assert with_toy.unlabeled_texts() == paper.unlabeled_texts() + with_toy.sets["TOY"].texts
+    assert len(with_toy.sets["TOY"].texts) == 24
