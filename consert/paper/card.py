@@ -16,28 +16,19 @@ from typing import Any
 
 import pandas as pd
 
-from consert.paper.card_baselines import (
-    ATTENTION_DROPOUT_NOTE,
-    GRAPHED_DROPOUT_NOTE,
-    MEASURED_PRECISION,
-    UNEXPLAINED,
-    baseline_card_rows,
-)
+from consert.paper.card_baselines import MEASURED_PRECISION, UNEXPLAINED, baseline_card_rows
 from consert.paper.plan import RunSpec, plan_runs, train_overrides, unique_runs
-from consert.train.augcse import AugCseSettings
 from consert.train.augment import EMBEDDING_AUGMENTATIONS
-from consert.train.config import SUB_CONFIGS, SUPERVISED_MODES, TrainConfig
-from consert.train.recipes import authors_recipe
+from consert.train.config import TrainConfig
+from consert.train.methods import METHODS, sub_configs
+from consert.train.notes import ATTENTION_DROPOUT_NOTE, GRAPHS_NOTE
+from consert.train.recipes import REFERENCE_ENCODERS, STAGES, authors_recipe
 from consert.train.text_augment import LEFT_OUT
 
 #: The authors trained in fp16 with apex O1 on GPUs.
 AUTHORS_PRECISION = "fp16 (apex O1)"
-#: The family's precision: SimCSE's script passes --fp16 (torch AMP), AugCSE's sets no fp16 (fp32).
-FAMILY_PRECISION = {
-    "simcse": ("fp16", "fp16 (torch AMP)"),
-    "augcse": ("fp32", "fp32"),
-    "bertflow-nli": ("fp32", "fp32 (TensorFlow 1, no mixed precision)"),
-}
+#: BERT-flow's NLI encoder's precision (its methods' precisions: :data:`consert.train.methods.METHODS`).
+FLOW_NLI_PRECISION = ("fp32", "fp32 (TensorFlow 1, no mixed precision)")
 #: Keys compared with the authors' recipe, in column order.
 COMPARED = (
     "batch_size",
@@ -95,7 +86,7 @@ STS_TEXTS, NLI_PAIRS = 89_192, 942_069
 def warmup_note(config: TrainConfig) -> str:
     """The run's own warm-up against the authors': ours ``int(0.1 x planned steps)``, theirs
     ``ceil(0.1 x items x epochs / batch)`` (main.py), for the items one epoch of the paper's run holds."""
-    if config.mode in ("sup", "joint"):
+    if config.supervised:
         items = NLI_PAIRS
     elif config.n_texts:  # few-shot: the sample repeated int(1 / p) times (--do_upsampling)
         items = config.n_texts * int(STS_TEXTS / config.n_texts) if config.upsample else config.n_texts
@@ -117,11 +108,6 @@ OPTIMIZER_NOTE = (
     "on CUDA torch's fused AdamW with its step counts started at 1e9, where both bias corrections are exactly 1 "
     "(the authors' correct_bias=False); it decays the weights before the update, the authors' transformers 3.4 "
     "after it: lr^2 x 0.01 x |update| a step, 2.5e-15 at lr 5e-7 (a float64 test). On a CPU, the authors' order"
-)
-GRAPHS_NOTE = (
-    "on CUDA runs of 500+ steps the unsupervised step is replayed as CUDA graphs (cuda_graphs: auto): the same "
-    "arithmetic over the real tokens, but the views' random draws come from the CUDA generator's graph-safe "
-    "offsets, so a seed draws other (equally distributed) augmentations than an eager run of the same seed"
 )
 DROPOUT_NOTE = (
     "BERT's own dropout, one switch per stage (remove_dropout), the scripts' values: --no_dropout in "
@@ -164,54 +150,30 @@ def consert_notes(config: TrainConfig, size: str) -> str:
     notes += [f"dev set: {DEV_SET_NOTE}", f"warm-up: {warmup_note(config)}", f"dropout: {DROPOUT_NOTE}"]
     if not config.adam_bias_correction:  # the fused kernel runs only the uncorrected update
         notes.append(f"optimizer: {OPTIMIZER_NOTE}")
-    if config.mode not in SUPERVISED_MODES:
+    if not config.supervised:
         notes.append(f"CUDA graphs: {GRAPHS_NOTE}")
     if not config.remove_dropout:
         notes.append(ATTENTION_DROPOUT_NOTE)
     return "; ".join(notes)
 
 
-#: Where the shared loop's evaluation grid differs from the HF Trainer's (both family methods).
-FAMILY_GRID_NOTE = (
-    "dev evaluation: every eval_every steps as the HF Trainer, plus one after the last step when that is off "
-    "the grid (the Trainer evaluates on the grid only; with wiki1m SimCSE's 15,625 steps end on it, AugCSE's "
-    "4 x 7,813 = 31,252 end 252 steps after its last evaluation)"
-)
-#: What the contrastive family's recipes leave to a choice of ours, or where paper and code disagree.
-FAMILY_NOTES = {
-    "simcse": (
-        "eval_every: 125 from run_unsup_example.sh (the paper's Appendix A says 250); seed: the script sets none, "
-        "so HF's 42 (ours: the config's seeds); loss: one direction, z1 against the N z2's (models.py cl_forward); "
-        "the MLP head (Linear + Tanh, N(0, 0.02) init) is dropped at evaluation ([CLS] before the pooler); "
-        + FAMILY_GRID_NOTE
-        + "; CUDA graphs: "
-        + GRAPHS_NOTE
-        + "; "
-        + ATTENTION_DROPOUT_NOTE
-    ),
-    "augcse": (
-        "recipe: experiments/run_train_exp.py (the paper's Appendix A.7 was not available to check it); one "
-        "augmentation per text drawn uniformly with the run's seed and fixed for the run, computed at the start "
-        "(the authors precompute every augmentation of wiki1m and cache it); contraction and discourse-marker "
-        "tables are ours (the authors': checklist's and NL-Augmenter's); checkpoint: STS-B dev Spearman (the "
-        "authors also keep a transfer-task checkpoint); the released script's branch for a non-empty "
-        "augmentation list pairs two augmentations and would crash, so the paper's uniform sampling is used; "
-        "test pooling: [CLS] as the paper says (augcse_partial.txt lines 396-400), the one compared; the released "
-        "experiments/run_eval.sh passes --pooler avg (family: {augcse: {eval_pooling: mean}} evaluates so); "
-        "batch: 128 per GPU: train.py wraps the model in DataParallel on several GPUs (effective batch 128 x the "
-        "GPU count), but its loss reads model.config.num_labels, which DataParallel does not expose, so the "
-        "released code ran on one GPU (128); " + FAMILY_GRID_NOTE + "; CUDA graphs: " + GRAPHED_DROPOUT_NOTE
-    ),
-}
+def authors_precision(mode: str) -> tuple[str, str]:
+    """The precision the authors of ``mode``'s recipe trained in: (the dtype of ours it is, as they ran it)."""
+    if mode in METHODS:
+        return METHODS[mode].precision
+    return FLOW_NLI_PRECISION if mode in REFERENCE_ENCODERS else ("fp16", AUTHORS_PRECISION)
 
 
-#: The seed SimCSE's and AugCSE's runs used (HF TrainingArguments' default; AugCSE sets it explicitly).
-FAMILY_SEED = 42
+def run_notes(config: TrainConfig, size: str) -> str:
+    """The recipe card's notes of a run: its method's, BERT-flow's NLI encoder's, or a ConSERT stage's."""
+    if config.mode in METHODS:
+        return METHODS[config.mode].notes
+    return FLOW_NLI_NOTE if config.mode in REFERENCE_ENCODERS else consert_notes(config, size)
 
 
 def family_differences(config: TrainConfig) -> list[str]:
-    """Differences of a SimCSE/AugCSE run from its authors that no compared key shows."""
-    if config.mode not in FAMILY_NOTES:
+    """Differences of a run of the contrastive family from its authors that no compared key shows."""
+    if config.mode not in METHODS:
         return []
     out = []
     if config.train_texts == "sts":
@@ -219,7 +181,7 @@ def family_differences(config: TrainConfig) -> list[str]:
             "train_texts: the 89,192 unlabeled STS texts (authors: 1M English Wikipedia sentences, "
             "wiki1m_for_simcse.txt; the offline stand-in for them)"
         )
-    if config.augcse.discriminator_weight > 0:
+    if config.augcse.in_use:
         out.append(
             "augmentations left out of the authors' 12: "
             + "; ".join(f"{name} ({why})" for name, why in LEFT_OUT.items())
@@ -230,26 +192,26 @@ def family_differences(config: TrainConfig) -> list[str]:
 def authors_values(stage: str, size: str) -> dict[str, Any]:
     """The authors' value of every compared key for ``stage`` at ``size`` (``None``: all texts, no step cap)."""
     values = {"max_steps": None, "n_texts": None, "dev_max_pairs": None, "dropout": 0.2, **authors_recipe(stage, size)}
-    for name in SUB_CONFIGS:  # a sub-config's keys by their own names, as TrainConfig.flat gives the run's
-        values.update(values.pop(name))
+    for name, cls in sub_configs().items():  # a sub-config's keys by their own names, as TrainConfig.flat gives
+        values.update({**dataclasses.asdict(cls()), **values.pop(name)})
     values["upsample"] = True  # few-shot runs: main.py --data_proportion with --do_upsampling (Figure 6)
-    if stage in FAMILY_NOTES:
-        values["seed"] = FAMILY_SEED  # SimCSE's and AugCSE's scripts run the HF Trainer's default seed
+    if stage in METHODS:
+        values["seed"] = METHODS[stage].seed
     return values
 
 
 def _used_keys(config: TrainConfig) -> set[str]:
     """The keys that matter for this run's stage (a rate only when its augmentation is a view)."""
-    supervised = config.mode in SUPERVISED_MODES
-    contrastive = config.contrastive
+    supervised = config.supervised
     contrastive_keys = {"views", "temperature", "contrastive_weight", "loss", "projection"}
-    augcse_keys = {f.name for f in dataclasses.fields(AugCseSettings)}
-    keys = set(COMPARED) - set(EMBEDDING_AUGMENTATIONS) - contrastive_keys - augcse_keys
-    if contrastive:
+    own = {name: {f.name for f in dataclasses.fields(cls)} for name, cls in sub_configs().items()}
+    keys = set(COMPARED) - set(EMBEDDING_AUGMENTATIONS) - contrastive_keys - set().union(*own.values())
+    if config.contrastive:
         keys |= contrastive_keys
         keys |= {rate for rate in EMBEDDING_AUGMENTATIONS if rate in config.views}
-    if config.augcse.discriminator_weight > 0:
-        keys |= augcse_keys
+    for name, settings_keys in own.items():  # a method's own settings, where they do anything in this run
+        if getattr(config, name).in_use:
+            keys |= settings_keys
     if not supervised:
         keys -= {"classifier_features"}
     if supervised:
@@ -270,7 +232,7 @@ def _same(key: str, ours: Any, theirs: Any) -> bool:
 def _reason(key: str, spec: RunSpec, setting: str) -> str:
     """Why ``key`` of this run may differ from the authors' value, or ``UNEXPLAINED``."""
     if key == "seed":
-        if spec.mode in FAMILY_NOTES:
+        if spec.mode in METHODS:
             return "the config's seeds list (the authors' scripts leave the HF Trainer's default seed 42)"
         return "a further seed of the config's seeds list"
     if key in ("text_augmentations", "spacy_model") and any(word in setting for word in ("offline", "test")):
@@ -314,24 +276,23 @@ def recipe_card(config: dict[str, Any], run_configs: dict[str, TrainConfig] | No
                 reason = _reason(key, spec, setting)
                 ours_text, theirs_text = _text(ours, "none"), _text(theirs[key], "none")
                 differences.append(f"{key}: {ours_text} (authors {theirs_text}; {reason})")
-        precision, precision_text = FAMILY_PRECISION.get(train_config.mode, ("fp16", AUTHORS_PRECISION))
+        precision, precision_text = authors_precision(train_config.mode)
         if train_config.dtype != precision:
             differences.append(f"precision: {train_config.dtype} (authors {precision_text}; {MEASURED_PRECISION})")
-        contrastive = train_config.objective != "nli"  # every ConSERT stage but the supervised one compares views
-        if train_config.mode not in FAMILY_PRECISION and contrastive and train_config.dtype != "fp32":
+        if train_config.mode in STAGES and train_config.contrastive and train_config.dtype != "fp32":
             differences.append(
                 "similarities: fp32 under autocast (authors fp16: apex O1 ran their matmul of the normalised views in "
                 "fp16; fp32 as SimCSE's cosine_similarity, where bf16 would round cosines near 1 to steps of 2**-8)"
             )
         differences += family_differences(train_config)
-        if train_config.mode in SUPERVISED_MODES and "snli" not in train_config.nli_source:
+        if train_config.supervised and "snli" not in train_config.nli_source:
             differences.append(f"nli: {train_config.nli_source} (authors snli+mnli; the offline stand-in for them)")
         row: dict[str, Any] = {
             "run": run_id,
             "artifacts": ";".join(sorted(artifacts[run_id])),
             "mode": train_config.mode,
             "start_model": train_config.stage1_model or train_config.model,
-            "nli": train_config.nli_source if train_config.mode in SUPERVISED_MODES else "",
+            "nli": train_config.nli_source if train_config.supervised else "",
         }
         row.update({key: _text(settings[key]) if key in used else "" for key in COMPARED})
         row.update(
@@ -340,8 +301,7 @@ def recipe_card(config: dict[str, Any], run_configs: dict[str, TrainConfig] | No
             precision=train_config.dtype,
             authors_source=theirs["source"],
             differs_from_authors="; ".join(differences),
-            notes=FAMILY_NOTES.get(train_config.mode)
-            or (FLOW_NLI_NOTE if train_config.mode == "bertflow-nli" else consert_notes(train_config, spec.size)),
+            notes=run_notes(train_config, spec.size),
         )
         rows.append(row)
     return pd.DataFrame(rows + baseline_card_rows(config))

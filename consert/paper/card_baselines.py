@@ -16,6 +16,7 @@ from baselines.flow_settings import FlowSettings
 from baselines.sgopt import SgOptConfig
 from consert.paper.artifacts import sgopt_seeds
 from consert.paper.plan import flow_nli_base, flow_nli_run
+from consert.train.notes import GRAPHED_DROPOUT_NOTE
 
 UNEXPLAINED = "UNEXPLAINED"
 
@@ -33,19 +34,6 @@ SGOPT_SOURCE = "galsang/SG-BERT: training.py defaults, loss.py (head init, guide
 MEASURED_PRECISION = (
     "measured on the machine when run: the fastest of bf16, fp16 + gradient scaler and fp32 on a GPU (bf16 and fp32 "
     "where the step runs as CUDA graphs), of bf16 and fp32 on a CPU"
-)
-#: What attending by FlashAttention's variable-length kernel changes where BERT's attention dropout is on.
-ATTENTION_DROPOUT_NOTE = (
-    "attention: on CUDA in bf16 the packed step attends by FlashAttention's variable-length kernel over each "
-    "text's real tokens (consert.train.packed), equal to the padded attention to bf16 rounding (a CUDA test); "
-    "with BERT's attention dropout on, its masks are drawn inside that kernel, so a run equals a padded or "
-    "eager run in distribution, not mask for mask"
-)
-#: What replaying a dropout-only step as CUDA graphs changes (AugCSE's and SG-OPT's steps).
-GRAPHED_DROPOUT_NOTE = (
-    "on CUDA the step runs over the real tokens only and is replayed as CUDA graphs (cuda_graphs: auto): the same "
-    "arithmetic, but BERT's dropout masks come from the CUDA generator's graph-safe offsets, so a seed need not "
-    "draw the masks of an eager run of the same seed; " + ATTENTION_DROPOUT_NOTE
 )
 GLOVE_SOURCE = (
     "SBERT's Table 1 (Reimers & Gurevych 2019), which ConSERT's row equals: sentence-transformers' "

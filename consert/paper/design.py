@@ -10,6 +10,7 @@ import numpy as np
 
 from consert.paper.plan import sweep_seeds
 from consert.registry import FAMILY, FIGURE5, TABLE2, TABLE3, TABLE4
+from consert.train.methods import METHODS
 from consert.verdict.decision import PAPER_MODELS, Decision
 from consert.verdict.gate_rates import DesignRow, simulate
 
@@ -42,8 +43,11 @@ def paper_design(config: dict[str, Any], decision: Decision) -> list[DesignRow]:
         if "none" in augmentations:
             add("figure5 None-None", FIGURE5.stem, "consert", sweep_n)
     family = config.get("family") or {}
-    if "simcse" in (family.get("methods") or []) and "base" in (family.get("sizes") or []):
-        add("family SimCSE-base", FAMILY.key, "simcse", n)
+    for name in family.get("methods") or []:  # a method's published rows that hold a number, at a paper size
+        method = METHODS[name]
+        for size in family.get("sizes") or []:
+            if method.published_number and size in method.published and size in PAPER_MODELS:
+                add(f"family {method.label}-{size}", FAMILY.key, method.noise, n, size=size)
     return rows
 
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from consert import registry
-from consert.train.recipes import COMMON, FAMILY, FIRST_STAGE, REFERENCE_ENCODERS, stage_defaults
+from consert.train.methods import METHODS
+from consert.train.recipes import COMMON, FIRST_STAGE, REFERENCE_ENCODERS, stage_defaults
 
 AUGMENTATION_LABELS = {
     "none": "None",
@@ -23,8 +24,6 @@ AUGMENTATION_LABELS = {
     "dropout": "Dropout",
 }
 TABLE3_MODES = ("sup", "joint", "sup-unsup", "joint-unsup")
-#: The contrastive family's methods (settings of the same trainer) and their names in tables.
-FAMILY_LABELS = {"simcse": "SimCSE", "augcse": "AugCSE"}
 
 
 @dataclass(frozen=True)
@@ -32,7 +31,7 @@ class RunSpec:
     """One training run: model size, mode (what it trains), and what differs from the mode's defaults."""
 
     size: str
-    mode: str = "unsup"  # unsup | sup | joint | sup-unsup | joint-unsup | simcse | augcse | bertflow-nli
+    mode: str = "unsup"  # a ConSERT stage, a method of the contrastive family, or bertflow-nli (TrainConfig.mode)
     views: tuple[str, str] | None = None
     temperature: float | None = None
     batch_size: int | None = None
@@ -132,7 +131,7 @@ def plan_runs(config: dict[str, Any]) -> list[PlannedRun]:
             for method in family["methods"]:
                 add(
                     registry.FAMILY.key,
-                    {"method": f"{FAMILY_LABELS[method]}-{size}", "size": size},
+                    {"method": f"{METHODS[method].label}-{size}", "size": size},
                     RunSpec(size, method, seed=seed),
                 )
     for seed in sweep_seeds(config):
@@ -199,7 +198,7 @@ def train_overrides(spec: RunSpec, config: dict[str, Any], runs_dir: str = "runs
     a two-stage setting's run is its second stage, started from its NLI run's exported model.
     """
     nli = config.get("nli") or {}
-    if spec.mode in FAMILY:  # the family's own recipe: ConSERT's `train` block does not apply
+    if spec.mode in METHODS:  # the family's own recipe: ConSERT's `train` block does not apply
         family = config.get("family") or {}
         values: dict[str, Any] = {**family.get("train", {}), **family.get(spec.mode, {})}
         values = {"dtype": config.get("dtype", "auto"), "train_texts": family.get("train_texts", "sts"), **values}

@@ -13,42 +13,11 @@ the discriminator, so that augmented sentences cannot be told apart by their aug
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from consert.configs import ConfigError, key
-from consert.train.text_augment import check_text_augmentations
-
-
-@dataclass(frozen=True)
-class AugCseSettings:
-    """AugCSE's own settings: the objective ``augcse`` reads them, no other does (``TrainConfig.augcse``).
-
-    Their authors' values are in :data:`consert.train.recipes.AUGCSE`; elsewhere the discriminator is off."""
-
-    discriminator_weight: float = key("lambda: the augmentation discriminator's loss weight; 0 turns it off", 0.0)
-    text_augmentations: tuple[str, ...] = key(
-        "the sentence augmentations the discriminator tells apart (consert.train.text_augment)", ()
-    )
-    spacy_model: str | None = key("the spaCy model of the parser-based augmentations (null: a blank tokenizer)", None)
-    discriminator_dropout: float = key("the discriminator's dropout before each of its linear layers", 0.2)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "text_augmentations", tuple(self.text_augmentations))
-        if not 0 <= self.discriminator_dropout < 1:
-            raise ConfigError(
-                f"augcse.discriminator_dropout: expected a number in [0, 1), got {self.discriminator_dropout}"
-            )
-        if self.discriminator_weight < 0:
-            raise ConfigError(f"augcse.discriminator_weight: expected a number >= 0, got {self.discriminator_weight}")
-        if self.discriminator_weight > 0:
-            try:
-                check_text_augmentations(self.text_augmentations)
-            except ValueError as err:
-                raise ConfigError(f"augcse.text_augmentations: {err}") from None
+from consert.train.methods import AugCseSettings
 
 
 class _ReverseGradient(torch.autograd.Function):

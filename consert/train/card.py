@@ -11,6 +11,8 @@ import pandas as pd
 import yaml
 
 from consert.data.senteval import DATASETS
+from consert.train.methods import METHODS
+from consert.train.objectives import OBJECTIVES
 
 CARD = "README.md"
 #: The line that marks a card as the harness's own (written at export): only such a card is rewritten by
@@ -30,11 +32,10 @@ CITATION = """@inproceedings{yan-etal-2021-consert,
     doi = "10.18653/v1/2021.acl-long.393",
 }"""
 
-#: What each mode trains on (the NLI source and the text file come from the record).
+#: What each ConSERT stage and SG-OPT train on (the NLI source and the text file come from the record; the
+#: contrastive family's methods say theirs, :data:`consert.train.methods.METHODS`).
 TRAINING_DATA = {
     "unsup": "unlabeled texts",
-    "simcse": "unlabeled texts",
-    "augcse": "unlabeled texts",
     "sg-opt": "unlabeled texts",
     "sup": "NLI pairs",
     "joint": "NLI pairs (with the contrastive objective on their sentences)",
@@ -51,10 +52,11 @@ def _mode(record: dict[str, Any]) -> str:
 def _training_data(record: dict[str, Any]) -> str:
     config = record.get("config", {})
     mode = _mode(record)
-    parts = [TRAINING_DATA.get(mode, mode)]
+    parts = [METHODS[mode].training_data if mode in METHODS else TRAINING_DATA.get(mode, mode)]
     if record.get("nli"):
         parts.append(f"NLI: {record['nli']}")
-    if mode not in ("sup", "joint"):
+    objective = OBJECTIVES.get(config.get("objective", ""))  # none for SG-OPT, which trains on texts
+    if objective is None or not objective.is_supervised:  # a two-stage run's record is its second stage's
         texts = config.get("train_texts", "sts")
         texts = "the unlabeled sentences of the 7 STS sets (no scores)" if texts == "sts" else texts
         few = f", the first {config['n_texts']} drawn with the run's seed" if config.get("n_texts") else ""

@@ -22,14 +22,18 @@ from consert.data.nli import NLI_SOURCES
 from consert.encode.models import STAND_IN_MODEL
 from consert.encode.pooling import POOLER, Pooling
 from consert.encode.precision import DTYPE_CHOICES
-from consert.train.augcse import AugCseSettings
 from consert.train.augment import EMBEDDING_AUGMENTATIONS, check_augmentation
 from consert.train.losses import CONTRASTIVE_LOSSES, FEATURES, PROJECTION_HEADS
-from consert.train.recipes import CONSERT_STAGE_KEYS, FAMILY, FIRST_STAGE, REFERENCE_ENCODERS, stage_defaults
+from consert.train.methods import METHODS, AugCseSettings, sub_configs
+from consert.train.objectives import OBJECTIVES, Objective
+from consert.train.recipes import CONSERT_STAGE_KEYS, FIRST_STAGE, REFERENCE_ENCODERS, STAGES, stage_defaults
 
-MODES = ("unsup", "joint", "sup", "sup-unsup", "joint-unsup", *FAMILY, *REFERENCE_ENCODERS)
-#: Modes trained on NLI labels alone or with them (the others train on unlabeled texts).
-SUPERVISED_MODES = ("sup", "joint", "bertflow-nli")
+
+def modes() -> tuple[str, ...]:
+    """What a run may train: ConSERT's stages, the contrastive family's methods (read now), reference encoders."""
+    return (*STAGES, *METHODS, *REFERENCE_ENCODERS)
+
+
 LOSSES = tuple(CONTRASTIVE_LOSSES)
 PROJECTIONS = ("none", *PROJECTION_HEADS)
 EVAL_GRIDS = ("epoch", "global")
@@ -58,7 +62,7 @@ class TrainConfig:
         "where the trained model is exported (absent, empty, or an earlier export of the harness)", "runs/consert"
     )
     mode: str = key(
-        "what to train: unsup, sup, joint, sup-unsup, joint-unsup (ConSERT), simcse, augcse, bertflow-nli", "unsup"
+        f"what to train: {', '.join(STAGES)} (ConSERT), {', '.join((*METHODS, *REFERENCE_ENCODERS))}", "unsup"
     )
     # stage-dependent (BY_STAGE: the authors' value for the mode, see consert.train.recipes)
     objective: str = key("what the stage optimises: contrastive, nli, joint_nli, augcse (train.objectives)", BY_STAGE)
@@ -132,19 +136,30 @@ class TrainConfig:
     )
 
     def __post_init__(self) -> None:
-        _choice("mode", self.mode, MODES)
+        _choice("mode", self.mode, modes())
         for name, value in stage_defaults(self.mode).items():
             if getattr(self, name) is BY_STAGE:
                 setattr(self, name, value)
         self.views = tuple(self.views)
         self.classifier_features = tuple(self.classifier_features)
-        self.augcse = _sub_config(AugCseSettings, self.augcse, stage_defaults(self.mode)["augcse"], "augcse")
+        for name, settings in sub_configs().items():
+            setattr(self, name, _sub_config(settings, getattr(self, name), stage_defaults(self.mode)[name], name))
         check_train_config(self)
 
     @property
+    def objective_class(self) -> type[Objective]:
+        """The class of the stage's objective (:data:`consert.train.objectives.OBJECTIVES`)."""
+        return OBJECTIVES[self.objective]
+
+    @property
     def contrastive(self) -> bool:
-        """Whether the stage's loss contrasts texts of a batch (all but the classifier-only NLI modes)."""
-        return self.mode not in ("sup", "bertflow-nli")
+        """Whether the stage's loss contrasts the texts of a batch (its objective says)."""
+        return self.objective_class.is_contrastive
+
+    @property
+    def supervised(self) -> bool:
+        """Whether the stage trains on NLI labels (its objective says; the others train on unlabeled texts)."""
+        return self.objective_class.is_supervised
 
     @property
     def evaluation_max_length(self) -> int:
@@ -167,14 +182,16 @@ class TrainConfig:
         values = dataclasses.asdict(self)
         values["views"] = list(self.views)
         values["classifier_features"] = list(self.classifier_features)
-        values["augcse"]["text_augmentations"] = list(self.augcse.text_augmentations)
+        for name in sub_configs():  # a sub-config's tuples as lists, as YAML and JSON write them
+            values[name] = {key: list(v) if isinstance(v, tuple) else v for key, v in values[name].items()}
         return values
 
     def flat(self) -> dict[str, Any]:
         """Every setting by its own name, a sub-config's keys beside the others (what the recipe card compares)."""
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in SUB_CONFIGS}
-        for name in SUB_CONFIGS:
-            values.update((f.name, getattr(getattr(self, name), f.name)) for f in dataclasses.fields(SUB_CONFIGS[name]))
+        settings = sub_configs()
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in settings}
+        for name, cls in settings.items():
+            values.update((f.name, getattr(getattr(self, name), f.name)) for f in dataclasses.fields(cls))
         return values
 
     def replace(self, **changes: Any) -> TrainConfig:
@@ -188,16 +205,12 @@ def key_help(mode: str = "unsup") -> list[tuple[str, Any, str]]:
     keys follow it as ``NAME.KEY``, each with its own help."""
     rows = []
     for name, value, text in key_rows(TrainConfig, TrainConfig(mode=mode)):
-        if name in SUB_CONFIGS:
+        if name in sub_configs():
             rows.append((name, "", text))
-            rows += [(f"{name}.{key}", sub, help_text) for key, sub, help_text in key_rows(SUB_CONFIGS[name], value)]
+            rows += [(f"{name}.{key}", sub, help_text) for key, sub, help_text in key_rows(sub_configs()[name], value)]
         else:
             rows.append((name, value, text))
     return rows
-
-
-#: The sub-configs of a training config: an objective's own settings, by their key.
-SUB_CONFIGS: dict[str, type] = {"augcse": AugCseSettings}
 
 
 def _sub_config(cls: type, given: Any, stage: dict[str, Any], name: str) -> Any:
@@ -212,12 +225,14 @@ def _sub_config(cls: type, given: Any, stage: dict[str, Any], name: str) -> Any:
 def check_train_config(config: TrainConfig) -> None:
     """Every key of ``config`` checked (its stage defaults filled in): a :class:`ConfigError` names the first
     key that is wrong, what it holds and what was expected."""
+    if config.objective not in OBJECTIVES:
+        raise ConfigError(f"objective: expected one of {', '.join(OBJECTIVES)}, got {config.objective!r}")
     _choice("loss", config.loss, LOSSES)
     _choice("projection", config.projection, PROJECTIONS)
-    if config.augcse.discriminator_weight > 0 and config.objective != "augcse":
-        raise ConfigError(
-            f"augcse.discriminator_weight: AugCSE's discriminator needs objective 'augcse', not {config.objective!r}"
-        )
+    for name in sub_configs():  # a method's own settings, where they do anything, need its objective
+        settings, owner = getattr(config, name), METHODS[name].recipe["objective"]
+        if settings.in_use and config.objective != owner:
+            raise ConfigError(f"{name}: {settings.in_use} needs objective {owner!r}, not {config.objective!r}")
     if config.eval_max_length is not None and config.eval_max_length < MIN_MAX_LENGTH:
         raise ConfigError(
             f"eval_max_length: expected at least {MIN_MAX_LENGTH} tokens or null, got {config.eval_max_length}"

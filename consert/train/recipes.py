@@ -7,14 +7,16 @@ matching NLI stage). The values are the authors' base-model scripts (ConSERT rep
 text disagrees (dropout, the classifier features) the scripts win, and the paper's variant stays
 reachable by config. ``COMMON`` holds what every ConSERT stage shares.
 
-The contrastive family beside ConSERT runs on the same trainer as two more "stages" (``FAMILY``):
-unsupervised SimCSE (Gao et al. 2021) and AugCSE (Tang et al. 2022), each with its authors' values
-of every key where they differ from ConSERT's, and the source of each.
+The contrastive family beside ConSERT runs on the same trainer as more "stages": its methods' recipes
+(unsupervised SimCSE, Gao et al. 2021; AugCSE, Tang et al. 2022) are declared with the rest of each method in
+:mod:`consert.train.methods`, each with its authors' values of every key where they differ from ConSERT's.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from consert.train.methods import METHODS, sub_configs
 
 #: Stages, in the order a two-stage run trains them.
 STAGES = ("unsup", "sup", "joint", "sup-unsup", "joint-unsup")
@@ -102,10 +104,6 @@ AUTHORS_BY_SIZE: dict[str, dict[str, dict[str, Any]]] = {
             "source": "scripts/sup-consert-joint-unsup-large.sh (max length: the paper's 64, not the retrain's 40)",
             "epochs": 10,
         },
-        "simcse": {
-            "source": "princeton-nlp/SimCSE README (hyperparameters: unsupervised BERT-large lr 1e-5)",
-            "lr": 1e-5,
-        },
     }
 }
 
@@ -140,72 +138,12 @@ FALLBACK: dict[str, Any] = {
     "loss": "nt_xent",
     "projection": "none",
     "eval_max_length": None,  # ConSERT evaluates at its training max_length
-    "augcse": {"discriminator_weight": 0.0, "text_augmentations": (), "spacy_model": None},  # no discriminator
+    **{name: {} for name in sub_configs()},  # a method's own settings: their class's defaults (AugCSE's: off)
     "classifier_bias": True,  # SBERT's nn.Linear classifier
     "classifier_init_std": None,  # nn.Linear's own initialisation (SBERT's classifier)
     "final_state": "best",  # the best STS-B dev checkpoint (the authors' fit with an evaluator)
 }
 
-#: SimCSE, unsupervised (princeton-nlp/SimCSE: run_unsup_example.sh, simcse/models.py, train.py and the
-#: Trainer defaults of the transformers 4.2.1 it pins); the paper (arXiv 2104.08821 v4) where it agrees.
-SIMCSE: dict[str, Any] = {
-    "source": "princeton-nlp/SimCSE run_unsup_example.sh + simcse/models.py (HF Trainer defaults, transformers 4.2.1)",
-    "objective": "contrastive",
-    "lr": 3e-5,  # script; paper Table A.1 and footnote 2
-    "batch_size": 64,  # script; paper Table A.1
-    "epochs": 1,  # script; paper App. A
-    "patience": None,  # load_best_model_at_end without early stopping
-    "views": ("none", "none"),  # the batch twice through one pass: the views differ by BERT's dropout only
-    "remove_dropout": False,
-    "temperature": 0.05,  # --temp 0.05; paper Table D.1
-    "contrastive_weight": 1.0,
-    "loss": "infonce",  # models.py cl_forward: z1 against the N z2's, one direction
-    "projection": "mlp",  # --pooler_type cls --mlp_only_train: Linear + Tanh on [CLS] in training only
-    "train_pooling": "cls",
-    "dev_pooling": "cls",  # the MLP is dropped at evaluation: [CLS] before the pooler
-    "eval_pooling": "cls",
-    "max_length": 32,  # --max_seq_length 32 (training)
-    "eval_max_length": 512,  # evaluation pads to the longest sentence, no truncation (SentEval batcher)
-    "eval_every": 125,  # --eval_steps 125 (the paper's App. A says every 250 steps)
-    "eval_grid": "global",
-    "adam_bias_correction": True,  # transformers.AdamW default correct_bias=True
-    "adam_eps": 1e-8,
-    "weight_decay": 0.0,
-    "warmup_ratio": 0.0,  # warmup_steps 0: linear decay from the first step
-}
-
-#: AugCSE's STS recipe (PootieT/AugCSE experiments/run_train_exp.py, "should reproduce our STS-B results";
-#: the model, head and loss from model.py, mlp.py, training/discriminator.py; HF Trainer defaults of the
-#: transformers 4.22.2 it pins). Where it is silent, SimCSE's (it builds on SimCSE's code).
-AUGCSE: dict[str, Any] = {
-    **SIMCSE,
-    "source": "PootieT/AugCSE experiments/run_train_exp.py + model.py, mlp.py, training/discriminator.py",
-    "objective": "augcse",
-    "lr": 2e-5,  # learning_rate=2e-5
-    "batch_size": 128,  # per_device_train_batch_size=128
-    "epochs": 4,  # num_train_epochs=4
-    "eval_every": 500,  # eval_steps=500
-    "loss": "infonce_symmetric",  # contrastive_loss_type="ranking": (CE(S) + CE(S^T)) / 2
-    "projection": "bn_mlp",  # projection_layers=100: DiffCSE's batch-norm MLP, skipped at evaluation
-    "augcse": {
-        "discriminator_weight": 0.005,  # lambda; gradient reversal multiplier 1.0
-        "discriminator_dropout": 0.2,  # training/discriminator.py: dropout before each linear layer
-        "text_augmentations": (
-            "contraction_expansions",
-            "auxiliary_negation_removal",
-            "discourse_marker_substitution",
-            "subject_object_switch",
-            "random_swap",
-            "adjectives_antonyms_switch",
-            "yoda_perturbation",
-            "sentence_reordering",
-        ),  # the implemented 8 of the authors' 12, in their order (consert.train.text_augment.LEFT_OUT: the other 4)
-        "spacy_model": "en_core_web_sm",  # NL-Augmenter's initialize.py
-    },
-}
-
-#: The contrastive family: methods trained by the same loop, their recipes by stage name.
-FAMILY: dict[str, dict[str, Any]] = {"simcse": SIMCSE, "augcse": AUGCSE}
 
 #: BERT-flow's own BERT-NLI (Li et al. 2020), the encoder its "NLI" rows (ConSERT's Table 3) fit the flow
 #: on: bohanli/BERT-flow's README ("Fine-tune BERT with NLI supervision": TASK_NAME=ALLNLI, 1 epoch, lr
@@ -239,16 +177,22 @@ CONSERT_STAGE_KEYS = tuple(sorted({key for recipe in AUTHORS.values() for key in
 STAGE_KEYS = tuple(
     sorted(
         set(CONSERT_STAGE_KEYS)
-        | {key for recipe in (*FAMILY.values(), *REFERENCE_ENCODERS.values()) for key in recipe} - {"source"}
+        | {key for recipe in (*(m.recipe for m in METHODS.values()), *REFERENCE_ENCODERS.values()) for key in recipe}
+        - {"source"}
     )
 )
 
 
+def family_recipes() -> dict[str, dict[str, Any]]:
+    """The contrastive family's recipes, by method name (:data:`consert.train.methods.METHODS`, read now)."""
+    return {name: dict(method.recipe) for name, method in METHODS.items()}
+
+
 def recipe_of(stage: str) -> dict[str, Any]:
     """The stage's own recipe (a ConSERT script's or a family method's), with its source."""
-    recipe = AUTHORS.get(stage) or FAMILY.get(stage) or REFERENCE_ENCODERS.get(stage)
+    recipe = AUTHORS.get(stage) or family_recipes().get(stage) or REFERENCE_ENCODERS.get(stage)
     if recipe is None:
-        known = STAGES + tuple(FAMILY) + tuple(REFERENCE_ENCODERS)
+        known = STAGES + tuple(METHODS) + tuple(REFERENCE_ENCODERS)
         raise ValueError(f"unknown stage {stage!r}; expected one of {known}")
     return recipe
 
@@ -261,5 +205,6 @@ def stage_defaults(stage: str) -> dict[str, Any]:
 
 def authors_recipe(stage: str, size: str = "base") -> dict[str, Any]:
     """Every value of the authors' recipe for ``stage`` at model ``size`` (``base``/``large``), and its source."""
-    size_values = AUTHORS_BY_SIZE.get(size, {}).get(stage, {})
+    method = METHODS.get(stage)
+    size_values = method.by_size.get(size, {}) if method else AUTHORS_BY_SIZE.get(size, {}).get(stage, {})
     return {"source": recipe_of(stage)["source"], **COMMON, **stage_defaults(stage), **size_values}

@@ -15,6 +15,7 @@ from scipy import stats
 
 from consert import registry
 from consert.data.senteval import DATASETS
+from consert.train.methods import METHODS
 from consert.verdict.decision import (
     Decision,
     RowKinds,
@@ -87,9 +88,11 @@ def _describe(cell: dict[str, Any]) -> str:
 SWEEP_ARTIFACTS = tuple(artifact.key for artifact in registry.SWEEPS)
 
 
-METHOD_NOISE = (
-    ("SG-OPT", "sgopt"), ("SimCSE", "simcse"), ("AugCSE", "simcse"), ("flow", "flow"), ("ConSERT", "consert")
-)  # fmt: skip
+def method_noise() -> list[tuple[str, str]]:
+    """``(word, kind)``: a claim's cell whose method contains ``word`` carries ``kind``'s seed noise (the contrastive
+    family's methods say theirs, :data:`consert.train.methods.METHODS`)."""
+    family = [(method.label, method.noise) for method in METHODS.values()]
+    return [("SG-OPT", "sgopt"), *family, ("flow", "flow"), ("ConSERT", "consert")]
 
 
 def noise_kind(cell: dict[str, Any], kinds: RowKinds | None = None) -> str:
@@ -104,7 +107,7 @@ def noise_kind(cell: dict[str, Any], kinds: RowKinds | None = None) -> str:
     found = kinds.find(cell["artifact"], method) if kinds is not None and method else None
     if found is not None:  # else a row the published files name otherwise (BERT-base (mean:-2,-1), SG-OPT)
         return found[0]
-    return next((kind for word, kind in METHOD_NOISE if word in method), "none")
+    return next((kind for word, kind in method_noise() if word in method), "none")
 
 
 class Tables:

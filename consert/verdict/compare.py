@@ -29,11 +29,11 @@ from consert.registry import FAMILY, FIGURE4, FIGURE5, TABLE2, TABLE3, TABLE4
 from consert.verdict.cells import Context, gap_row, published_row_cells
 from consert.verdict.decision import (
     COMPARISON_COLUMNS,
-    FAMILY_ROWS,
     PAPER_MODELS,
     PRIMARY,
     SCORE_PAIRS,
     RowKinds,
+    family_rows,
     load_aggregates,
     load_decision,
 )
@@ -228,7 +228,7 @@ COMPARED: tuple[ComparedRows | StatedCells, ...] = (
         "contrastive_family.csv",
         FAMILY.csv,
         _by_method,
-        lambda _: list(FAMILY_ROWS),
+        lambda _: family_rows(),
         optional=True,
     ),  # fmt: skip
     StatedCells(FIGURE4.stem, FIGURE4.csv, figure4_text_cells),

@@ -16,6 +16,7 @@ import yaml
 
 from consert.data.senteval import DATASETS, STS_YEAR_SUBSETS
 from consert.registry import FAMILY, FIGURE5, TABLE2, TABLE3, TABLE4
+from consert.train.methods import METHODS
 from consert.verdict.yardstick import (
     SeedNoise,
 )
@@ -94,8 +95,14 @@ def block_of(artifact: str, size: str) -> str:
     return f"{BLOCK_OF.get(artifact, artifact)} {size}"
 
 
-#: The contrastive family's published rows (``contrastive_family.csv``) and the reproduced rows they match.
-FAMILY_ROWS = (("SimCSE-BERT-base", "SimCSE-base", "base"), ("AugCSE-BERT-base", "AugCSE-base", "base"))
+def family_rows() -> list[tuple[str, str, str]]:
+    """The contrastive family's published rows (``contrastive_family.csv``) and the reproduced rows they match:
+    ``(published, reproduced, size)`` of each method's published row (:data:`consert.train.methods.METHODS`)."""
+    return [
+        (published, f"{method.label}-{size}", size)
+        for method in METHODS.values()
+        for size, published in method.published.items()
+    ]
 
 
 def not_comparable_reason(row: pd.Series, size: str | None) -> str:

@@ -136,8 +136,8 @@ def test_list_keys_prints_every_training_key_with_the_modes_value_and_its_help(c
     each key once, with its help text, and nothing trained."""
     import dataclasses
 
-    from consert.train.augcse import AugCseSettings
     from consert.train.config import TrainConfig
+    from consert.train.methods import AugCseSettings
 
     for mode, lr in (("sup", "2e-05"), ("unsup", "5e-07")):
         assert main(["train", "--list-keys", "--set", f"mode={mode}"]) == 0

@@ -78,3 +78,15 @@ def test_each_training_config_builds_and_sets_only_what_differs_from_the_recipe(
     plain = {key: list(value) if isinstance(value, tuple) else value for key, value in defaults.items()}
     repeated = {key for key, value in values.items() if key in plain and value == plain[key]}
     assert repeated == set(), f"{path.name} repeats the recipe's {sorted(repeated)}"
+
+
+def test_the_schemas_family_names_are_the_method_records():
+    """The workflow schema lists the contrastive family's methods (``family.methods``' names, and a block of
+    TrainConfig keys per method): the same names as :data:`consert.train.methods.METHODS`, in the same order."""
+    from consert.train.methods import METHODS
+
+    family = yaml.safe_load(SCHEMA.read_text())["properties"]["family"]["properties"]
+    assert family["methods"]["items"]["enum"] == list(METHODS)
+    assert [name for name in family if name in METHODS or name not in ("methods", "sizes", "train_texts", "train")] == [
+        *METHODS
+    ]

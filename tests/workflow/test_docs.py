@@ -57,8 +57,8 @@ def test_every_page_is_in_the_site_and_it_builds_strictly(tmp_path):
     import dataclasses
     import html
 
-    from consert.train.augcse import AugCseSettings
     from consert.train.config import TrainConfig
+    from consert.train.methods import AugCseSettings
 
     training = html.unescape((tmp_path / "site" / "training" / "index.html").read_text(encoding="utf-8"))
     for key in dataclasses.fields(TrainConfig):  # every training key in the table, with its one help text

@@ -8,9 +8,9 @@ import torch
 from torch import nn
 
 from consert.data.senteval import SentEvalData
-from consert.train.config import TrainConfig
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the config imports the objectives (to ask what its objective is): no import back at run time
+    from consert.train.config import TrainConfig
     from consert.train.encoder import TrainedEncoder
     from consert.train.execution import StepExecution
     from consert.train.views import PackedPass
@@ -21,6 +21,10 @@ class Objective:
 
     #: The progress bar's name of the stage.
     label: ClassVar[str] = "unsup"
+    #: What the objective is: whether its loss contrasts the texts of a batch (each text's negatives are the
+    #: others'), and whether it trains on NLI labels. The config's checks and the recipe card ask these.
+    is_contrastive: ClassVar[bool] = True
+    is_supervised: ClassVar[bool] = False
     #: Why a step of this objective cannot run as CUDA graphs; None: it can.
     graphs_blocker: str | None = "this objective's step has no graph-safe loss (it stays eager or compiled)"
     #: How often the graphed step's packed pass repeats a batch's rows (2: two views in one pass).

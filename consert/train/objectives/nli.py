@@ -27,6 +27,7 @@ class NliClassification(Objective):
     Its step runs as CUDA graphs where they apply: one packed pass over premises and hypotheses."""
 
     label = "sup"
+    is_contrastive, is_supervised = False, True
     graphs_blocker: str | None = None
     graph_copies = 1  # premises and hypotheses are the pass's rows, each once
 
@@ -86,6 +87,7 @@ class JointNli(NliClassification):
     """
 
     label = "joint"
+    is_contrastive = True  # NT-Xent beside the NLI cross entropy
 
     def __init__(self, config, encoder, execution):
         super().__init__(config, encoder, execution)
