@@ -120,7 +120,7 @@ def _paper_cost(args: argparse.Namespace, data) -> int:
     from consert.bench import paper_cost
     from consert.hardware import hardware_summary
     from consert.io import write_csv
-    from consert.train.config import read_workflow_config
+    from consert.paper.workflow_config import read_workflow_config
 
     workflow = read_workflow_config(args.config)  # the workflow's defaults filled in, as snakemake does
     workflow["data_dir"] = str(data.root)

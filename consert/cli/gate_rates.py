@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``consert gate-rates`` on parsed ``args``; return its exit status."""
     from consert.io import write_csv
     from consert.paper.design import paper_design
-    from consert.train.config import read_workflow_config
+    from consert.paper.workflow_config import read_workflow_config
     from consert.verdict.decision import load_decision
     from consert.verdict.gate_rates import error_rates
 

@@ -95,7 +95,7 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _looks_like_a_path(text: str) -> bool:
+def looks_like_a_path(text: str) -> bool:
     """A local path rather than a hub id (``org/name``): absolute, relative with ./ or ../, ~, or deeper."""
     return text.startswith(("/", "./", "../", "~")) or text.count("/") > 1 or os.sep != "/" and os.sep in text
 
@@ -110,7 +110,7 @@ def resolve_model(name: str | os.PathLike) -> ResolvedModel:
                 "(config.json, tokenizer files and model.safetensors or pytorch_model.bin)"
             )
         return ResolvedModel(text, Path(text).resolve())
-    if _looks_like_a_path(text):
+    if looks_like_a_path(text):
         raise ModelNotAvailableError(
             f"model directory {text} does not exist (a path, not a hub id: check the spelling, or train or "
             "export the model first)"

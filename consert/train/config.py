@@ -305,22 +305,6 @@ def _choice(name: str, value: str, choices: tuple[str, ...]) -> None:
         raise ConfigError(f"{name}: expected one of {choices}, got {value!r}")
 
 
-#: The workflow config's JSON schema (its defaults fill keys a config file leaves out).
-WORKFLOW_SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
-
-
-def read_workflow_config(path: str | Path) -> dict[str, Any]:
-    """A workflow config file validated against the workflow's schema, its defaults filled in (as the DAG sees it)."""
-    from snakemake.utils import validate
-
-    config = read_yaml(path)
-    try:
-        validate(config, str(WORKFLOW_SCHEMA), set_default=True)
-    except Exception as err:  # noqa: BLE001 - snakemake wraps jsonschema's ValidationError in a WorkflowError
-        raise ConfigError(f"{path}: {str(err).splitlines()[0]}") from None
-    return config
-
-
 def load_train_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
     """The training config from a YAML file (optional) with ``key=value`` overrides applied on top."""
     values = read_yaml(path) if path else {}

@@ -107,7 +107,7 @@ def test_a_workflow_config_resolves_the_flow_settings_over_the_authors():
     """The offline config turns the encoder's dropout off (its flows fit on cached vectors) and keeps every other
     setting the authors'; the paper's config keeps all of them. The resolved file reads back as written."""
     from baselines.flow_settings import FlowSettings
-    from consert.train.config import read_workflow_config
+    from consert.paper.workflow_config import read_workflow_config
 
     offline = FlowSettings.of_workflow(read_workflow_config(ROOT / "config" / "offline.yaml"))
     assert offline == dataclasses.replace(FlowSettings(), encoder_dropout=False)

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from consert.paper.design import paper_design
-from consert.train.config import read_workflow_config
+from consert.paper.workflow_config import read_workflow_config
 from consert.verdict.compare import decide
 from consert.verdict.decision import COMPARISON_COLUMNS, load_decision
 from consert.verdict.gate import failures

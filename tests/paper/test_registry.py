@@ -20,7 +20,7 @@ from consert import registry
 from consert.paper.artifacts import CSV_FILES, SOURCES
 from consert.paper.cost import cost_table
 from consert.paper.figures import DRAW
-from consert.train.config import read_workflow_config
+from consert.paper.workflow_config import read_workflow_config
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The bound of the issue: the registry, and where the artifact is drawn or computed.

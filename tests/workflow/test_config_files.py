@@ -90,3 +90,14 @@ def test_the_schemas_family_names_are_the_method_records():
     assert [name for name in family if name in METHODS or name not in ("methods", "sizes", "train_texts", "train")] == [
         *METHODS
     ]
+
+
+def test_the_config_readme_table_is_the_schemas_keys():
+    """config/README.md's table of keys is the schema's: every top-level key with its title, in the schema's order
+    (written by scripts/config_keys.py), so the keys are described in one place."""
+    from consert.paper.workflow_config import keys_table
+
+    schema = yaml.safe_load(SCHEMA.read_text())["properties"]
+    table = keys_table(SCHEMA)
+    assert [line.split("`")[1] for line in table.splitlines()[2:]] == list(schema)
+    assert table in (CONFIG / "README.md").read_text()

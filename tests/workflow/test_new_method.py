@@ -18,9 +18,9 @@ from consert.paper.card import recipe_card
 from consert.paper.design import expected_seeds, paper_design
 from consert.paper.plan import plan_runs, unique_runs
 from consert.paper.run_configs import consert_run_config, run_config_text
+from consert.paper.workflow_config import read_workflow_config
 from consert.registry import FAMILY
 from consert.train.card import CARD
-from consert.train.config import read_workflow_config
 from consert.train.methods import METHODS, Method
 from consert.verdict.compare import compare
 from consert.verdict.decision import load_decision

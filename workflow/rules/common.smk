@@ -6,11 +6,9 @@ import shlex
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
 
 from consert.data.download import find_senteval
 from consert.data.senteval import DataFormatError
-from consert.encode.models import _looks_like_a_path as looks_like_a_path
 from baselines.flow_settings import FlowSettings
 from consert import registry
 from consert.paper import artifacts
@@ -18,7 +16,7 @@ from consert.configs import ConfigError
 from consert.paper.plan import flow_nli_run, plan_runs, unique_runs
 from consert.paper.comparison_config import ComparisonConfig
 from consert.verdict.compare import ARTIFACT_FILES
-from consert.paper.workflow_config import check_schema, check_training_keys
+from consert.paper.workflow_config import load_workflow_config
 from consert.paper.run_configs import consert_run_config, run_config_text, sgopt_run_config
 from consert.train.recipes import COMMON
 
@@ -28,37 +26,12 @@ if not config:
         "no config: use --profile profiles/default (the paper's config/config.yaml) or "
         "--configfile config/offline.yaml (the offline stand-in)"
     )
-# one line per fault, before any job: the schema's keys and types, then every run's training keys
+# one line per fault, before any job: the schema's keys and types, every run's training keys, the local models;
+# then the schema's defaults filled in
 try:
-    check_schema(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
-    validate(config, "../schemas/config.schema.yaml")  # fills in the schema's defaults
-    check_training_keys(config)
+    load_workflow_config(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
 except ConfigError as err:  # one line, not a traceback: the message names the key and what was expected
     sys.exit(str(err))
-
-
-def check_local_models(models):
-    """A model given as a local path (absolute, ./, ../, ~ or deeper than org/name) must be a model folder; a hub id
-    (`bert-base-uncased`, `org/name`) stays a hub id, resolved by the jobs (offline: from the cache)."""
-    for size, name in models.items():
-        path = Path(name).expanduser()
-        if not path.is_dir() and not looks_like_a_path(name):
-            continue
-        if not path.exists():
-            found = "does not exist"
-        elif not path.is_dir():
-            found = "is a file"
-        elif not (path / "config.json").is_file():
-            found = "has no config.json"
-        else:
-            continue
-        sys.exit(
-            f"config models.{size}: local model path {name} {found}; expected a model folder (config.json, the "
-            "tokenizer and the weights) or a hub id such as bert-base-uncased"
-        )
-
-
-check_local_models(config["models"])
 
 try:  # the configured folder; for the default one, $CONSERT_DATA or a SentEval folder beside the checkout
     FOUND_DATA = find_senteval(config["data_dir"], Path(workflow.basedir))
