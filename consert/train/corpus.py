@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from consert.data.senteval import SentEvalData
-
-if TYPE_CHECKING:  # the config imports the objectives, which read texts here: no import back at run time
-    from consert.train.config import TrainConfig
+from consert.train.config import TrainConfig
 
 
 def training_texts(config: TrainConfig, data: SentEvalData) -> list[str]:

@@ -15,12 +15,7 @@ from scipy import stats
 
 from consert import registry
 from consert.data.senteval import DATASETS
-from consert.train.methods import METHODS
-from consert.verdict.decision import (
-    Decision,
-    RowKinds,
-    authors_topk_k,
-)
+from consert.verdict.decision import Decision, RowKinds, authors_topk_k, method_noise
 
 
 @dataclass(frozen=True)
@@ -86,13 +81,6 @@ def _describe(cell: dict[str, Any]) -> str:
 
 #: The kind of seed noise of a claim's cell when it names none: by artifact, or by the method's name.
 SWEEP_ARTIFACTS = tuple(artifact.key for artifact in registry.SWEEPS)
-
-
-def method_noise() -> list[tuple[str, str]]:
-    """``(word, kind)``: a claim's cell whose method contains ``word`` carries ``kind``'s seed noise (the contrastive
-    family's methods say theirs, :data:`consert.train.methods.METHODS`)."""
-    family = [(method.label, method.noise) for method in METHODS.values()]
-    return [("SG-OPT", "sgopt"), *family, ("flow", "flow"), ("ConSERT", "consert")]
 
 
 def noise_kind(cell: dict[str, Any], kinds: RowKinds | None = None) -> str:

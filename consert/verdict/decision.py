@@ -105,6 +105,13 @@ def family_rows() -> list[tuple[str, str, str]]:
     ]
 
 
+def method_noise() -> list[tuple[str, str]]:
+    """``(word, kind)``: a claim's cell whose method contains ``word`` carries ``kind``'s seed noise (the contrastive
+    family's methods say theirs, :data:`consert.train.methods.METHODS`)."""
+    family = [(method.label, method.noise) for method in METHODS.values()]
+    return [("SG-OPT", "sgopt"), *family, ("flow", "flow"), ("ConSERT", "consert")]
+
+
 def not_comparable_reason(row: pd.Series, size: str | None) -> str:
     """Empty when the reproduced row used the paper's encoder and data; else why not."""
     texts = " ".join(str(row.get(c, "")) for c in ("setting", "nli"))

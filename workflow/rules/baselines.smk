@@ -220,4 +220,4 @@ rule stsb_predictions:
     conda:
         "../envs/consert.yaml"
     shell:
-        consert_shell("predictions {params.model} --dataset STSb --vectors {input.vectors}")
+        consert_shell("predictions {params.model} --vectors {input.vectors}")

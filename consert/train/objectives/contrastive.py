@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 from torch import nn
 
 from consert.data.senteval import SentEvalData
 from consert.encode.batching import to_device
+from consert.train.config import TrainConfig
 from consert.train.corpus import training_texts
 from consert.train.losses import CONTRASTIVE_LOSSES, PROJECTION_HEADS
 from consert.train.objectives.base import Objective
 from consert.train.views import PackedPass, two_view_forward
-
-if TYPE_CHECKING:
-    from consert.train.config import TrainConfig
 
 
 def projection_head(config: TrainConfig, hidden: int, device: str) -> nn.Module | None:
