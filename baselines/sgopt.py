@@ -38,7 +38,7 @@ from consert.train.config import COMPILE_CHOICES
 from consert.train.encoder import load_trainable, set_seed
 from consert.train.export import export_model
 from consert.train.graphs import FP16_BLOCKER, GraphedStep, graphed_probe_runner, graphs_unavailable
-from consert.train.loop import LoopResult, capture_ahead, loop_settings, run_loop
+from consert.train.loop import LoopResult, loop_settings, run_loop
 from consert.train.losses import similarities_in_fp32
 from consert.train.packed import Packing, packed_hidden_states
 from consert.train.record import loop_record, provenance_record
@@ -279,24 +279,18 @@ def train_sgopt(
         config, encoder.dtype, adam_eps=1e-6, max_grad_norm=1.0, eval_at_start=False, patience_counts="declines"
     )
     parameters = list(trainer.tuned.named_parameters()) + list(trainer.head.named_parameters())
-    texts, captured_ahead = trainer.training_texts(), 0.0
-    if capture_steps and trainer.graphed is not None:
-        graphed = trainer.graphed
-        captured_ahead = capture_ahead(
-            texts, trainer.loss, settings, trainer.device, capture_steps, graphed.capturing_only
-        )
     outcome = run_loop(
         trainer.tuned,
         parameters,
-        texts,
+        trainer.training_texts(),
         trainer.loss,
         dev_spearman,
         settings,
         trainer.device,
         desc="train sg-opt",
         progress=progress,
-        computes_gradients=trainer.graphed is not None,
-        capture_count=trainer.graphed.capture_count if trainer.graphed else None,
+        graphed=trainer.graphed,
+        capture_steps=capture_steps,
     )
     record = {
         "method": "sg-opt",
@@ -315,4 +309,4 @@ def train_sgopt(
         record=record,
         log=outcome.log,
     )
-    return SgOptResult(output, outcome, trainer, captured_ahead)
+    return SgOptResult(output, outcome, trainer, outcome.captured_ahead_s)

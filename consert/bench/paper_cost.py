@@ -49,6 +49,7 @@ from consert.paper.run_configs import consert_run_config, sgopt_run_config
 from consert.train.config import TrainConfig
 from consert.train.export import TRAINING_RECORD
 from consert.train.loop import evaluation_grid, loop_settings, planned_step_count
+from consert.train.objectives import objective_for
 from consert.train.recipes import FIRST_STAGE
 
 #: The hub configurations' shapes (layers, hidden size, heads, feed-forward size), by the config's size keys.
@@ -90,7 +91,7 @@ class PlannedJob:
 
 def _items(config: TrainConfig) -> int:
     """Items of one epoch of the paper's run of ``config`` (the card's counts; a text file: its lines if here)."""
-    if config.supervised:
+    if objective_for(config).is_supervised:
         return NLI_PAIRS
     if config.train_texts != "sts":
         path = Path(config.train_texts)
@@ -202,7 +203,7 @@ def _timed_config(config, model: str, steps: int, device: str, workdir: Path, da
     if config.mode in FIRST_STAGE:  # its second stage alone, from the random model as from its NLI run's export
         changes["stage1_model"] = model
     swapped = []
-    supervised = config.supervised  # the timed stage reads NLI pairs, else texts
+    supervised = objective_for(config).is_supervised  # the timed stage reads NLI pairs, else texts
     if not supervised and config.train_texts != "sts" and not Path(config.train_texts).is_file():
         changes["train_texts"] = "sts"
         swapped.append(f"STS texts for the missing {config.train_texts}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Sequence
 
 from consert.train.config import MIN_MAX_LENGTH
 
@@ -31,21 +32,25 @@ def task_name(text: str) -> str:
     return name
 
 
+def add_choice_argument(parser: argparse.ArgumentParser, flag: str, choices: Sequence[str], help_text: str) -> None:
+    """A flag that picks one of ``choices``, the first of them its default."""
+    parser.add_argument(flag, choices=choices, default=choices[0], help=help_text)
+
+
 def add_precision_arguments(parser: argparse.ArgumentParser, flag: str) -> None:
     from consert.encode.precision import DTYPE_CHOICES, ENGINES
 
-    parser.add_argument(
+    add_choice_argument(
+        parser,
         flag,
-        choices=DTYPE_CHOICES,
-        default="auto",
-        help="precision of the encoding; auto: the fastest measured on this machine (cached; $CONSERT_DTYPE "
-        "overrides auto)",
+        DTYPE_CHOICES,
+        "precision of the encoding; auto: the fastest measured on this machine (cached; $CONSERT_DTYPE overrides auto)",
     )
-    parser.add_argument(
+    add_choice_argument(
+        parser,
         "--engine",
-        choices=ENGINES,
-        default="auto",
-        help="inference engine; auto: the fastest measured with the dtype (ONNX Runtime or PyTorch on a CPU; "
+        ENGINES,
+        "inference engine; auto: the fastest measured with the dtype (ONNX Runtime or PyTorch on a CPU; "
         "$CONSERT_ENGINE overrides auto)",
     )
 
@@ -86,6 +91,41 @@ def add_encoder_arguments(parser: argparse.ArgumentParser) -> None:
     add_precision_arguments(parser, "--dtype")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
     add_data_argument(parser)
+
+
+def add_repeatable_argument(
+    parser: argparse.ArgumentParser,
+    flag: str,
+    metavar: str,
+    help_text: str,
+    parse: Callable[[str], object] | None = None,
+) -> None:
+    """A flag given any number of times: its values (each read by ``parse``, when given) in a list, empty when
+    the flag is not given."""
+    parser.add_argument(flag, action="append", default=[], metavar=metavar, type=parse, help=help_text)
+
+
+def add_vectors_argument(
+    parser: argparse.ArgumentParser, help_text: str = "read vectors from `consert encode`"
+) -> None:
+    """``--vectors CACHE.npz``: a vector cache (``consert encode`` writes them) read instead of encoding."""
+    parser.add_argument("--vectors", default=None, metavar="CACHE.npz", help=help_text)
+
+
+def add_training_arguments(
+    parser: argparse.ArgumentParser, config_help: str, set_help: str, list_keys_help: str | None = None
+) -> None:
+    """The arguments of a command that trains and exports a model (``train``, ``sgopt``): its settings from
+    ``--config FILE.yaml`` and ``--set KEY=VALUE`` overrides (with ``list_keys_help``, ``--list-keys`` between
+    them), ``--overwrite`` of an earlier export, and the export's evaluation (:func:`add_evaluate_arguments`)."""
+    parser.add_argument("--config", default=None, metavar="FILE.yaml", help=config_help)
+    if list_keys_help is not None:
+        parser.add_argument("--list-keys", action="store_true", help=list_keys_help)
+    add_repeatable_argument(parser, "--set", "KEY=VALUE", set_help)
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an earlier export in output_dir (never other files)"
+    )
+    add_evaluate_arguments(parser)
 
 
 def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
@@ -144,5 +184,5 @@ def add_cached_model_arguments(parser: argparse.ArgumentParser, vectors_help: st
 
     parser.add_argument("model")
     parser.add_argument("--pooling", default=PAPER_POOLING, metavar="P")
-    parser.add_argument("--vectors", default=None, metavar="CACHE.npz", help=vectors_help)
+    add_vectors_argument(parser, vectors_help)
     add_encoder_arguments(parser)

@@ -7,7 +7,7 @@ import dataclasses
 
 from baselines import BASELINES, baseline_spec
 from baselines.flow_settings import FlowSettings
-from consert.cli.arguments import add_encoder_arguments, at_least
+from consert.cli.arguments import add_encoder_arguments, add_repeatable_argument, add_vectors_argument, at_least
 from consert.cli.common import load_cache, load_encoder
 from consert.encode.pooling import PAPER_POOLING
 
@@ -28,16 +28,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="what whitening/flow is fitted on: each task's own pairs (the authors'; default), the 89,192 "
         "STS texts (flow), or NLI sentences (whitening: the --nli-file jsonl files, else SICK-E offline)",
     )
-    parser.add_argument(
+    add_repeatable_argument(
+        parser,
         "--nli-file",
-        action="append",
-        default=[],
-        metavar="FILE.jsonl",
-        help="--fit-on nli: an SNLI/MultiNLI jsonl release file (repeatable; without one, SICK-E stands in)",
+        "FILE.jsonl",
+        "--fit-on nli: an SNLI/MultiNLI jsonl release file (repeatable; without one, SICK-E stands in)",
     )
     parser.add_argument("--glove", default=None, metavar="FILE", help="GloVe text file (default: offline 6B-50d)")
     parser.add_argument("--output", default=None, metavar="FILE.csv")
-    parser.add_argument("--vectors", default=None, metavar="CACHE.npz", help="read vectors from `consert encode`")
+    add_vectors_argument(parser)
     parser.add_argument(
         "--flow-config",
         default=None,

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from consert.bench import COMPARED_EXECUTIONS
-from consert.cli.arguments import add_data_argument, at_least
+from consert.cli.arguments import add_choice_argument, add_data_argument, at_least
 
 NAME = "bench"
 HELP = "benchmark evaluation and training against their references; --config: what a workflow config's DAG costs"
@@ -16,11 +16,11 @@ HELP = "benchmark evaluation and training against their references; --config: wh
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``consert bench``."""
     parser.add_argument("--repeats", type=at_least(1), default=3, help="alternating repeats (cpu)")
-    parser.add_argument(
+    add_choice_argument(
+        parser,
         "--device",
-        choices=("cpu", "cuda"),
-        default="cpu",
-        help="cpu: against sentence-transformers; cuda: the paper-scale trainer, a plain loop, the compiled ceiling",
+        ("cpu", "cuda"),
+        "cpu: against sentence-transformers; cuda: the paper-scale trainer, a plain loop, the compiled ceiling",
     )
     parser.add_argument("--json", default=None, metavar="FILE.json", help="also write the raw numbers")
     parser.add_argument(
@@ -32,11 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--steps", type=at_least(6), default=300, help="--config: training steps timed per kind")
     parser.add_argument("--gpus", type=at_least(1), default=1, help="--config: the cards of --resources gpu=N")
-    parser.add_argument(
+    add_choice_argument(
+        parser,
         "--shape",
-        choices=("hub", "tiny"),
-        default="hub",
-        help="--config: random BERTs of the hub configs' shapes (hub), or 2-layer ones to try the command (tiny)",
+        ("hub", "tiny"),
+        "--config: random BERTs of the hub configs' shapes (hub), or 2-layer ones to try the command (tiny)",
     )
     parser.add_argument(
         "--compare",

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from consert.cli.arguments import add_repeatable_argument
+
 NAME = "compare"
 HELP = "compare reproduced artifacts with the published numbers"
 #: The design and settings the workflow writes beside the results; read from ``--results`` unless ``--config``.
@@ -69,39 +71,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the comparison's settings (margins, seed_noise, seeds, not_run, inconclusive, allow_stand_in; "
         f"default: RESULTS/{DESIGN_FILE} when there, which the workflow writes); the flags below add to them",
     )
-    parser.add_argument(
+    add_repeatable_argument(
+        parser,
         "--margin",
-        action="append",
-        default=[],
-        metavar="ARTIFACT=VALUE",
-        type=_assignment("ARTIFACT=NUMBER", "table2=1.0", float),
-        help="override a declared margin of results/published/decision.yaml, e.g. table2=1.0 table4_steps=300",
+        "ARTIFACT=VALUE",
+        "override a declared margin of results/published/decision.yaml, e.g. table2=1.0 table4_steps=300",
+        parse=_assignment("ARTIFACT=NUMBER", "table2=1.0", float),
     )
-    parser.add_argument(
+    add_repeatable_argument(
+        parser,
         "--seed-noise",
-        action="append",
-        default=[],
-        metavar="KIND=SD",
-        type=_assignment("KIND=NUMBER", "consert=0.3", float),
-        help="override a declared seed SD of one run's Avg (kinds consert, flow, flow_nli, sgopt, simcse: "
+        "KIND=SD",
+        "override a declared seed SD of one run's Avg (kinds consert, flow, flow_nli, sgopt, simcse: "
         "results/published/decision.yaml)",
+        parse=_assignment("KIND=NUMBER", "consert=0.3", float),
     )
-    parser.add_argument(
+    add_repeatable_argument(
+        parser,
         "--seeds",
-        action="append",
-        default=[],
-        metavar="ARTIFACT:KIND=N",
-        type=_assignment("ARTIFACT:KIND=N with N at least 1", "table2:consert=3", _count, key_form=":"),
-        help="the seeds the config's design gives a kind of trained row (repeatable), e.g. table2:consert=3: a row "
+        "ARTIFACT:KIND=N",
+        "the seeds the config's design gives a kind of trained row (repeatable), e.g. table2:consert=3: a row "
         "that ran fewer is missing (the workflow passes its config's design)",
+        parse=_assignment("ARTIFACT:KIND=N with N at least 1", "table2:consert=3", _count, key_form=":"),
     )
-    parser.add_argument(
+    add_repeatable_argument(
+        parser,
         "--not-run",
-        action="append",
-        default=[],
-        metavar="ARTIFACT:ROW",
-        type=_published_rows,
-        help="a published row this run deliberately does not reproduce (glob, repeatable), e.g. 'table2:*large*'",
+        "ARTIFACT:ROW",
+        "a published row this run deliberately does not reproduce (glob, repeatable), e.g. 'table2:*large*'",
+        parse=_published_rows,
     )
     parser.add_argument(
         "--check",

@@ -7,7 +7,15 @@ import sys
 import time
 from pathlib import Path
 
-from consert.cli.arguments import MAX_LENGTH, add_encoder_arguments, add_threads_argument, at_least, task_name
+from consert.cli.arguments import (
+    MAX_LENGTH,
+    add_choice_argument,
+    add_encoder_arguments,
+    add_threads_argument,
+    add_vectors_argument,
+    at_least,
+    task_name,
+)
 from consert.data.senteval import DATASETS, TASK_ALIASES, TASKS
 from consert.encode.pooling import CLS_VS_SIMCSE, MODEL_POOLING, PAPER_POOLING, POOLER, SIMCSE_POOLERS, Pooling
 from consert.evaluate.formats import FORMATS
@@ -35,22 +43,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="TASK",
         help=f"some of {' '.join(TASKS)} (also {' '.join(TASK_ALIASES)})",
     )
-    parser.add_argument(
+    add_choice_argument(
+        parser,
         "--split",
-        choices=("test", "dev"),
-        default="test",
-        help="test (the protocol) or dev (STS-B dev and SICK-R trial, SimCSE's --mode dev)",
+        ("test", "dev"),
+        "test (the protocol) or dev (STS-B dev and SICK-R trial, SimCSE's --mode dev)",
     )
-    parser.add_argument(
+    add_choice_argument(
+        parser,
         "--format",
-        choices=FORMATS,
-        default="table",
-        help="table (printed), csv or json (to --output, else stdout), mteb (mteb's result files under --output)",
+        FORMATS,
+        "table (printed), csv or json (to --output, else stdout), mteb (mteb's result files under --output)",
     )
     parser.add_argument(
         "--batch-size", type=at_least(1), default=None, help="sentences per forward pass (default: 64 CPU, 512 CUDA)"
     )
-    parser.add_argument("--vectors", default=None, metavar="CACHE.npz", help="read vectors from `consert encode`")
+    add_vectors_argument(parser)
     parser.add_argument(
         "--output",
         default=None,

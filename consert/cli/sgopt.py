@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from consert.cli.arguments import add_evaluate_arguments
+from consert.cli.arguments import add_training_arguments
 from consert.cli.common import write_run_outputs
 
 NAME = "sgopt"
@@ -18,14 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = keys_epilog(SgOptConfig, "keys of --config FILE.yaml and --set KEY=VALUE (data: the STS folder)")
-    parser.add_argument("--config", default=None, metavar="FILE.yaml", help="SG-OPT's settings: the keys below")
-    parser.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. --set model=bert-base-uncased"
-    )
-    parser.add_argument(
-        "--overwrite", action="store_true", help="replace an earlier export in output_dir (never other files)"
-    )
-    add_evaluate_arguments(parser)
+    add_training_arguments(parser, "SG-OPT's settings: the keys below", "e.g. --set model=bert-base-uncased")
 
 
 def run(args: argparse.Namespace) -> int:

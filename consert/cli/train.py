@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from consert.cli.arguments import add_evaluate_arguments, add_threads_argument
+from consert.cli.arguments import add_threads_argument, add_training_arguments
 from consert.cli.common import write_run_outputs
 
 NAME = "train"
@@ -13,25 +13,13 @@ HELP = "train ConSERT (unsup, joint, sup, sup-unsup, joint-unsup), SimCSE (simcs
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``consert train``."""
-    parser.add_argument(
-        "--config", default=None, metavar="FILE.yaml", help="training config: a YAML mapping of keys (--list-keys)"
+    add_training_arguments(
+        parser,
+        "training config: a YAML mapping of keys (--list-keys)",
+        "override a config key (repeatable), e.g. --set mode=joint --set max_steps=30",
+        list_keys_help="print every key with its value for the mode (--set mode=M; default unsup) and its help, "
+        "then exit",
     )
-    parser.add_argument(
-        "--list-keys",
-        action="store_true",
-        help="print every key with its value for the mode (--set mode=M; default unsup) and its help, then exit",
-    )
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config key (repeatable), e.g. --set mode=joint --set max_steps=30",
-    )
-    parser.add_argument(
-        "--overwrite", action="store_true", help="replace an earlier export in output_dir (never other files)"
-    )
-    add_evaluate_arguments(parser)
     add_threads_argument(parser)
 
 
@@ -40,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from consert.data.senteval import load_senteval
     from consert.train.config import load_train_config
     from consert.train.export import check_export_target
+    from consert.train.objectives import check_objective
     from consert.train.recipes import FIRST_STAGE
     from consert.train.trainer import train
 
@@ -52,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{key:22} {value!s:30} {text}")
         return 0
     config = load_train_config(args.config, args.set)
+    check_objective(config)
     for stage in (config.first_stage(),) if config.mode in FIRST_STAGE and not config.stage1_model else ():
         check_export_target(stage.output_dir, args.overwrite)
     check_export_target(config.output_dir, args.overwrite)

@@ -22,6 +22,7 @@ from consert.train.augment import EMBEDDING_AUGMENTATIONS
 from consert.train.config import TrainConfig
 from consert.train.methods import METHODS, sub_configs
 from consert.train.notes import ATTENTION_DROPOUT_NOTE, GRAPHS_NOTE
+from consert.train.objectives import objective_for
 from consert.train.recipes import REFERENCE_ENCODERS, STAGES, authors_recipe
 from consert.train.text_augment import LEFT_OUT
 
@@ -86,7 +87,7 @@ STS_TEXTS, NLI_PAIRS = 89_192, 942_069
 def warmup_note(config: TrainConfig) -> str:
     """The run's own warm-up against the authors': ours ``int(0.1 x planned steps)``, theirs
     ``ceil(0.1 x items x epochs / batch)`` (main.py), for the items one epoch of the paper's run holds."""
-    if config.supervised:
+    if objective_for(config).is_supervised:
         items = NLI_PAIRS
     elif config.n_texts:  # few-shot: the sample repeated int(1 / p) times (--do_upsampling)
         items = config.n_texts * int(STS_TEXTS / config.n_texts) if config.upsample else config.n_texts
@@ -150,7 +151,7 @@ def consert_notes(config: TrainConfig, size: str) -> str:
     notes += [f"dev set: {DEV_SET_NOTE}", f"warm-up: {warmup_note(config)}", f"dropout: {DROPOUT_NOTE}"]
     if not config.adam_bias_correction:  # the fused kernel runs only the uncorrected update
         notes.append(f"optimizer: {OPTIMIZER_NOTE}")
-    if not config.supervised:
+    if not objective_for(config).is_supervised:
         notes.append(f"CUDA graphs: {GRAPHS_NOTE}")
     if not config.remove_dropout:
         notes.append(ATTENTION_DROPOUT_NOTE)
@@ -202,11 +203,11 @@ def authors_values(stage: str, size: str) -> dict[str, Any]:
 
 def _used_keys(config: TrainConfig) -> set[str]:
     """The keys that matter for this run's stage (a rate only when its augmentation is a view)."""
-    supervised = config.supervised
+    supervised = objective_for(config).is_supervised
     contrastive_keys = {"views", "temperature", "contrastive_weight", "loss", "projection"}
     own = {name: {f.name for f in dataclasses.fields(cls)} for name, cls in sub_configs().items()}
     keys = set(COMPARED) - set(EMBEDDING_AUGMENTATIONS) - contrastive_keys - set().union(*own.values())
-    if config.contrastive:
+    if objective_for(config).is_contrastive:
         keys |= contrastive_keys
         keys |= {rate for rate in EMBEDDING_AUGMENTATIONS if rate in config.views}
     for name, settings_keys in own.items():  # a method's own settings, where they do anything in this run
@@ -279,20 +280,21 @@ def recipe_card(config: dict[str, Any], run_configs: dict[str, TrainConfig] | No
         precision, precision_text = authors_precision(train_config.mode)
         if train_config.dtype != precision:
             differences.append(f"precision: {train_config.dtype} (authors {precision_text}; {MEASURED_PRECISION})")
-        if train_config.mode in STAGES and train_config.contrastive and train_config.dtype != "fp32":
+        objective = objective_for(train_config)
+        if train_config.mode in STAGES and objective.is_contrastive and train_config.dtype != "fp32":
             differences.append(
                 "similarities: fp32 under autocast (authors fp16: apex O1 ran their matmul of the normalised views in "
                 "fp16; fp32 as SimCSE's cosine_similarity, where bf16 would round cosines near 1 to steps of 2**-8)"
             )
         differences += family_differences(train_config)
-        if train_config.supervised and "snli" not in train_config.nli_source:
+        if objective.is_supervised and "snli" not in train_config.nli_source:
             differences.append(f"nli: {train_config.nli_source} (authors snli+mnli; the offline stand-in for them)")
         row: dict[str, Any] = {
             "run": run_id,
             "artifacts": ";".join(sorted(artifacts[run_id])),
             "mode": train_config.mode,
             "start_model": train_config.stage1_model or train_config.model,
-            "nli": train_config.nli_source if train_config.supervised else "",
+            "nli": train_config.nli_source if objective.is_supervised else "",
         }
         row.update({key: _text(settings[key]) if key in used else "" for key in COMPARED})
         row.update(

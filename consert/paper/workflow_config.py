@@ -20,6 +20,7 @@ from consert.configs import ConfigError, read_yaml, unknown_key_message
 from consert.encode.models import looks_like_a_path
 from consert.paper.plan import plan_runs, train_overrides, unique_runs
 from consert.train.config import TrainConfig, check_train_config
+from consert.train.objectives import check_objective
 
 #: The workflow config's JSON schema: every key, its type, its default and its description.
 SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
@@ -96,6 +97,8 @@ def check_training_keys(config: dict[str, Any]) -> None:
     the family's and BERT-flow's blocks): the first fault is a one-line :class:`ConfigError` naming the run."""
     for run_id, spec in unique_runs(plan_runs(config)).items():
         try:
-            check_train_config(TrainConfig.from_dict(train_overrides(spec, config), source="train keys"))
+            run = TrainConfig.from_dict(train_overrides(spec, config), source="train keys")
+            check_train_config(run)
+            check_objective(run)
         except ConfigError as err:
             raise ConfigError(f"config, run {run_id}: {err}") from None

@@ -25,7 +25,6 @@ from consert.encode.precision import DTYPE_CHOICES
 from consert.train.augment import EMBEDDING_AUGMENTATIONS, check_augmentation
 from consert.train.losses import CONTRASTIVE_LOSSES, FEATURES, PROJECTION_HEADS
 from consert.train.methods import METHODS, AugCseSettings, sub_configs
-from consert.train.objectives import OBJECTIVES, Objective
 from consert.train.recipes import CONSERT_STAGE_KEYS, FIRST_STAGE, REFERENCE_ENCODERS, STAGES, stage_defaults
 
 
@@ -147,21 +146,6 @@ class TrainConfig:
         check_train_config(self)
 
     @property
-    def objective_class(self) -> type[Objective]:
-        """The class of the stage's objective (:data:`consert.train.objectives.OBJECTIVES`)."""
-        return OBJECTIVES[self.objective]
-
-    @property
-    def contrastive(self) -> bool:
-        """Whether the stage's loss contrasts the texts of a batch (its objective says)."""
-        return self.objective_class.is_contrastive
-
-    @property
-    def supervised(self) -> bool:
-        """Whether the stage trains on NLI labels (its objective says; the others train on unlabeled texts)."""
-        return self.objective_class.is_supervised
-
-    @property
     def evaluation_max_length(self) -> int:
         """Tokens per sentence when the dev and test sets are encoded."""
         return self.eval_max_length or self.max_length
@@ -225,8 +209,6 @@ def _sub_config(cls: type, given: Any, stage: dict[str, Any], name: str) -> Any:
 def check_train_config(config: TrainConfig) -> None:
     """Every key of ``config`` checked (its stage defaults filled in): a :class:`ConfigError` names the first
     key that is wrong, what it holds and what was expected."""
-    if config.objective not in OBJECTIVES:
-        raise ConfigError(f"objective: expected one of {', '.join(OBJECTIVES)}, got {config.objective!r}")
     _choice("loss", config.loss, LOSSES)
     _choice("projection", config.projection, PROJECTIONS)
     for name in sub_configs():  # a method's own settings, where they do anything, need its objective
@@ -282,16 +264,6 @@ def check_train_config(config: TrainConfig) -> None:
             raise ConfigError(f"{name}: expected a ratio in [0, 1), got {getattr(config, name)}")
     if config.n_texts is not None and config.n_texts < 1:
         raise ConfigError(f"n_texts: expected a positive integer or null, got {config.n_texts}")
-    if config.contrastive and config.batch_size < 2:
-        raise ConfigError(
-            f"batch_size: a contrastive batch needs at least 2 texts (each text's negatives are the others'), "
-            f"got {config.batch_size}"
-        )
-    if config.contrastive and config.n_texts == 1 and not config.upsample:
-        raise ConfigError(
-            "n_texts: one text without upsampling gives batches of one row, without a negative; "
-            "upsample (main.py's --do_upsampling: copies whose views are drawn per row) or use 2 or more"
-        )
     if (config.stage1 or config.stage1_model) and config.mode not in FIRST_STAGE:
         raise ConfigError(
             f"stage1/stage1_model: only for the two-stage modes {tuple(FIRST_STAGE)}, not {config.mode!r}"

@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -28,6 +29,9 @@ from tqdm.auto import tqdm
 
 from consert.encode.precision import RESOLVED_DTYPES, autocast
 from consert.train.optim import AdamW, fused_adamw
+
+if TYPE_CHECKING:  # a hint only: the loop runs any step, graphed or not
+    from consert.train.graphs import GraphedStep
 
 #: Steps between reads of the loss from a CUDA device (logging and the non-finite check).
 CUDA_SYNC_EVERY = 50
@@ -130,6 +134,8 @@ class LoopResult:
     log: list[dict]
     final_step: int
     final_dev: float
+    #: seconds spent capturing the CUDA graphs of the first ``capture_steps`` batches before the loop (a benchmark's)
+    captured_ahead_s: float = 0.0
 
 
 def adamw(
@@ -222,6 +228,125 @@ class QueuedLosses:
         return values[-1]
 
 
+class _Optimisation:
+    """The update of a step: AdamW (:func:`adamw`) under the linear warm-up and decay over the ``planned`` steps,
+    gradient clipping, and the gradient scaler (active in fp16 only). With ``computes_gradients`` the loss has
+    already written the gradients (a CUDA graph's backward): no backward pass, and they are not set to None."""
+
+    def __init__(
+        self,
+        parameters: Sequence[tuple[str, nn.Parameter]],
+        settings: LoopSettings,
+        device: str,
+        planned: int,
+        computes_gradients: bool,
+    ):
+        from transformers import get_linear_schedule_with_warmup
+
+        dtype = settings.dtype
+        if dtype not in RESOLVED_DTYPES:
+            raise ValueError(f"run_loop needs a resolved dtype ({RESOLVED_DTYPES}), got {dtype!r}")
+        if computes_gradients and dtype == "fp16":
+            raise ValueError("a loss_fn that computes its own gradients cannot train in fp16 (the gradient scaler)")
+        self.scaler = torch.amp.GradScaler("cuda", enabled=dtype == "fp16")
+        self.optimizer = adamw(parameters, settings, fused=torch.device(device).type == "cuda")
+        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, int(settings.warmup_ratio * planned), planned)
+        self.trainable = [p for _, p in parameters if p.requires_grad]
+        self.max_grad_norm = settings.max_grad_norm
+        self.computes_gradients = computes_gradients
+
+    def apply(self, loss: torch.Tensor) -> float:
+        """Update the parameters from ``loss``'s gradients; returns the learning rate the update used."""
+        if not self.computes_gradients:
+            self.scaler.scale(loss).backward()
+        self.scaler.unscale_(self.optimizer)
+        torch.nn.utils.clip_grad_norm_(self.trainable, self.max_grad_norm)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        return self.scheduler.get_last_lr()[0]
+
+    def advance(self) -> None:
+        """Move the schedule on to the next step and clear the gradients the loop's backward pass wrote."""
+        self.scheduler.step()
+        if not self.computes_gradients:
+            self.optimizer.zero_grad(set_to_none=True)
+
+
+class _DevSelection:
+    """The dev evaluations' record: each score logged in ``log``, the best state kept in memory (on the CPU),
+    patience counted as ``settings.patience_counts`` says, and the state the model ends in."""
+
+    def __init__(self, model: nn.Module, settings: LoopSettings, log: list[dict], started: float):
+        self.model, self.settings, self.log, self.started = model, settings, log, started
+        self.best: dict = {"step": 0, "dev": -math.inf, "state": None}
+        self.misses, self.previous = 0, -math.inf
+
+    @property
+    def out_of_patience(self) -> bool:
+        return self.settings.patience is not None and self.misses >= self.settings.patience
+
+    def record(self, step: int, score: float, times: int) -> bool:
+        """Log ``times`` evaluations of the same model scoring ``score`` after ``step``, keep the best state;
+        True when patience runs out."""
+        for _ in range(times):
+            self.log.append({"step": step, "dev_spearman": score, "seconds": time.perf_counter() - self.started})
+            improved = score > self.best["dev"]
+            if improved:
+                state = {k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()}
+                self.best.update(step=step, dev=score, state=state)
+            if self.settings.patience_counts == "declines":
+                self.misses += score < self.previous
+            else:
+                self.misses = 0 if improved else self.misses + 1
+            self.previous = score
+            if self.out_of_patience:
+                break  # the authors' fit returns as soon as patience runs out
+        return self.out_of_patience
+
+    def result(self, steps: int, planned: int, captured_ahead_s: float) -> LoopResult:
+        """The loop's result after ``steps`` steps; the model restored to its best state unless
+        ``final_state="last"``. No evaluation at all is a fault: there is no state to choose."""
+        best = self.best
+        if best["state"] is None:
+            raise TrainingFault("no dev evaluation was run; set eval_at_start or eval_every <= the planned steps")
+        if self.settings.final_state == "best":
+            self.model.load_state_dict(best["state"])
+            final_step, final_dev = best["step"], best["dev"]
+        else:
+            last = [entry for entry in self.log if "dev_spearman" in entry][-1]
+            final_step, final_dev = last["step"], last["dev_spearman"]
+        return LoopResult(best["step"], best["dev"], steps, planned, self.log, final_step, final_dev, captured_ahead_s)
+
+
+class _ProgressBar:
+    """The loop's tqdm bar (off unless ``progress``), its postfix the last loss read back and the dev scores."""
+
+    def __init__(self, planned: int, desc: str, progress: bool):
+        self.status: dict[str, str] = {}
+        self.bar = tqdm(total=planned, desc=desc, unit="step", disable=not progress)
+
+    def read(self, losses: QueuedLosses) -> None:
+        """Read the queued losses back and log them; on a non-finite one, close the bar and stop."""
+        try:
+            last = losses.flush()
+        except TrainingFault:
+            self.bar.close()
+            raise
+        if last is not None:
+            self.status["loss"] = f"{last:.4f}"
+            self.bar.set_postfix(self.status, refresh=False)
+
+    def scored(self, score: float, best: float) -> None:
+        self.status.update(dev=f"{score:.2f}", best=f"{best:.2f}")
+        self.bar.set_postfix(self.status)
+
+    def advance(self) -> None:
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
 def run_loop(
     model: nn.Module,
     parameters: Sequence[tuple[str, nn.Parameter]],
@@ -235,6 +360,8 @@ def run_loop(
     computes_gradients: bool = False,
     read_every: int | None = None,
     capture_count: Callable[[], int] | None = None,
+    graphed: GraphedStep | None = None,
+    capture_steps: int | None = None,
 ) -> LoopResult:
     """Minimise ``loss_fn(batch)`` over shuffled batches of ``items``; ``model`` ends at its best dev
     state (or where it stopped, with ``final_state="last"``). With ``computes_gradients``, ``loss_fn``
@@ -243,95 +370,53 @@ def run_loop(
     are read back every ``read_every`` steps (default :func:`read_interval`): a step's ``seconds``
     is when it was queued, but the last before a read is stamped once the device has finished it.
     ``capture_count``: how many one-time captures (CUDA graphs, :mod:`consert.train.graphs`) the step has made so
-    far; a step that made some logs their number as ``captures``, so that a rate can leave its window out."""
-    from transformers import get_linear_schedule_with_warmup
-
+    far; a step that made some logs their number as ``captures``, so that a rate can leave its window out.
+    ``graphed``: ``loss_fn`` replays these CUDA graphs, which compute the gradients and count the captures (as
+    ``computes_gradients`` and ``capture_count`` do); with ``capture_steps`` too, the graphs of the first
+    ``capture_steps`` batches are captured before the loop (:func:`capture_ahead`, for a benchmark), the seconds
+    that took in the result's ``captured_ahead_s``."""
+    captured_ahead = 0.0
+    if graphed is not None:
+        computes_gradients, capture_count = True, graphed.capture_count
+        if capture_steps:
+            captured_ahead = capture_ahead(items, loss_fn, settings, device, capture_steps, graphed.capturing_only)
     planned = settings.planned_steps(len(items))
     grid = evaluation_grid(len(items), settings)
-    dtype = settings.dtype
-    if dtype not in RESOLVED_DTYPES:
-        raise ValueError(f"run_loop needs a resolved dtype ({RESOLVED_DTYPES}), got {dtype!r}")
-    if computes_gradients and dtype == "fp16":
-        raise ValueError("a loss_fn that computes its own gradients cannot train in fp16 (the gradient scaler)")
-    scaler = torch.amp.GradScaler("cuda", enabled=dtype == "fp16")
+    optimisation = _Optimisation(parameters, settings, device, planned, computes_gradients)
     read_every = read_every or read_interval(device)
-    optimizer = adamw(parameters, settings, fused=torch.device(device).type == "cuda")
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup_ratio * planned), planned)
-    trainable = [p for _, p in parameters if p.requires_grad]
     log: list[dict] = []
-    best: dict = {"step": 0, "dev": -math.inf, "state": None}
-    misses, previous = 0, -math.inf
     started = time.perf_counter()
-    status: dict[str, str] = {}
-    bar = tqdm(total=planned, desc=desc, unit="step", disable=not progress)
-
+    selection = _DevSelection(model, settings, log, started)
+    bar = _ProgressBar(planned, desc, progress)
     losses = QueuedLosses(log, started, capture_count)
-
-    def flush() -> None:
-        """Read the queued losses back and log them; stop on a non-finite one."""
-        try:
-            last = losses.flush()
-        except TrainingFault:
-            bar.close()
-            raise
-        if last is not None:
-            status["loss"] = f"{last:.4f}"
-            bar.set_postfix(status, refresh=False)
 
     def evaluate(step: int, times: int = 1) -> bool:
         """Score on dev (``times`` evaluations of the same model), keep the best state; True when patience runs out."""
-        nonlocal misses, previous
-        flush()
+        bar.read(losses)
         try:
             score = dev_fn()
         except TrainingFault as fault:  # the steps' log goes with it (a benchmark times the steps all the same)
             fault.log = log
             raise
-        for _ in range(times):
-            log.append({"step": step, "dev_spearman": score, "seconds": time.perf_counter() - started})
-            improved = score > best["dev"]
-            if improved:
-                state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
-                best.update(step=step, dev=score, state=state)
-            if settings.patience_counts == "declines":
-                misses += score < previous
-            else:
-                misses = 0 if improved else misses + 1
-            previous = score
-            if settings.patience is not None and misses >= settings.patience:
-                break  # the authors' fit returns as soon as patience runs out
-        status.update(dev=f"{score:.2f}", best=f"{best['dev']:.2f}")
-        bar.set_postfix(status)
-        return settings.patience is not None and misses >= settings.patience
+        out_of_patience = selection.record(step, score, times)
+        bar.scored(score, selection.best["dev"])
+        return out_of_patience
 
     stop = settings.eval_at_start and evaluate(0)
     step = 0
     model.train()
     for batch in itertools.islice(batches(items, settings), 0 if stop else planned):
-        with autocast(device, dtype):
+        with autocast(device, settings.dtype):
             loss = loss_fn(batch)
         step += 1
-        if not computes_gradients:
-            scaler.scale(loss).backward()
-        scaler.unscale_(optimizer)
-        torch.nn.utils.clip_grad_norm_(trainable, settings.max_grad_norm)
-        scaler.step(optimizer)
-        scaler.update()
-        losses.queue(step, loss, scheduler.get_last_lr()[0])
-        scheduler.step()
-        if not computes_gradients:
-            optimizer.zero_grad(set_to_none=True)
+        lr = optimisation.apply(loss)
+        losses.queue(step, loss, lr)  # stamped before the schedule moves on, with the rate of its own update
+        optimisation.advance()
         if step % read_every == 0:
-            flush()
-        bar.update(1)
+            bar.read(losses)
+        bar.advance()
         if step in grid and evaluate(step, grid[step]):
             break
-    flush()
+    bar.read(losses)
     bar.close()
-    if best["state"] is None:
-        raise TrainingFault("no dev evaluation was run; set eval_at_start or eval_every <= the planned steps")
-    if settings.final_state == "best":
-        model.load_state_dict(best["state"])
-        return LoopResult(best["step"], best["dev"], step, planned, log, best["step"], best["dev"])
-    last = [entry for entry in log if "dev_spearman" in entry][-1]
-    return LoopResult(best["step"], best["dev"], step, planned, log, last["step"], last["dev_spearman"])
+    return selection.result(step, planned, captured_ahead)

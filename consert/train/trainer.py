@@ -20,8 +20,8 @@ from consert.train.config import TrainConfig
 from consert.train.encoder import TrainedEncoder, set_seed
 from consert.train.execution import StepExecution
 from consert.train.export import export_model
-from consert.train.loop import capture_ahead, loop_settings, planned_step_count, run_loop
-from consert.train.objectives import objective_for
+from consert.train.loop import loop_settings, planned_step_count, run_loop
+from consert.train.objectives import check_objective, objective_for
 from consert.train.recipes import FIRST_STAGE
 from consert.train.record import loop_record, provenance_record
 
@@ -69,12 +69,6 @@ def train_stage(
         parameters += [(f"{type(head).__name__}.{name}", value) for name, value in head.named_parameters()]
     execution.settle(execution_steps or planned_steps, [value for _, value in parameters], objective)
     settings = loop_settings(config, encoder.dtype, bias_correction=config.adam_bias_correction)
-    captured_ahead = 0.0
-    if capture_steps and execution.graphed is not None:
-        graphed = execution.graphed
-        captured_ahead = capture_ahead(
-            items, objective.loss, settings, encoder.device, capture_steps, graphed.capturing_only
-        )
     outcome = run_loop(
         encoder.model,
         parameters,
@@ -85,8 +79,8 @@ def train_stage(
         encoder.device,
         desc=f"train {objective.label}",
         progress=progress,
-        computes_gradients=execution.graphed is not None,
-        capture_count=execution.graphed.capture_count if execution.graphed else None,
+        graphed=execution.graphed,
+        capture_steps=capture_steps,
     )
     record = {
         "base_model": encoder.resolved.base_model,
@@ -126,7 +120,7 @@ def train_stage(
         encoder.model,
         encoder.tokenizer,
         objective.augmentation_rates,
-        captured_ahead,
+        outcome.captured_ahead_s,
     )
 
 
@@ -144,6 +138,7 @@ def train(
     second stage starts from that model with its own recipe. ``execution_steps``, ``capture_steps``: as
     :func:`train_stage`'s.
     """
+    check_objective(config)  # a batch without negatives, say: refused before any data or model is read
     data = data if data is not None else load_senteval(config.data)
     if config.mode not in FIRST_STAGE:
         return train_stage(config, data, progress, execution_steps, capture_steps)

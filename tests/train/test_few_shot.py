@@ -37,13 +37,18 @@ def test_the_sample_is_main_pys_shuffle_and_slice():
 
 
 def test_a_contrastive_batch_without_negatives_is_refused(capsys):
+    """The objective refuses (its check: the command line's, the workflow's and the trainer's, before any work)."""
+    from consert.train.objectives import check_objective
+
     with pytest.raises(ConfigError, match="at least 2 texts"):
-        TrainConfig(batch_size=1)
+        check_objective(TrainConfig(batch_size=1))
     with pytest.raises(ConfigError, match="without a negative"):
-        TrainConfig(n_texts=1, upsample=False)
+        check_objective(TrainConfig(n_texts=1, upsample=False))
     with pytest.raises(ConfigError, match="at least 2 texts"):
-        TrainConfig(mode="joint", batch_size=1)  # its contrastive term too
-    assert TrainConfig(mode="sup", batch_size=1).batch_size == 1  # cross entropy alone needs no negatives
+        check_objective(TrainConfig(mode="joint", batch_size=1))  # its contrastive term too
+    with pytest.raises(ConfigError, match="at least 2 texts"):
+        check_objective(TrainConfig(mode="joint-unsup", stage1={"batch_size": 1}))  # a two-stage run's first stage
+    check_objective(TrainConfig(mode="sup", batch_size=1))  # cross entropy alone needs no negatives
     assert main(["train", "--set", "batch_size=1"]) == 2
     assert "batch_size: a contrastive batch needs at least 2 texts" in capsys.readouterr().err
 
@@ -70,4 +75,4 @@ def test_one_text_upsampled_trains_as_main_py_did(real_data, tmp_path):
     _, distinct = first_losses(None, "all")
     assert distinct[0] < 0.5 * chance  # the stand-in tells distinct sentences apart at once
     with pytest.raises(ConfigError, match="without upsampling"):
-        TrainConfig(n_texts=1, upsample=False)
+        train(TrainConfig(n_texts=1, upsample=False), real_data, progress=False)  # refused before any work

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import pandas as pd
@@ -11,7 +12,7 @@ import yaml
 
 from consert.paper.card import UNEXPLAINED, recipe_card, unexplained
 from consert.train.config import TrainConfig
-from consert.train.loop import LoopSettings, evaluation_grid, run_loop
+from consert.train.loop import LoopSettings, capture_ahead, evaluation_grid, run_loop
 from consert.train.losses import NliHead, nt_xent, paired_nt_xent
 from tests.conftest import PUBLISHED, ROOT
 
@@ -289,3 +290,56 @@ def test_a_loss_fn_that_writes_its_own_gradients_trains_exactly_as_the_loops_bac
         finals.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
     assert (finals[0] - initial).abs().max() > 1e-3  # six steps moved the parameters
     assert torch.equal(finals[0], finals[1])
+
+
+class _RecordedGraphs:
+    """A stand-in for :class:`consert.train.graphs.GraphedStep` on a CPU: each new batch shape (sum // 40) is a
+    capture, ``capturing_only()`` captures without a step, and a step back-propagates itself as a replay does."""
+
+    def __init__(self):
+        torch.manual_seed(0)
+        self.model, self.shapes, self.capturing, self.calls = torch.nn.Linear(2, 1), set(), False, []
+
+    def capture_count(self) -> int:
+        return len(self.shapes)
+
+    @contextlib.contextmanager
+    def capturing_only(self):
+        self.capturing = True
+        yield
+        self.capturing = False
+
+    def __call__(self, batch: list[int]) -> torch.Tensor:
+        self.shapes.add(sum(batch) // 40)
+        self.calls.append((self.capturing, tuple(batch)))
+        loss = self.model(torch.ones(len(batch), 2)).pow(2).mean()
+        if not self.capturing:
+            loss.backward()
+        return loss.detach()
+
+
+def test_a_graphed_step_runs_as_capture_ahead_then_the_loop_with_its_gradients_and_captures():
+    """``graphed`` and ``capture_steps`` (the trainers' CUDA graphs): the same batches, log and parameters as
+    :func:`capture_ahead` followed by the loop with ``computes_gradients`` and the graphs' ``capture_count``."""
+    settings = LoopSettings(
+        **{**_authors_settings(4).__dict__, "eval_every": 10, "epochs": 2, "max_steps": 30, "lr": 1e-1}
+    )
+    items, runs = list(range(200)), []
+    for as_graphed in (False, True):
+        step = _RecordedGraphs()
+        ahead = 0.0 if as_graphed else capture_ahead(items, step, settings, "cpu", 12, step.capturing_only)
+        graph_options = (
+            {"graphed": step, "capture_steps": 12}
+            if as_graphed
+            else {"computes_gradients": True, "capture_count": step.capture_count}
+        )
+        result = run_loop(
+            step.model, list(step.model.named_parameters()), items, step, lambda: 0.5, settings, "cpu",
+            progress=False, **graph_options,
+        )  # fmt: skip
+        log = [{key: value for key, value in entry.items() if key != "seconds"} for entry in result.log]
+        runs.append((step.calls, log, torch.cat([p.detach().flatten() for p in step.model.parameters()])))
+        assert (result.captured_ahead_s > 0) == as_graphed and ahead >= 0
+    (calls, log, weights), (graphed_calls, graphed_log, graphed_weights) = runs
+    assert graphed_calls == calls and graphed_log == log and torch.equal(graphed_weights, weights)
+    assert sum(captured for captured, _ in calls) == 12 and any("captures" in entry for entry in log)

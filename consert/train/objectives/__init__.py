@@ -5,17 +5,24 @@ is handed."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from consert.configs import ConfigError
+from consert.train.config import TrainConfig
 from consert.train.objectives.augcse import AugCSE
 from consert.train.objectives.base import Objective
 from consert.train.objectives.contrastive import Contrastive
 from consert.train.objectives.nli import JointNli, NliClassification
+from consert.train.recipes import FIRST_STAGE
 
-if TYPE_CHECKING:  # the config imports OBJECTIVES (its checks ask what an objective is): no import back
-    from consert.train.config import TrainConfig
-
-__all__ = ["OBJECTIVES", "AugCSE", "Contrastive", "JointNli", "NliClassification", "Objective", "objective_for"]
+__all__ = [
+    "OBJECTIVES",
+    "AugCSE",
+    "Contrastive",
+    "JointNli",
+    "NliClassification",
+    "Objective",
+    "check_objective",
+    "objective_for",
+]
 
 #: Every objective, by the name a recipe gives it.
 OBJECTIVES: dict[str, type[Objective]] = {
@@ -27,5 +34,15 @@ OBJECTIVES: dict[str, type[Objective]] = {
 
 
 def objective_for(config: TrainConfig) -> type[Objective]:
-    """The objective ``config.objective`` names (the config's checks refused any other name)."""
-    return OBJECTIVES[config.objective]
+    """The objective ``config.objective`` names; an unknown name is a one-line :class:`ConfigError`."""
+    found = OBJECTIVES.get(config.objective)
+    if found is None:
+        raise ConfigError(f"objective: expected one of {', '.join(OBJECTIVES)}, got {config.objective!r}")
+    return found
+
+
+def check_objective(config: TrainConfig) -> None:
+    """``config``'s objective exists and can train on its keys (a two-stage run's first stage too): the first fault
+    is a one-line :class:`ConfigError`. The command line, the workflow's start and the trainer call it."""
+    for stage in (config.first_stage(), config) if config.mode in FIRST_STAGE else (config,):
+        objective_for(stage).check(stage)

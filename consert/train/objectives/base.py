@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 from torch import nn
 
+from consert.configs import ConfigError
 from consert.data.senteval import SentEvalData
+from consert.train.config import TrainConfig
 
-if TYPE_CHECKING:  # the config imports the objectives (to ask what its objective is): no import back at run time
-    from consert.train.config import TrainConfig
+if TYPE_CHECKING:
     from consert.train.encoder import TrainedEncoder
     from consert.train.execution import StepExecution
     from consert.train.views import PackedPass
@@ -22,13 +23,30 @@ class Objective:
     #: The progress bar's name of the stage.
     label: ClassVar[str] = "unsup"
     #: What the objective is: whether its loss contrasts the texts of a batch (each text's negatives are the
-    #: others'), and whether it trains on NLI labels. The config's checks and the recipe card ask these.
+    #: others'), and whether it trains on NLI labels. Its checks, the recipe card and the cost table ask these.
     is_contrastive: ClassVar[bool] = True
     is_supervised: ClassVar[bool] = False
     #: Why a step of this objective cannot run as CUDA graphs; None: it can.
     graphs_blocker: str | None = "this objective's step has no graph-safe loss (it stays eager or compiled)"
     #: How often the graphed step's packed pass repeats a batch's rows (2: two views in one pass).
     graph_copies: ClassVar[int] = 2
+
+    @classmethod
+    def check(cls, config: TrainConfig) -> None:
+        """A one-line :class:`ConfigError` where ``config`` cannot train this objective (before any work): a
+        contrastive batch needs negatives, the other texts of the batch."""
+        if not cls.is_contrastive:
+            return
+        if config.batch_size < 2:
+            raise ConfigError(
+                f"batch_size: a contrastive batch needs at least 2 texts (each text's negatives are the others'), "
+                f"got {config.batch_size}"
+            )
+        if config.n_texts == 1 and not config.upsample:
+            raise ConfigError(
+                "n_texts: one text without upsampling gives batches of one row, without a negative; "
+                "upsample (main.py's --do_upsampling: copies whose views are drawn per row) or use 2 or more"
+            )
 
     def __init__(self, config: TrainConfig, encoder: TrainedEncoder, execution: StepExecution):
         self.config, self.encoder, self.execution = config, encoder, execution

@@ -13,7 +13,7 @@ from consert.verdict.compare import compare
 from consert.verdict.decision import MULTI_SUBSET, RowKinds
 from consert.verdict.gate import gate
 from tests.conftest import PUBLISHED
-from tests.paper.test_compare import PAPER, _primary, _published_row, _results, _seeded
+from tests.verdict.test_compare import PAPER, _primary, _published_row, _results, _seeded
 
 
 def test_a_row_no_run_can_show_equivalent_still_fails_when_its_interval_lies_beyond_the_margin(tmp_path):
