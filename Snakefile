@@ -12,6 +12,7 @@ min_version("8.20")
 # The config comes from the profile (profiles/default: config/config.yaml, the paper) or from
 # --configfile (config/offline.yaml, config/test.yaml), never merged with another config file.
 include: "workflow/rules/common.smk"
+include: "workflow/rules/configs.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/baselines.smk"
 include: "workflow/rules/consert.smk"

@@ -3,18 +3,14 @@ line can list them without loading torch."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from consert.configs import ConfigError, dataclass_from_dict, key, read_yaml
+from consert.configs import ConfigError, ResolvedFile, dataclass_from_dict, key
 
 
 @dataclass(frozen=True)
-class FlowSettings:
+class FlowSettings(ResolvedFile):
     """How BERT-flow's flow is built and fitted; every default is the authors' (module docstring). A workflow
     config's ``baselines.flow`` overrides them; the workflow hands ``consert baseline flow`` the resolved
     settings as one file (``results/flow_config.yaml``)."""
@@ -44,12 +40,3 @@ class FlowSettings:
     def of_workflow(cls, config: dict[str, Any]) -> FlowSettings:
         """The settings a workflow config gives BERT-flow: the authors', with ``baselines.flow`` over them."""
         return dataclass_from_dict(cls, dict(config["baselines"].get("flow") or {}), source="baselines.flow")
-
-    @classmethod
-    def read(cls, path: str | Path) -> FlowSettings:
-        """The settings of a YAML file; a wrong key or value is a one-line :class:`ConfigError`."""
-        return dataclass_from_dict(cls, read_yaml(path), source=str(path))
-
-    def to_yaml(self) -> str:
-        """Every setting as YAML (what :meth:`read` reads back)."""
-        return yaml.safe_dump(dataclasses.asdict(self), sort_keys=False)

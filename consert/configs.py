@@ -1,6 +1,7 @@
 """Config plumbing every command shares: the one-line :class:`ConfigError`, fields with their help text,
 YAML files read strictly (duplicate keys and malformed YAML named at their line), ``key=value`` overrides read
-as YAML, and dataclasses filled from mappings with every value type-checked before anything runs."""
+as YAML, dataclasses filled from mappings with every value type-checked before anything runs, and the resolved
+settings files the workflow hands its jobs (:class:`ResolvedFile`)."""
 
 from __future__ import annotations
 
@@ -152,3 +153,18 @@ def parse_overrides(pairs: list[str], flag: str = "--set") -> dict[str, Any]:
         given[key] = pair
         values[key] = yaml.safe_load(raw)
     return values
+
+
+class ResolvedFile:
+    """A settings dataclass the workflow resolves from its config and hands its jobs as one YAML file, every key
+    present (``results/*_config.yaml``), which the job's command reads back: BERT-flow's settings, the
+    encoding's, the comparison's."""
+
+    @classmethod
+    def read(cls, path: str | Path):
+        """The settings in a YAML file; a wrong key or value is a one-line :class:`ConfigError`."""
+        return dataclass_from_dict(cls, read_yaml(path), source=str(path))
+
+    def to_yaml(self) -> str:
+        """Every setting as YAML (what :meth:`read` reads back)."""
+        return yaml.safe_dump(dataclasses.asdict(self), sort_keys=False, allow_unicode=True)

@@ -32,6 +32,7 @@ from consert.cli import (
     topk,
     train,
 )
+from consert.cli.arguments import apply_encoding_config
 from consert.cli.process import LogProgress, set_threads
 from consert.configs import ConfigError
 from consert.data.senteval import DataFormatError
@@ -105,6 +106,8 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.ArgumentParser, a
     subparser = parser.commands[args.command]
     if unknown:
         subparser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if getattr(args, "encoding_config", None):  # the workflow's encoding settings, under the flags given
+        args = apply_encoding_config(parser, subparser, argv, args)
     command = next(c for c in COMMANDS if c.NAME == args.command)
     if hasattr(command, "check_arguments"):  # combinations of arguments, refused before any work
         command.check_arguments(subparser, args)

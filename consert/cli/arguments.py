@@ -81,7 +81,9 @@ def add_threads_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_encoder_arguments(parser: argparse.ArgumentParser) -> None:
+def add_encoder_arguments(parser: argparse.ArgumentParser, takes: dict[str, str] | None = None) -> None:
+    """The encoder's options, and ``--encoding-config`` setting its dtype and max length (and ``takes``: {the file's
+    key: the argument it sets})."""
     parser.add_argument(
         "--max-length",
         type=at_least(MIN_MAX_LENGTH),
@@ -91,6 +93,7 @@ def add_encoder_arguments(parser: argparse.ArgumentParser) -> None:
     add_precision_arguments(parser, "--dtype")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
     add_data_argument(parser)
+    add_encoding_config_argument(parser, {"dtype": "dtype", "max_length": "max_length", **(takes or {})})
 
 
 def add_repeatable_argument(
@@ -177,7 +180,9 @@ def add_topk_max_argument(parser: argparse.ArgumentParser, where: str) -> None:
     )
 
 
-def add_cached_model_arguments(parser: argparse.ArgumentParser, vectors_help: str) -> None:
+def add_cached_model_arguments(
+    parser: argparse.ArgumentParser, vectors_help: str, takes: dict[str, str] | None = None
+) -> None:
     """A model, the pooling it is read with, a vector cache it may be read from, and the encoder's options: the
     arguments of the commands that draw a figure's data from one model (``topk``, ``predictions``)."""
     from consert.encode.pooling import PAPER_POOLING
@@ -185,4 +190,42 @@ def add_cached_model_arguments(parser: argparse.ArgumentParser, vectors_help: st
     parser.add_argument("model")
     parser.add_argument("--pooling", default=PAPER_POOLING, metavar="P")
     add_vectors_argument(parser, vectors_help)
-    add_encoder_arguments(parser)
+    add_encoder_arguments(parser, takes)
+
+
+def add_encoding_config_argument(parser: argparse.ArgumentParser, takes: dict[str, str]) -> None:
+    """``--encoding-config FILE.yaml``: the workflow's resolved encoding settings
+    (:class:`~consert.paper.encoding_config.EncodingSettings`), of which this command takes ``takes`` ({the file's
+    key: the argument it sets}); a flag given on the command line wins (:func:`apply_encoding_config`)."""
+    flags = ", ".join(f"{name} (--{dest.replace('_', '-')})" for name, dest in takes.items())
+    parser.add_argument(
+        "--encoding-config",
+        default=None,
+        metavar="FILE.yaml",
+        help=f"the workflow's encoding settings (its results/encoding_config.yaml): this command takes {flags}; "
+        "a flag given wins",
+    )
+    parser.set_defaults(encoding_keys=takes)
+
+
+def apply_encoding_config(
+    parser: argparse.ArgumentParser, subparser: argparse.ArgumentParser, argv: Sequence[str] | None, args
+) -> argparse.Namespace:
+    """``args`` with the values of ``--encoding-config``'s file for each argument of the command that its command
+    line leaves out. The command line is parsed again with those arguments' defaults None, so that a flag given,
+    even at its default value, wins over the file, and a repeatable one (``--pooling``) replaces the file's list
+    rather than adding to it. A wrong key or value in the file is one line naming it."""
+    from consert.configs import ConfigError
+    from consert.paper.encoding_config import EncodingSettings
+
+    try:
+        settings = EncodingSettings.read(args.encoding_config)
+    except ConfigError as err:
+        subparser.error(f"--encoding-config: {err}")
+    takes = args.encoding_keys
+    subparser.set_defaults(**dict.fromkeys(takes.values()))  # None: no flag parses to it
+    args, _ = parser.parse_known_args(argv)
+    for name, dest in takes.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, getattr(settings, name))
+    return args

@@ -20,7 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", choices=BASELINES)
     parser.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2", help="encoder (not for glove)")
     parser.add_argument("--pooling", default=PAPER_POOLING, metavar="P")
-    parser.add_argument("--k", type=at_least(1), default=None, help="whitening: keep k dimensions (default all)")
+    parser.add_argument(
+        "--k", type=whitening_k, default=None, metavar="K", help="whitening: keep k dimensions, or all (the default)"
+    )
     parser.add_argument(
         "--fit-on",
         choices=("task", "sts", "nli"),
@@ -50,7 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         else:
             parse = at_least(1) if setting.type == "int" else float
             parser.add_argument(flag, type=parse, default=None, help=help_text)
-    add_encoder_arguments(parser)
+    add_encoder_arguments(parser, {"glove": "glove"})
+
+
+def whitening_k(text: str) -> int | None:
+    """An argparse type: ``all`` (None: every dimension) or an integer of at least 1."""
+    return None if text == "all" else at_least(1)(text)
 
 
 def flow_settings(args: argparse.Namespace) -> FlowSettings:

@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pooling", action="append", metavar="P", help=f"repeatable; default {PAPER_POOLING}")
     parser.add_argument("--output", required=True, metavar="CACHE.npz")
     add_topk_max_argument(parser, "(for `consert topk --vectors`)")
-    add_encoder_arguments(parser)
+    add_encoder_arguments(parser, {"cache_poolings": "pooling"})
 
 
 def run(args: argparse.Namespace) -> int:

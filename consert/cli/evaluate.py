@@ -66,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the tidy result CSV (table, csv), the JSON file (json), or mteb's cache folder (mteb: files under "
         "its results/, as mteb.ResultCache(PATH) loads them; default mteb's own, $MTEB_CACHE else ~/.cache/mteb)",
     )
-    add_encoder_arguments(parser)
+    add_encoder_arguments(parser, {"poolings": "pooling"})
     add_threads_argument(parser)
 
 

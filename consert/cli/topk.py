@@ -13,8 +13,10 @@ HELP = "Figure 4: Spearman vs k most frequent tokens removed"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``consert topk``."""
-    add_cached_model_arguments(parser, "read the statistics from a vector cache")
-    parser.add_argument("--max-k", type=non_negative_int, default=50)
+    add_cached_model_arguments(parser, "read the statistics from a vector cache", {"topk_max": "max_k"})
+    parser.add_argument(
+        "--max-k", type=non_negative_int, default=50, metavar="K", help="the curve's largest k (default 50)"
+    )
     parser.add_argument("--output", default=None, metavar="FILE.csv")
 
 

@@ -4,20 +4,17 @@ gate read, as a training run reads its ``train.yaml``."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from consert.configs import ConfigError, dataclass_from_dict, key, read_yaml
+from consert.configs import ConfigError, ResolvedFile, key
 from consert.paper.design import expected_seeds
 from consert.verdict.decision import INCONCLUSIVE_POLICIES, load_decision
 
 
 @dataclass
-class ComparisonConfig:
+class ComparisonConfig(ResolvedFile):
     """A comparison's settings beside the published numbers and their declared decision rule."""
 
     margins: dict[str, float] = key(
@@ -59,12 +56,3 @@ class ComparisonConfig:
             inconclusive=gate.get("inconclusive", "pass"),
             allow_stand_in=bool(gate.get("allow_stand_in", False)),
         )
-
-    @classmethod
-    def read(cls, path: str | Path) -> ComparisonConfig:
-        """The settings in a YAML file; a wrong key or value is a one-line :class:`ConfigError`."""
-        return dataclass_from_dict(cls, read_yaml(path), source=str(path))
-
-    def to_yaml(self) -> str:
-        """The settings as YAML, every key present (what :meth:`read` reads back)."""
-        return yaml.safe_dump(dataclasses.asdict(self), sort_keys=False, allow_unicode=True)

@@ -4,7 +4,7 @@ from the keys' own homes.
 * ``<!-- training keys -->``: every training key (``consert.train.config.TrainConfig``, its sub-configs' keys as
   ``NAME.KEY``) with its value for an unsupervised run (``consert train --list-keys`` prints the same);
 * ``<!-- keys: MODULE:CLASS -->``: the keys of another config dataclass with their defaults (``FlowSettings``,
-  ``SgOptConfig``, ``ComparisonConfig``; their commands' ``--help`` lists the same).
+  ``SgOptConfig``, ``ComparisonConfig``, ``EncodingSettings``; their commands' ``--help`` lists the same).
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ rule encode_corpus:
     statistics): poolings, whitening, flow, the top-k curve and the predictions reuse it."""
     input:
         senteval=DATA,
+        encoding=ENCODING_CONFIG,
     output:
         artifacts.vector_cache("{size}"),
     log:
@@ -10,23 +11,22 @@ rule encode_corpus:
     benchmark:
         "benchmarks/baselines/{size}/encode.tsv"
     params:
-        encoder=ENCODER_FLAGS,
         model=lambda wc: config["models"][wc.size],
-        poolings=pooling_flags(cache=True),
-        topk=lambda wc: topk_flag(artifacts.vector_cache(wc.size)),
+        topk_max=lambda wc: topk_max(artifacts.vector_cache(wc.size)),
     threads: config["threads"]
     resources:
         gpu=GPU_PER_JOB,
     conda:
         "../envs/consert.yaml"
     shell:
-        consert_shell("encode {params.model} {params.poolings} {params.topk}", share=GPU_SHARE)
+        consert_shell("encode {params.model:q} --topk-max {params.topk_max}", share=GPU_SHARE)
 
 
 rule eval_poolings:
     """BERT without training: every pooling of the config, read from the corpus cache."""
     input:
         senteval=DATA,
+        encoding=ENCODING_CONFIG,
         vectors=artifacts.vector_cache("{size}"),
     output:
         artifacts.baseline_eval("{size}", "poolings"),
@@ -35,20 +35,19 @@ rule eval_poolings:
     benchmark:
         "benchmarks/baselines/{size}/poolings.tsv"
     params:
-        encoder=ENCODER_FLAGS,
         model=lambda wc: config["models"][wc.size],
-        poolings=pooling_flags(),
     threads: config["threads"]
     conda:
         "../envs/consert.yaml"
     shell:
-        consert_shell("evaluate {params.model} {params.poolings} --vectors {input.vectors}")
+        consert_shell("evaluate {params.model:q} --vectors {input.vectors}")
 
 
 rule eval_whitening:
     """BERT-whitening, one kernel per task fitted on that task's scored pairs (the authors')."""
     input:
         senteval=DATA,
+        encoding=ENCODING_CONFIG,
         vectors=artifacts.vector_cache("{size}"),
     output:
         artifacts.baseline_eval("{size}", "whitening-{pooling}-k{k}"),
@@ -59,37 +58,16 @@ rule eval_whitening:
     benchmark:
         "benchmarks/baselines/{size}/whitening-{pooling}-k{k}.tsv"
     params:
-        encoder=ENCODER_FLAGS,
         model=lambda wc: config["models"][wc.size],
-        pooling=lambda wc: shlex.quote(WHITENING_POOLINGS[wc.pooling]),
-        k=lambda wc: "" if wc.k == "all" else f"--k {wc.k}",
+        pooling=lambda wc: WHITENING_POOLINGS[wc.pooling],
     threads: config["threads"]
     conda:
         "../envs/consert.yaml"
     shell:
         consert_shell(
-            "baseline whitening --model {params.model} --pooling {params.pooling} {params.k} --fit-on task "
+            "baseline whitening --model {params.model:q} --pooling {params.pooling:q} --k {wildcards.k} --fit-on task "
             "--vectors {input.vectors}"
         )
-
-
-localrules:
-    flow_config,  # a file written from the config: never worth a cluster job
-
-
-rule flow_config:
-    """BERT-flow's settings resolved from the config (the authors', with baselines.flow over them), one file that
-    every flow job reads (rendered as run_config is)."""
-    input:
-        template=RUN_CONFIG_TEMPLATE,
-    output:
-        FLOW_CONFIG,
-    log:
-        "logs/configs/flow.log",
-    params:
-        text=flow_config,
-    template_engine:
-        "jinja2"
 
 
 rule eval_flow:
@@ -97,6 +75,7 @@ rule eval_flow:
     train+dev+test"), on their first-last pooling."""
     input:
         senteval=DATA,
+        encoding=ENCODING_CONFIG,
         vectors=artifacts.vector_cache("{size}"),
         settings=FLOW_CONFIG,
     output:
@@ -106,9 +85,8 @@ rule eval_flow:
     benchmark:
         "benchmarks/baselines/{size}/flow.tsv"
     params:
-        encoder=ENCODER_FLAGS,
         model=lambda wc: config["models"][wc.size],
-        pooling=shlex.quote(FLOW_POOLING),
+        pooling=FLOW_POOLING,
     threads: config["threads"]
     resources:
         gpu=GPU_PER_JOB,
@@ -116,7 +94,7 @@ rule eval_flow:
         "../envs/consert.yaml"
     shell:
         consert_shell(
-            "baseline flow --model {params.model} --pooling {params.pooling} --flow-config {input.settings} "
+            "baseline flow --model {params.model:q} --pooling {params.pooling:q} --flow-config {input.settings} "
             "--fit-on task --vectors {input.vectors}",
             share=GPU_SHARE,
         )
@@ -125,6 +103,7 @@ rule eval_flow:
 use rule eval_flow as eval_flow_nli with:
     input:
         senteval=DATA,
+        encoding=ENCODING_CONFIG,
         model=lambda wc: artifacts.run_model(FLOW_NLI_RUNS[wc.size, int(wc.seed)]),
         vectors=lambda wc: artifacts.run_vectors(FLOW_NLI_RUNS[wc.size, int(wc.seed)]),
         settings=FLOW_CONFIG,
@@ -135,26 +114,24 @@ use rule eval_flow as eval_flow_nli with:
     benchmark:
         "benchmarks/baselines/{size}/flow-nli-seed{seed}.tsv"
     params:
-        encoder=ENCODER_FLAGS,
         model=lambda wc, input: input.model,
-        pooling=shlex.quote(FLOW_POOLING),
+        pooling=FLOW_POOLING,
 
 
 rule eval_glove:
     input:
         senteval=DATA,
+        encoding=ENCODING_CONFIG,
     output:
         artifacts.glove_eval(),
     log:
         "logs/baselines/glove.log",
     benchmark:
         artifacts.benchmark(artifacts.glove_eval())
-    params:
-        glove=f"--glove {config['baselines']['glove']}" if config["baselines"].get("glove") else "",
     conda:
         "../envs/consert.yaml"
     shell:
-        consert_shell("baseline glove {params.glove}", encoder=False)
+        consert_shell("baseline glove", encoder=False)
 
 
 rule train_sgopt:
@@ -193,14 +170,12 @@ rule topk_curve:
     benchmark:
         "benchmarks/topk/{size}-{which}.tsv"
     params:
-        encoder=ENCODER_FLAGS,
         model=topk_model,
-        max_k=config["baselines"]["topk_max"],
     threads: config["threads"]
     conda:
         "../envs/consert.yaml"
     shell:
-        consert_shell("topk {params.model} --max-k {params.max_k} --vectors {input.vectors}")
+        consert_shell("topk {params.model:q} --vectors {input.vectors}")
 
 
 rule stsb_predictions:
@@ -214,10 +189,9 @@ rule stsb_predictions:
     benchmark:
         artifacts.benchmark(artifacts.predictions_eval("{size}", "{which}"))
     params:
-        encoder=ENCODER_FLAGS,
         model=topk_model,
     threads: config["threads"]
     conda:
         "../envs/consert.yaml"
     shell:
-        consert_shell("predictions {params.model} --vectors {input.vectors}")
+        consert_shell("predictions {params.model:q} --vectors {input.vectors}")

@@ -1,8 +1,7 @@
-"""Helpers shared by the rules: config validation, the run plan, and command-line flags."""
+"""Helpers shared by the rules: config validation, the run plan, and the resolved settings files jobs read."""
 
 import re
 import sys
-import shlex
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -15,10 +14,10 @@ from consert.paper import artifacts
 from consert.configs import ConfigError
 from consert.paper.plan import flow_nli_run, plan_runs, unique_runs
 from consert.paper.comparison_config import ComparisonConfig
+from consert.paper.encoding_config import EncodingSettings
 from consert.verdict.compare import ARTIFACT_FILES
 from consert.paper.workflow_config import load_workflow_config
 from consert.paper.run_configs import consert_run_config, run_config_text, sgopt_run_config
-from consert.train.recipes import COMMON
 
 
 if not config:
@@ -27,9 +26,10 @@ if not config:
         "--configfile config/offline.yaml (the offline stand-in)"
     )
 # one line per fault, before any job: the schema's keys and types, every run's training keys, the local models;
-# then the schema's defaults filled in
+# then the schema's defaults filled in; then the encoding every job shares (a bad pooling is refused here)
 try:
     load_workflow_config(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
+    ENCODING = EncodingSettings.of_workflow(config)
 except ConfigError as err:  # one line, not a traceback: the message names the key and what was expected
     sys.exit(str(err))
 
@@ -53,18 +53,24 @@ KEEP_MODELS = config["keep_models"]
 # configs' jobs (under 2 GB of GPU memory each) share it (`share_gpu: true`), as many at once as
 # `--cores` allows.
 GPU_PER_JOB = 0 if config["share_gpu"] else 1
-# one max length for every encoding, so that every reader of a vector cache matches its writer
-ENCODER_FLAGS = f"--dtype {DTYPE} --max-length {config.get('train', {}).get('max_length', COMMON['max_length'])}"
 FIGURE_SIZE = artifacts.figure_size(config)
 PUBLISHED = str(Path(workflow.basedir) / "results" / "published")
 #: The command that builds the HTML report of this run: the same config files.
 REPORT_COMMAND = " ".join(
     ["snakemake", *(f"--configfile {path}" for path in workflow.overwrite_configfiles or ()), "--report report.html"]
 )
-#: A resolved config file is this template filled with its YAML text (rules run_config, comparison_config).
+#: A resolved config file is this template filled with its YAML text (rules run_config, resolved_config).
 RUN_CONFIG_TEMPLATE = str(Path(workflow.basedir) / "workflow" / "templates" / "run_config.yaml.jinja")
-#: BERT-flow's resolved settings (rule flow_config), read by every flow job.
+#: The settings files resolved from the config, results/{name}_config.yaml (written by the rule resolved_config),
+#: each read by the jobs of one kind: {name: what its text is}.
+RESOLVED_CONFIGS = {
+    "encoding": ENCODING.to_yaml,  # every job that encodes or reads a vector cache
+    "flow": lambda: FlowSettings.of_workflow(config).to_yaml(),  # every BERT-flow job
+    "comparison": lambda: ComparisonConfig.of_workflow(config, Path(PUBLISHED)).to_yaml(),  # the verdict's jobs
+}
+ENCODING_CONFIG = "results/encoding_config.yaml"
 FLOW_CONFIG = "results/flow_config.yaml"
+COMPARISON_CONFIG = "results/comparison_config.yaml"
 #: The artifacts this config builds, {file stem: key} (consert.registry): the paper's tables (the contrastive
 #: family's only when the config trains it), its figures, and the harness's own figures beside them (what a
 #: reviewer reads when a number is off).
@@ -113,11 +119,10 @@ def device_env(share="shared"):
 
 
 def consert_shell(arguments, encoder=True, share="shared"):
-    """The shell line that runs one `consert` command on the STS data: its threads and card, the data and
-    encoder flags, its output, and its log."""
-    flags = " --data {input.senteval} {params.encoder}" if encoder else " --data {input.senteval}"
+    """The shell line that runs one `consert` command on the STS data with the encoding settings (its inputs
+    `senteval` and `encoding`): its threads and card when it encodes, its output, and its log."""
     env = device_env(share) if encoder else ""
-    return f"{env}consert {arguments}{flags} --output {{output}} > {{log}} 2>&1"
+    return f"{env}consert {arguments} --data {{input.senteval}} --encoding-config {{input.encoding}} --output {{output}} > {{log}} 2>&1"
 
 
 def run_config(wildcards):
@@ -149,11 +154,13 @@ def topk_model(wildcards):
 
 
 def figure_model_inputs(wildcards):
-    """The STS data and the vector cache of a figure's model (and, for ConSERT, the exported model)."""
+    """The STS data, the encoding settings and the vector cache of a figure's model (and, for ConSERT, the
+    exported model)."""
+    inputs = {"senteval": DATA, "encoding": ENCODING_CONFIG}
     if wildcards.which == "bert":
-        return {"senteval": DATA, "vectors": artifacts.vector_cache(wildcards.size)}
+        return {**inputs, "vectors": artifacts.vector_cache(wildcards.size)}
     run = artifacts.table2_consert_run(config, wildcards.size)
-    return {"senteval": DATA, "model": artifacts.run_model(run), "vectors": artifacts.run_vectors(run)}
+    return {**inputs, "model": artifacts.run_model(run), "vectors": artifacts.run_vectors(run)}
 
 
 # the runs whose evaluation vectors other rules read: the figures' run, and the NLI runs that
@@ -168,34 +175,16 @@ def runs_in(runs):
     return "|".join(re.escape(run) for run in runs) or "(?!)"
 
 
-def topk_flag(cache):
-    """`--topk-max K` for the vector caches Figure 4 reads (the figure size's BERT and ConSERT run)."""
+def topk_max(cache):
+    """The top-k statistics a vector cache keeps (its largest k; 0: none): those Figure 4 reads, of the figure
+    size's BERT and ConSERT run."""
     figure_caches = {
         artifacts.vector_cache(FIGURE_SIZE),
         artifacts.run_vectors(artifacts.table2_consert_run(config, FIGURE_SIZE)),
     }
-    return f"--topk-max {config['baselines']['topk_max']}" if cache in figure_caches else ""
+    return ENCODING.topk_max if cache in figure_caches else 0
 
 
 FLOW_POOLING = config["baselines"]["flow_pooling"]
 #: whitening pooling by its file-name slug
 WHITENING_POOLINGS = {artifacts.pooling_slug(p): p for p in config["baselines"]["whitening_poolings"]}
-
-
-def pooling_flags(cache=False):
-    """The config's poolings; for the corpus cache also those whitening and flow are fitted on."""
-    poolings = list(config["baselines"]["poolings"])
-    if cache:
-        poolings = list(dict.fromkeys([*poolings, FLOW_POOLING, *WHITENING_POOLINGS.values()]))
-    return " ".join(f"--pooling {shlex.quote(p)}" for p in poolings)
-
-
-def flow_config(wildcards):
-    """BERT-flow's settings as YAML text: the authors', with the config's ``baselines.flow`` over them."""
-    return FlowSettings.of_workflow(config).to_yaml()
-
-
-def comparison_config(wildcards):
-    """The comparison's and the gate's settings as YAML text: the config's overrides of decision.yaml, the seeds
-    its design gives each trained row, the rows it does not run, and its gate policy."""
-    return ComparisonConfig.of_workflow(config, Path(PUBLISHED)).to_yaml()

@@ -1,24 +1,3 @@
-localrules:
-    run_config,  # a file written from the plan: never worth a cluster job
-
-
-rule run_config:
-    """A training run's resolved config, every key (the authors' defaults filled in): what `consert train` or
-    `consert sgopt` trains with. A reviewer diffs two runs' files to see what differs. Rendered by a template
-    engine, inside the snakemake process: a `run:` job would start a snakemake process of its own (seconds
-    each, for a hundred runs)."""
-    input:
-        template=RUN_CONFIG_TEMPLATE,
-    output:
-        artifacts.run_config("{run}"),
-    log:
-        "logs/configs/{run}.log",
-    params:
-        text=run_config,
-    template_engine:
-        "jinja2"
-
-
 rule consert_train:
     """One ConSERT run (any setting, any sweep point), then its evaluation on the 7 sets."""
     input:
@@ -37,7 +16,7 @@ rule consert_train:
         artifacts.benchmark(artifacts.consert_eval("{run}"))
     params:
         dtype=DTYPE,
-        keep_vectors="",
+        keep_vectors=[],  # the arguments that keep the evaluation's vectors (the rule below)
     threads: config["threads"]
     resources:
         gpu=GPU_PER_JOB,
@@ -46,7 +25,7 @@ rule consert_train:
     shell:
         device_env(GPU_SHARE)
         + "consert train --config {input.config} --evaluate {output.evaluation} "
-        "--curve {output.curve} --eval-dtype {params.dtype} {params.keep_vectors} > {log} 2>&1"
+        "--curve {output.curve} --eval-dtype {params.dtype} {params.keep_vectors:q} > {log} 2>&1"
 
 
 ruleorder: consert_train_keeping_vectors > consert_train
@@ -64,6 +43,7 @@ use rule consert_train as consert_train_keeping_vectors with:
         run=runs_in(VECTOR_RUNS),
     params:
         dtype=DTYPE,
-        keep_vectors=lambda wc, output: (
-            f"--save-vectors {output.vectors} --save-pooling {shlex.quote(FLOW_POOLING)} {topk_flag(output.vectors)}"
-        ),
+        keep_vectors=lambda wc, output: [
+            *("--save-vectors", output.vectors, "--save-pooling", FLOW_POOLING),
+            *("--topk-max", topk_max(output.vectors)),
+        ],

@@ -1,28 +1,8 @@
-localrules:
-    comparison_config,  # a file written from the config: never worth a cluster job
-
-
-rule comparison_config:
-    """What the comparison and the gate decide with besides decision.yaml, resolved from the config: its
-    overrides of the margins and seed SDs, the seeds its design gives each trained row, the published rows it
-    does not run, and the gate's policy (rendered as run_config is)."""
-    input:
-        template=RUN_CONFIG_TEMPLATE,
-    output:
-        "results/comparison_config.yaml",
-    log:
-        "logs/configs/comparison.log",
-    params:
-        text=comparison_config,
-    template_engine:
-        "jinja2"
-
-
 rule comparison:
     """Every reproduced cell next to its published value (never fails: see check_published)."""
     input:
         tables=COMPARED,
-        settings="results/comparison_config.yaml",
+        settings=COMPARISON_CONFIG,
     output:
         report("results/comparison.csv", caption="../report/comparison.rst", category="Comparison"),
     log:
@@ -42,7 +22,7 @@ rule check_published:
     config's gate allows a stand-in run."""
     input:
         comparison="results/comparison.csv",
-        settings="results/comparison_config.yaml",
+        settings=COMPARISON_CONFIG,
     log:
         text="logs/check_published.log",
         table="logs/check_published.csv",
