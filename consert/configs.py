@@ -59,11 +59,12 @@ def dataclass_from_dict(cls: type, values: dict[str, Any], source: str = "config
         raise ConfigError(f"{source}: {err}") from None
 
 
-def unknown_key_message(key: str, known: list[str], where: str) -> str:
-    """``<where>: unknown key `foo` (did you mean `bar`?); known keys: ...`` in one line."""
+def unknown_key_message(key: str, known: list[str], where: str, what: str = "key") -> str:
+    """``<where>: unknown key `foo` (did you mean `bar`?); known keys: ...`` in one line (``what``: another noun
+    than key, such as method)."""
     close = difflib.get_close_matches(key, known, n=1)
     hint = f" (did you mean `{close[0]}`?)" if close else ""
-    return f"{where}: unknown key `{key}`{hint}; known keys: {', '.join(known)}"
+    return f"{where}: unknown {what} `{key}`{hint}; known {what}s: {', '.join(known)}"
 
 
 def _coerce(key: str, value: Any, annotation: str, source: str) -> Any:

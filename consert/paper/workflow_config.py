@@ -20,10 +20,13 @@ from consert.configs import ConfigError, read_yaml, unknown_key_message
 from consert.encode.models import looks_like_a_path
 from consert.paper.plan import plan_runs, train_overrides, unique_runs
 from consert.train.config import TrainConfig, check_train_config
+from consert.train.methods import METHODS
 from consert.train.objectives import check_objective
 
 #: The workflow config's JSON schema: every key, its type, its default and its description.
 SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+#: The ``family`` block's own keys; any other key of it is a method's block, under the method's name.
+FAMILY_KEYS = ("methods", "sizes", "train_texts", "train")
 
 
 def load_workflow_config(config: dict[str, Any], schema_path: str | Path = SCHEMA) -> dict[str, Any]:
@@ -36,6 +39,7 @@ def load_workflow_config(config: dict[str, Any], schema_path: str | Path = SCHEM
         validate(config, str(schema_path), set_default=True)
     except Exception as err:  # noqa: BLE001 - snakemake wraps jsonschema's ValidationError in a WorkflowError
         raise ConfigError(str(err).splitlines()[0]) from None
+    check_family(config["family"])
     check_training_keys(config)
     check_local_models(config["models"])
     return config
@@ -90,6 +94,19 @@ def check_schema(config: dict[str, Any], schema_path: str | Path) -> None:
         unknown = sorted(set(error.instance) - set(known))
         raise ConfigError(unknown_key_message(unknown[0], known, f"config{'.' + where if where else ''}"))
     raise ConfigError(f"config key `{where or '(top level)'}`: {error.message}")
+
+
+def check_family(family: dict[str, Any]) -> None:
+    """Each method ``family.methods`` lists, and each method block beside the family's own keys, names a record of
+    :data:`~consert.train.methods.METHODS` (the schema takes any name: the records are the one list of methods);
+    else a one-line :class:`ConfigError` naming the key."""
+    names = sorted(METHODS)
+    for name in family["methods"]:
+        if name not in METHODS:
+            raise ConfigError(unknown_key_message(name, names, "config family.methods", what="method"))
+    blocks = [key for key in family if key not in FAMILY_KEYS and key not in METHODS]
+    if blocks:
+        raise ConfigError(unknown_key_message(blocks[0], [*FAMILY_KEYS, *names], "config family"))
 
 
 def check_training_keys(config: dict[str, Any]) -> None:

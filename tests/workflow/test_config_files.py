@@ -3,13 +3,15 @@ configs build a TrainConfig; no file repeats a value it could drift from."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import yaml
 from snakemake.utils import validate
 
 from consert.configs import ConfigError
 from consert.paper.plan import plan_runs
-from consert.paper.workflow_config import check_schema, check_training_keys
+from consert.paper.workflow_config import check_schema, check_training_keys, load_workflow_config
 from consert.train.config import load_train_config
 from consert.train.recipes import stage_defaults
 from tests.conftest import ROOT
@@ -80,16 +82,37 @@ def test_each_training_config_builds_and_sets_only_what_differs_from_the_recipe(
     assert repeated == set(), f"{path.name} repeats the recipe's {sorted(repeated)}"
 
 
-def test_the_schemas_family_names_are_the_method_records():
-    """The workflow schema lists the contrastive family's methods (``family.methods``' names, and a block of
-    TrainConfig keys per method): the same names as :data:`consert.train.methods.METHODS`, in the same order."""
+@pytest.mark.parametrize(
+    ("family", "message"),
+    [
+        (
+            {"methods": ["simcsee"]},
+            r"^config family\.methods: unknown method `simcsee` \(did you mean `simcse`\?\); known methods: augcse, "
+            r"simcse$",
+        ),
+        (
+            {"methods": ["simcse"], "simcze": {"lr": 1e-5}},
+            r"^config family: unknown key `simcze` \(did you mean `simcse`",
+        ),
+    ],
+)
+def test_a_family_method_without_a_record_is_refused_at_startup(family, message):
+    config = {**yaml.safe_load((CONFIG / "offline.yaml").read_text()), "family": family}
+    with pytest.raises(ConfigError, match=message):
+        load_workflow_config(config)
+
+
+def test_the_method_records_are_the_one_list_of_methods(monkeypatch):
+    """The schema names no method (``family.methods`` takes any name, and any other key of ``family`` is a method's
+    block): a method added as a record alone passes the workflow's check, with a block of its own."""
     from consert.train.methods import METHODS
 
-    family = yaml.safe_load(SCHEMA.read_text())["properties"]["family"]["properties"]
-    assert family["methods"]["items"]["enum"] == list(METHODS)
-    assert [name for name in family if name in METHODS or name not in ("methods", "sizes", "train_texts", "train")] == [
-        *METHODS
-    ]
+    family = yaml.safe_load(SCHEMA.read_text())["properties"]["family"]
+    assert "enum" not in family["properties"]["methods"]["items"] and not set(family["properties"]) & set(METHODS)
+    monkeypatch.setitem(METHODS, "toycse", dataclasses.replace(METHODS["simcse"], name="toycse"))
+    config = yaml.safe_load((CONFIG / "offline.yaml").read_text())
+    config["family"] = {"methods": ["toycse"], "toycse": {"temperature": 0.1}}
+    assert load_workflow_config(config)["family"]["toycse"] == {"temperature": 0.1}
 
 
 def test_the_config_readme_table_is_the_schemas_keys():

@@ -1,7 +1,8 @@
 """A method added the way a contributor adds one: one :class:`~consert.train.methods.Method` record (here a toy,
 SimCSE at temperature 0.1, which needs no objective or settings of its own) and its published row (one data file,
-``toy_method_published.csv``). With nothing else edited, the test config plans it, trains it, cards it, tables it
-and judges it. The Architecture page's "How to add a method" counts these files."""
+``toy_method_published.csv``). With nothing else edited, the test config lists it and passes the workflow's check,
+and the harness plans it, trains it, cards it, tables it and judges it. The Architecture page's "How to add a
+method" counts these files."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ import pytest
 import yaml
 
 from consert.cli import main as cli_main
+from consert.configs import read_yaml
 from consert.paper.artifacts import consert_eval, run_config, run_model, write_artifact
 from consert.paper.card import recipe_card
 from consert.paper.design import expected_seeds, paper_design
 from consert.paper.plan import plan_runs, unique_runs
 from consert.paper.run_configs import consert_run_config, run_config_text
-from consert.paper.workflow_config import read_workflow_config
+from consert.paper.workflow_config import load_workflow_config
 from consert.registry import FAMILY
 from consert.train.card import CARD
 from consert.train.methods import METHODS, Method
@@ -43,11 +45,12 @@ def toy_config(tmp_path, monkeypatch) -> dict:
     """The test config training the toy method alone beside ConSERT (one seed, the last-two-layer pooling only: no
     untrained reference rows), in a working directory of its own; the toy's published row beside the paper's."""
     monkeypatch.setitem(METHODS, TOY.name, TOY)
-    config = read_workflow_config(ROOT / "config" / "test.yaml")
+    config = read_yaml(ROOT / "config" / "test.yaml")
     data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
     config.update(data_dir=str(data), seeds=[1])
     config["family"]["methods"] = [TOY.name]
     config["baselines"]["poolings"] = ["mean:-2,-1"]
+    load_workflow_config(config)  # as the workflow checks it at its start: the schema names no method
     published = shutil.copytree(ROOT / "results" / "published", tmp_path / "published")
     family = pd.read_csv(published / "contrastive_family.csv")
     pd.concat([family, pd.read_csv(TOY_ROW)]).to_csv(published / "contrastive_family.csv", index=False)
