@@ -120,6 +120,9 @@ def test_ctrl_c_exits_130_in_one_line_and_leaves_no_output(real_data_dir, tmp_pa
         stdout=subprocess.DEVNULL,
         text=True,
         env={**os.environ, "OMP_NUM_THREADS": "1"},
+        # Ctrl-C as a terminal sends it: a suite started in the background (`nohup pytest &`) hands its children
+        # SIGINT ignored, and Python then never raises KeyboardInterrupt
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     time.sleep(12)  # past the imports and the model's loading: STS12's 3,108 pairs take longer than this
     assert process.poll() is None, "the evaluation ended before it could be interrupted"
