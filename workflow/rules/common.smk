@@ -122,7 +122,10 @@ def consert_shell(arguments, encoder=True, share="shared"):
     """The shell line that runs one `consert` command on the STS data with the encoding settings (its inputs
     `senteval` and `encoding`): its threads and card when it encodes, its output, and its log."""
     env = device_env(share) if encoder else ""
-    return f"{env}consert {arguments} --data {{input.senteval}} --encoding-config {{input.encoding}} --output {{output}} > {{log}} 2>&1"
+    return (
+        f"{env}consert {arguments} --data {{input.senteval}} --encoding-config {{input.encoding}} "
+        "--output {output} > {log} 2>&1"
+    )
 
 
 def run_config(wildcards):
