@@ -13,6 +13,8 @@ from consert.encode.pooling import PAPER_POOLING
 
 NAME = "baseline"
 HELP = f"evaluate a baseline: {', '.join(BASELINES)}"
+#: ``--glove``'s name for the PyPI stand-in, glove.6B 50d (the workflow's ``baselines.glove: null``).
+OFFLINE_GLOVE = "offline"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,7 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "FILE.jsonl",
         "--fit-on nli: an SNLI/MultiNLI jsonl release file (repeatable; without one, SICK-E stands in)",
     )
-    parser.add_argument("--glove", default=None, metavar="FILE", help="GloVe text file (default: offline 6B-50d)")
+    parser.add_argument(
+        "--glove",
+        type=glove_file,
+        default=None,
+        metavar="FILE",
+        help=f"GloVe text file, or {OFFLINE_GLOVE} (the default: glove.6B 50d from PyPI, a stand-in)",
+    )
     parser.add_argument("--output", default=None, metavar="FILE.csv")
     add_vectors_argument(parser)
     parser.add_argument(
@@ -52,7 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         else:
             parse = at_least(1) if setting.type == "int" else float
             parser.add_argument(flag, type=parse, default=None, help=help_text)
-    add_encoder_arguments(parser, {"glove": "glove"})
+    add_encoder_arguments(parser)
+
+
+def glove_file(text: str) -> str | None:
+    """An argparse type: a GloVe text file, or ``offline`` (None: the PyPI stand-in)."""
+    return None if text == OFFLINE_GLOVE else text
 
 
 def whitening_k(text: str) -> int | None:

@@ -27,7 +27,6 @@ class EncodingSettings(ResolvedFile):
         factory=list,
     )
     topk_max: int = key("the largest k of Figure 4's curve (tokens removed by frequency)", 50)
-    glove: str | None = key("GloVe's text file (null: the offline glove.6B 50d stand-in)", None)
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPE_CHOICES:
@@ -55,7 +54,6 @@ class EncodingSettings(ResolvedFile):
             poolings=poolings,
             cache_poolings=list(dict.fromkeys([*cached, baselines["flow_pooling"], *baselines["whitening_poolings"]])),
             topk_max=baselines["topk_max"],
-            glove=baselines.get("glove") or None,
         )
 
 

@@ -18,7 +18,7 @@ from tests.conftest import ROOT
 
 def test_the_test_configs_encoding_is_its_poolings_then_those_flow_and_whitening_fit_on(tmp_path):
     """config/test.yaml: poolings ["mean:-2,-1", cls]; the schema's defaults give whitening ["mean:1,-1",
-    "mean:-2,-1"] and flow "mean:1,-1"; no train.max_length, so the authors' 64; topk_max 3; glove null."""
+    "mean:-2,-1"] and flow "mean:1,-1"; no train.max_length, so the authors' 64; topk_max 3."""
     settings = EncodingSettings.of_workflow(read_workflow_config(ROOT / "config" / "test.yaml"))
     assert settings == EncodingSettings(
         dtype="auto",
@@ -26,7 +26,6 @@ def test_the_test_configs_encoding_is_its_poolings_then_those_flow_and_whitening
         poolings=["mean:-2,-1", "cls"],
         cache_poolings=["mean:-2,-1", "cls", "mean:1,-1"],
         topk_max=3,
-        glove=None,
     )
     path = tmp_path / "encoding_config.yaml"
     path.write_text(settings.to_yaml(), encoding="utf-8")
@@ -60,13 +59,13 @@ def _parsed(argv: list[str]) -> argparse.Namespace:
 
 
 def test_each_command_takes_its_keys_of_the_file(tmp_path):
-    settings = ["--encoding-config", _settings_file(tmp_path, glove="glove.txt")]
+    settings = ["--encoding-config", _settings_file(tmp_path)]
     encode = _parsed(["encode", STAND_IN_MODEL, "--output", "c.npz", *settings])
     assert (encode.dtype, encode.max_length, encode.pooling) == ("bf16", 32, ["cls", "mean"])  # the cache's
     evaluate = _parsed(["evaluate", STAND_IN_MODEL, *settings])
     assert (evaluate.dtype, evaluate.max_length, evaluate.pooling) == ("bf16", 32, ["cls"])  # the evaluated ones
     assert _parsed(["topk", STAND_IN_MODEL, *settings]).max_k == 7
-    assert _parsed(["baseline", "glove", *settings]).glove == "glove.txt"
+    assert _parsed(["baseline", "flow", *settings]).dtype == "bf16"
     predictions = _parsed(["predictions", STAND_IN_MODEL, "--output", "p.csv", *settings])
     assert (predictions.dtype, predictions.max_length) == ("bf16", 32)
 
@@ -93,6 +92,12 @@ def test_a_fault_in_the_file_is_one_line_naming_the_flag_and_the_key(tmp_path, c
     with pytest.raises(SystemExit):
         main(["evaluate", STAND_IN_MODEL, "--encoding-config", str(path)])
     assert "max_length: must be at least 8, got 4" in capsys.readouterr().err
+
+
+def test_glove_reads_a_file_or_the_offline_stand_in():
+    assert _parsed(["baseline", "glove", "--glove", "glove.840B.300d.txt"]).glove == "glove.840B.300d.txt"
+    assert _parsed(["baseline", "glove", "--glove", "offline"]).glove is None  # the PyPI stand-in
+    assert _parsed(["baseline", "glove"]).glove is None
 
 
 def test_whitening_keeps_all_dimensions_or_k_of_them():

@@ -121,17 +121,18 @@ use rule eval_flow as eval_flow_nli with:
 rule eval_glove:
     input:
         senteval=DATA,
-        encoding=ENCODING_CONFIG,
     output:
         artifacts.glove_eval(),
     log:
         "logs/baselines/glove.log",
     benchmark:
         artifacts.benchmark(artifacts.glove_eval())
+    params:
+        glove=config["baselines"]["glove"] or "offline",
     conda:
         "../envs/consert.yaml"
     shell:
-        consert_shell("baseline glove", encoder=False)
+        consert_shell("baseline glove --glove {params.glove:q}", encoder=False)
 
 
 rule train_sgopt:

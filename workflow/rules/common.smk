@@ -119,13 +119,11 @@ def device_env(share="shared"):
 
 
 def consert_shell(arguments, encoder=True, share="shared"):
-    """The shell line that runs one `consert` command on the STS data with the encoding settings (its inputs
-    `senteval` and `encoding`): its threads and card when it encodes, its output, and its log."""
-    env = device_env(share) if encoder else ""
-    return (
-        f"{env}consert {arguments} --data {{input.senteval}} --encoding-config {{input.encoding}} "
-        "--output {output} > {log} 2>&1"
-    )
+    """The shell line that runs one `consert` command on the STS data (its input `senteval`), its output and its
+    log; for a command that encodes or reads a vector cache, with its threads and card and the encoding settings
+    (its input `encoding`)."""
+    env, settings = (device_env(share), " --encoding-config {input.encoding}") if encoder else ("", "")
+    return f"{env}consert {arguments} --data {{input.senteval}}{settings} --output {{output}} > {{log}} 2>&1"
 
 
 def run_config(wildcards):
