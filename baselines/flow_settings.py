@@ -4,9 +4,12 @@ line can list them without loading torch."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from consert.configs import ConfigError, ResolvedFile, dataclass_from_dict, key
+
+if TYPE_CHECKING:
+    from consert.workflow_keys import WorkflowConfig
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,6 @@ class FlowSettings(ResolvedFile):
             raise ConfigError("flow: lr and max_grad_norm must be positive and weight_decay at least 0")
 
     @classmethod
-    def of_workflow(cls, config: dict[str, Any]) -> FlowSettings:
+    def of_workflow(cls, config: WorkflowConfig) -> FlowSettings:
         """The settings a workflow config gives BERT-flow: the authors', with ``baselines.flow`` over them."""
-        return dataclass_from_dict(cls, dict(config["baselines"].get("flow") or {}), source="baselines.flow")
+        return dataclass_from_dict(cls, config.baselines.flow, source="baselines.flow")

@@ -14,9 +14,11 @@ artifact has both).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from consert.workflow_keys import WorkflowConfig
 
 #: What an artifact is: the paper's ``table``, the paper's ``figure`` (a CSV and its drawing), the harness's own
 #: ``diagnostic`` figure, or ``data`` (Table 1, counted from the STS files rather than built from evaluations).
@@ -51,9 +53,9 @@ class Artifact:
         """Whether the cost table has a row for it: the paper's tables and figures built from training runs."""
         return self.kind in ("table", "figure")
 
-    def runs_in(self, config: Mapping[str, Any]) -> bool:
+    def runs_in(self, config: WorkflowConfig) -> bool:
         """Whether a workflow config builds it."""
-        return not self.needs_family or bool(config["family"]["methods"])
+        return not self.needs_family or bool(config.family.methods)
 
 
 TABLE1 = Artifact("table1", "table1_datasets", "data", "Table 1: the STS sets", summary_place=0)
@@ -98,14 +100,14 @@ SWEEPS = (TABLE4, FIGURE5, FIGURE6, FIGURE7)
 SCORED = (TABLE2, TABLE3, TABLE4, FAMILY, FIGURE5, FIGURE6, FIGURE7)
 
 
-def of_kind(kind: str, config: Mapping[str, Any]) -> list[Artifact]:
+def of_kind(kind: str, config: WorkflowConfig) -> list[Artifact]:
     """The artifacts of ``kind`` that ``config`` builds, in :data:`ARTIFACTS`' order."""
     if kind not in KINDS:
         raise ValueError(f"unknown artifact kind {kind!r}; choose from {KINDS}")
     return [artifact for artifact in ARTIFACTS if artifact.kind == kind and artifact.runs_in(config)]
 
 
-def stems(kind: str, config: Mapping[str, Any]) -> dict[str, str]:
+def stems(kind: str, config: WorkflowConfig) -> dict[str, str]:
     """``{file stem: key}`` of the artifacts of ``kind`` that ``config`` builds (the workflow's wildcards)."""
     return {artifact.stem: artifact.key for artifact in of_kind(kind, config)}
 

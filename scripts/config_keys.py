@@ -1,9 +1,9 @@
-"""Write config/README.md's table of the workflow config's keys from the schema (each key's ``title``).
+"""Write what is generated from the workflow config's keys (``consert/workflow_keys.py``, the one description of
+them): the JSON schema ``workflow/schemas/config.schema.yaml`` and ``config/README.md``'s table of keys.
 
     python scripts/config_keys.py
 
-The schema (``workflow/schemas/config.schema.yaml``) is the one description of the keys; the table sits between
-the README's two ``keys`` markers, and a test fails when it differs from the schema's.
+The table sits between the README's two ``keys`` markers; a test fails when either file differs from the keys.
 """
 
 from __future__ import annotations
@@ -11,18 +11,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from consert.io import write_text
-from consert.paper.workflow_config import keys_table
+from consert.workflow_keys import keys_table, schema_text
 
-README = Path(__file__).resolve().parents[1] / "config" / "README.md"
-START, END = "<!-- keys: generated from the schema by scripts/config_keys.py -->\n", "<!-- /keys -->\n"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "config" / "README.md"
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+START, END = "<!-- keys: generated from consert/workflow_keys.py by scripts/config_keys.py -->\n", "<!-- /keys -->\n"
 
 
 def with_table(text: str) -> str:
-    """``text`` with the block between the markers replaced by the schema's table."""
+    """``text`` with the block between the markers replaced by the keys' table."""
     head, _, rest = text.partition(START)
     _, _, tail = rest.partition(END)
     return f"{head}{START}{keys_table()}{END}{tail}"
 
 
 if __name__ == "__main__":
+    print(f"wrote {write_text(schema_text(), SCHEMA)}")
     print(f"wrote {write_text(with_table(README.read_text(encoding='utf-8')), README)}")

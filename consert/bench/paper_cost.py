@@ -33,7 +33,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import torch
@@ -42,7 +42,7 @@ from consert.bench import execution_settings
 from consert.bench.cuda import random_bert
 from consert.data.senteval import PACKAGE_CHECKOUT, SentEvalData
 from consert.data.senteval import dev_pairs as dev_task_pairs
-from consert.paper.artifacts import sgopt_run, sgopt_seeds
+from consert.paper.artifacts import sgopt_run
 from consert.paper.card import NLI_PAIRS, STS_TEXTS
 from consert.paper.plan import plan_runs, unique_runs
 from consert.paper.run_configs import consert_run_config, sgopt_run_config
@@ -51,6 +51,9 @@ from consert.train.export import TRAINING_RECORD
 from consert.train.loop import evaluation_grid, loop_settings, planned_step_count
 from consert.train.objectives import objective_for
 from consert.train.recipes import FIRST_STAGE
+
+if TYPE_CHECKING:
+    from consert.workflow_keys import WorkflowConfig
 
 #: The hub configurations' shapes (layers, hidden size, heads, feed-forward size), by the config's size keys.
 HUB_SHAPES = {
@@ -139,7 +142,7 @@ def _peaks_as_table4(size: str, config: TrainConfig) -> bool:
     )
 
 
-def planned_jobs(workflow: dict[str, Any], data: SentEvalData) -> tuple[list[PlannedJob], dict[str, Any]]:
+def planned_jobs(workflow: WorkflowConfig, data: SentEvalData) -> tuple[list[PlannedJob], dict[str, Any]]:
     """Every training run of the workflow config, planned; and one config per job kind, the kind's first run's
     (a :class:`TrainConfig`, or SG-OPT's config), to time the kind with. ``data``: SG-OPT's texts."""
     from baselines.sgopt import SgOptConfig, sgopt_texts
@@ -158,8 +161,8 @@ def planned_jobs(workflow: dict[str, Any], data: SentEvalData) -> tuple[list[Pla
         stopping = _stopping(config.patience)
         # one dev pass per evaluation step, also where the loop counts it twice (an epoch end on the eval_every grid)
         jobs.append(PlannedJob(run_id, kind, steps, len(grid), stopping, after, expected))
-    for size in workflow["models"]:
-        for seed in sgopt_seeds(workflow):
+    for size in workflow.models:
+        for seed in workflow.sgopt_seeds:
             values = sgopt_run_config(size, seed, workflow)
             config = SgOptConfig(**{k: v for k, v in values.items() if k != "data"})
             kind = f"{size} sgopt b{config.batch_size} L{config.max_length}"
@@ -375,7 +378,7 @@ def random_models(sizes, folder: Path, shape: str = "hub") -> dict[str, str]:
 
 
 def run(
-    workflow: dict[str, Any],
+    workflow: WorkflowConfig,
     data: SentEvalData,
     device: str,
     steps: int,
@@ -396,8 +399,8 @@ def run(
     rates, one_time, notes, dev_seconds, test_seconds, limits = {}, {}, {}, {}, {}, {}
     compared: dict[str, dict[str, float]] = {execution: {} for execution in compare}
     with tempfile.TemporaryDirectory(prefix="consert-cost-models-") as scratch:
-        models = random_models(workflow["models"], Path(scratch), shape)
-        for size in workflow["models"]:
+        models = random_models(workflow.models, Path(scratch), shape)
+        for size in workflow.models:
             dev_seconds[size] = evaluation_seconds(models[size], data, device, dev_pairs=1500)
             test_seconds[size] = evaluation_seconds(models[size], data, device)
             print(f"  {size}: dev evaluation {dev_seconds[size]:.2f} s, 7-set evaluation {test_seconds[size]:.1f} s")

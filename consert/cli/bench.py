@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from consert.bench import COMPARED_EXECUTIONS
 from consert.cli.arguments import add_choice_argument, add_data_argument, at_least
+
+if TYPE_CHECKING:
+    from consert.workflow_keys import WorkflowConfig
 
 NAME = "bench"
 HELP = "benchmark evaluation and training against their references; --config: what a workflow config's DAG costs"
@@ -122,8 +126,7 @@ def _paper_cost(args: argparse.Namespace, data) -> int:
     from consert.io import write_csv
     from consert.paper.workflow_config import read_workflow_config
 
-    workflow = read_workflow_config(args.config)  # the workflow's defaults filled in, as snakemake does
-    workflow["data_dir"] = str(data.root)
+    workflow = read_workflow_config(args.config).model_copy(update={"data_dir": str(data.root)})
     if args.share:
         table = _sharing(args, workflow, data)
     else:
@@ -137,7 +140,7 @@ def _paper_cost(args: argparse.Namespace, data) -> int:
     return 0
 
 
-def _sharing(args: argparse.Namespace, workflow: dict, data):
+def _sharing(args: argparse.Namespace, workflow: WorkflowConfig, data):
     """``--share``: jobs of the matching kinds run 1, 2, 3 (``--copies``) at once, timed whole."""
     import tempfile
 

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     shown = rates.assign(rate=rates.rate.round(3), mc_se=rates.mc_se.round(4),
                          reproduced_share=rates.reproduced_share.round(3))  # fmt: skip
     columns = ["scenario", "row", "what", "rate", "mc_se", "reproduced_share", "kind", "n", "m", "sigma"]
-    print(f"{args.configfile}: seeds {config['seeds']}, {args.replicates} simulated runs per scenario")
+    print(f"{args.configfile}: seeds {config.seeds}, {args.replicates} simulated runs per scenario")
     print(shown[columns].to_string(index=False))
     if args.sweep_seeds:
         from consert.paper.design import sweep_block_caught

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from consert import registry
 from consert.paper import tables
-from consert.paper.plan import AUGMENTATION_LABELS, FLOW_NLI, PlannedRun, RunSpec, flow_nli_base, plan_runs
+from consert.paper.plan import AUGMENTATION_LABELS, FLOW_NLI, PlannedRun, RunSpec, plan_runs
 from consert.registry import (
     CURVES,
     DIAGNOSTICS,
@@ -29,6 +29,9 @@ from consert.registry import (
     TABLE3,
     TABLE4,
 )
+
+if TYPE_CHECKING:
+    from consert.workflow_keys import WorkflowConfig
 
 RESULTS = Path("results")
 EVALS = RESULTS / "evals"
@@ -92,11 +95,6 @@ def glove_eval() -> str:
     return str(EVALS / "baselines" / "glove.csv")
 
 
-def sgopt_seeds(config: dict[str, Any]) -> list[int]:
-    """SG-OPT's seeds: ``baselines.sgopt_seeds`` (the paper config: SG-OPT's 8, its Table 8), else the run's."""
-    return list(config["baselines"].get("sgopt_seeds") or config["seeds"])
-
-
 def sgopt_run(size: str, seed: int) -> str:
     return f"sgopt-{size}-seed{seed}"
 
@@ -118,14 +116,14 @@ def predictions_eval(size: str, which: str) -> str:
     return str(EVALS / "predictions" / f"{size}-{which}.csv")
 
 
-def figure_size(config: dict[str, Any]) -> str:
+def figure_size(config: WorkflowConfig) -> str:
     """The model size that Figures 1 and 4 show (the first size with sweeps; the paper: base)."""
-    return config["sweeps"]["sizes"][0]
+    return config.sweeps.sizes[0]
 
 
-def table2_consert_run(config: dict[str, Any], size: str) -> str:
+def table2_consert_run(config: WorkflowConfig, size: str) -> str:
     """The run whose model Figures 1 and 4 show as "ConSERT": the first seed's Table 2 run."""
-    return RunSpec(size, seed=config["seeds"][0]).run_id
+    return RunSpec(size, seed=config.seeds[0]).run_id
 
 
 # ---- sources: (labels, csv path, pooling filter) per artifact ---------------------------------------
@@ -133,65 +131,65 @@ def table2_consert_run(config: dict[str, Any], size: str) -> str:
 Source = tuple[dict[str, Any], str, str | None]
 
 
-def _planned(config: dict[str, Any], artifact: str) -> list[PlannedRun]:
+def _planned(config: WorkflowConfig, artifact: str) -> list[PlannedRun]:
     return [p for p in plan_runs(config) if p.artifact == artifact]
 
 
-def _consert_sources(config: dict[str, Any], artifact: str) -> list[Source]:
+def _consert_sources(config: WorkflowConfig, artifact: str) -> list[Source]:
     return [({**p.labels, "seed": p.spec.seed}, consert_eval(p.spec.run_id), None) for p in _planned(config, artifact)]
 
 
-def table2_sources(config: dict[str, Any]) -> list[Source]:
+def table2_sources(config: WorkflowConfig) -> list[Source]:
     """Unsupervised table: BERT poolings, GloVe, whitening, flow, SG-OPT, ConSERT."""
-    baselines = config["baselines"]
+    baselines = config.baselines
     sources: list[Source] = [({"method": "Avg. GloVe embeddings", "size": "-"}, glove_eval(), None)]
-    for size in config["models"]:
-        for pooling in baselines["poolings"]:
+    for size in config.models:
+        for pooling in baselines.poolings:
             sources.append(
                 ({"method": f"BERT-{size} ({pooling})", "size": size}, baseline_eval(size, "poolings"), pooling)
             )
         sources.append(({"method": f"BERT-{size}-flow", "size": size}, baseline_eval(size, "flow"), None))
-        for pooling in baselines["whitening_poolings"]:
-            for k in baselines["whitening_k"]:
+        for pooling in baselines.whitening_poolings:
+            for k in baselines.whitening_k:
                 label = f"BERT-{size}-whitening" + (f"-{k}" if k else "") + f" ({pooling})"
                 sources.append(({"method": label, "size": size}, whitening_eval(size, pooling, k), None))
-        for seed in sgopt_seeds(config):
+        for seed in config.sgopt_seeds:
             sources.append(
                 ({"method": f"BERT-{size}-SG-OPT", "size": size, "seed": seed}, sgopt_eval(size, seed), None)
             )
     return sources + _consert_sources(config, TABLE2.key)
 
 
-def table3_sources(config: dict[str, Any]) -> list[Source]:
+def table3_sources(config: WorkflowConfig) -> list[Source]:
     """Supervised table: SBERT-NLI re-impl. (``sup``), joint, sup-unsup, joint-unsup, flow + NLI."""
     sources = _consert_sources(config, TABLE3.key)
-    for size in config["models"]:
-        for seed in config["seeds"]:
-            base = flow_nli_base(config)
+    for size in config.models:
+        for seed in config.seeds:
+            base = config.baselines.flow_nli.base
             labels = {"method": f"BERT-{size}-flow (NLI)", "size": size, "mode": f"flow on {base}", "seed": seed}
             sources.append((labels, flow_nli_eval(size, seed), None))
     return sources
 
 
-def family_sources(config: dict[str, Any]) -> list[Source]:
+def family_sources(config: WorkflowConfig) -> list[Source]:
     """The contrastive family: BERT [CLS] and mean (untrained references), ConSERT, SimCSE, AugCSE."""
     sizes = [p.spec.size for p in _planned(config, FAMILY.key)]
     sources: list[Source] = []
     for size in dict.fromkeys(sizes):
-        for pooling in [p for p in config["baselines"]["poolings"] if p in ("cls", "mean")]:
+        for pooling in [p for p in config.baselines.poolings if p in ("cls", "mean")]:
             sources.append(
                 ({"method": f"BERT-{size} ({pooling})", "size": size}, baseline_eval(size, "poolings"), pooling)
             )
     return sources + _consert_sources(config, FAMILY.key)
 
 
-def diagnostics_sources(config: dict[str, Any]) -> list[Source]:
+def diagnostics_sources(config: WorkflowConfig) -> list[Source]:
     """Every evaluated model: Table 2's and 3's rows, the family's, and every sweep run (named by
     :data:`consert.paper.representation.SWEEP_NAMES`)."""
     from consert.paper.representation import SWEEP_NAMES
 
     sources = table2_sources(config) + table3_sources(config)
-    if config["family"]["methods"]:
+    if config.family.methods:
         sources += family_sources(config)
     for planned in plan_runs(config):
         if planned.artifact in SWEEP_NAMES:
@@ -213,7 +211,7 @@ CURVE_GROUPS = {
 }
 
 
-def curve_sources(config: dict[str, Any]) -> list[Source]:
+def curve_sources(config: WorkflowConfig) -> list[Source]:
     """Every training run's curve, labelled with its panel (a run used by two artifacts is in both): the
     planned runs and their NLI first stages, then SG-OPT's runs."""
     sources: list[Source] = []
@@ -223,8 +221,8 @@ def curve_sources(config: dict[str, Any]) -> list[Source]:
                 sources.append(
                     ({"group": CURVE_GROUPS[planned.artifact], "run": spec.run_id}, run_curve(spec.run_id), None)
                 )
-    for size in config["models"]:
-        for seed in sgopt_seeds(config):
+    for size in config.models:
+        for seed in config.sgopt_seeds:
             sources.append(({"group": "SG-OPT", "run": sgopt_run(size, seed)}, run_curve(sgopt_run(size, seed)), None))
     unique = {(labels["group"], path): (labels, path, pooling) for labels, path, pooling in sources}
     return list(unique.values())
@@ -255,12 +253,12 @@ SOURCES: dict[str, Callable[[dict[str, Any]], list[Source]]] = {
 CSV_FILES = {artifact.key: artifact.csv for artifact in registry.ARTIFACTS}
 
 
-def inputs(artifact: str, config: dict[str, Any]) -> list[str]:
+def inputs(artifact: str, config: WorkflowConfig) -> list[str]:
     """The evaluation files an artifact is built from (the DAG's inputs)."""
     return list(dict.fromkeys(path for _, path, _ in SOURCES[artifact](config)))
 
 
-def build(artifact: str, config: dict[str, Any]) -> pd.DataFrame:
+def build(artifact: str, config: WorkflowConfig) -> pd.DataFrame:
     """Assemble one artifact's table from its evaluation CSVs."""
     sources = SOURCES[artifact](config)
     cache: dict[str, pd.DataFrame] = {}
@@ -298,7 +296,7 @@ def build(artifact: str, config: dict[str, Any]) -> pd.DataFrame:
 
 def write_artifact(
     artifact: str,
-    config: dict[str, Any],
+    config: WorkflowConfig,
     csv_path: str,
     figure_paths: list[str] | None = None,
     published: str | Path | None = None,

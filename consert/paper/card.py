@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -25,6 +25,9 @@ from consert.train.notes import ATTENTION_DROPOUT_NOTE, GRAPHS_NOTE
 from consert.train.objectives import objective_for
 from consert.train.recipes import REFERENCE_ENCODERS, STAGES, authors_recipe
 from consert.train.text_augment import LEFT_OUT
+
+if TYPE_CHECKING:
+    from consert.workflow_keys import WorkflowConfig
 
 #: The authors trained in fp16 with apex O1 on GPUs.
 AUTHORS_PRECISION = "fp16 (apex O1)"
@@ -252,7 +255,7 @@ def _text(value: Any, none: str = "") -> str:
     return none if value is None else str(value)
 
 
-def recipe_card(config: dict[str, Any], run_configs: dict[str, TrainConfig] | None = None) -> pd.DataFrame:
+def recipe_card(config: WorkflowConfig, run_configs: dict[str, TrainConfig] | None = None) -> pd.DataFrame:
     """One row per planned training run of a workflow ``config`` (see the module docstring), each read from
     ``run_configs`` (the runs' ``train.yaml``, by run id) when given, else resolved from the config."""
     plan = plan_runs(config)
@@ -262,7 +265,7 @@ def recipe_card(config: dict[str, Any], run_configs: dict[str, TrainConfig] | No
         artifacts[item.spec.run_id].add(item.artifact)
         if item.spec.stage1 is not None:
             artifacts[item.spec.stage1.run_id].add(f"{item.artifact} (stage 1)")
-    setting = str(config.get("setting", ""))
+    setting = config.setting
     rows = []
     for run_id, spec in runs.items():
         train_config = (

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from baselines.flow_settings import FlowSettings
 from baselines.sgopt import SgOptConfig
-from consert.paper.artifacts import sgopt_seeds
-from consert.paper.plan import flow_nli_base, flow_nli_run
+from consert.paper.plan import flow_nli_run
 from consert.train.notes import GRAPHED_DROPOUT_NOTE
+
+if TYPE_CHECKING:
+    from consert.workflow_keys import WorkflowConfig
 
 UNEXPLAINED = "UNEXPLAINED"
 
@@ -77,31 +79,28 @@ def _differences(overrides: dict[str, Any], authors: dict[str, Any], setting: st
     return "; ".join(out)
 
 
-def baseline_card_rows(config: dict[str, Any]) -> list[dict[str, Any]]:
+def baseline_card_rows(config: WorkflowConfig) -> list[dict[str, Any]]:
     """One recipe-card row per baseline fit of a workflow ``config``."""
     rows = []
-    for size in config.get("models", {}):
+    for size in config.models:
         rows.append(_flow_row(config, size))
         rows.extend(_whitening_rows(config, size))
     return [*rows, _sgopt_row(config), _glove_row(config), _topk_row()]
 
 
-def _flow_row(config: dict[str, Any], size: str) -> dict[str, Any]:
+def _flow_row(config: WorkflowConfig, size: str) -> dict[str, Any]:
     """BERT-flow's row for the encoder of ``size``, fitted as Table 2 does and on Table 3's BERT-NLI."""
-    baselines = config.get("baselines", {})
     flow_authors = _defaults(FlowSettings)
     flow = dataclasses.asdict(FlowSettings.of_workflow(config))
-    flow_pooling = baselines.get("flow_pooling", "mean:1,-1")
+    flow_pooling = config.baselines.flow_pooling
     nli_model = {
         "li": "BERT-flow's own BERT-NLI, trained here by its authors' recipe (run {run}; the reference)",
         "sbert": "ConSERT's SBERT-NLI re-implementation (run {run}; the reference fits on BERT-flow's own BERT-NLI)",
-    }[flow_nli_base(config)]
-    seed = (config.get("seeds") or [1])[0]
-    flow_base = (
-        f"{config['models'][size]} (Table 2's BERT-flow rows); Table 3's BERT-flow (NLI) row: "
-        + nli_model.format(run=flow_nli_run(config, size, seed).run_id)
+    }[config.baselines.flow_nli.base]
+    seed = config.seeds[0]
+    flow_base = f"{config.models[size]} (Table 2's BERT-flow rows); Table 3's BERT-flow (NLI) row: " + nli_model.format(
+        run=flow_nli_run(config, size, seed).run_id
     )
-    setting = str(config.get("setting", ""))
     return {
         "run": f"baseline-flow-{size}",
         "mode": "BERT-flow",
@@ -125,9 +124,9 @@ def _flow_row(config: dict[str, Any], size: str) -> dict[str, Any]:
                 None,
                 [
                     _differences(
-                        {**baselines.get("flow", {}), "pooling": flow_pooling},
+                        {**config.baselines.flow, "pooling": flow_pooling},
                         {**flow_authors, "pooling": "mean:1,-1"},
-                        setting,
+                        config.setting,
                         {"encoder_dropout": "fitted on cached vectors: dropout would re-encode every fitted text"},
                     ),
                     *FLOW_DIFFERENCES,
@@ -142,12 +141,11 @@ def _flow_row(config: dict[str, Any], size: str) -> dict[str, Any]:
     }
 
 
-def _whitening_rows(config: dict[str, Any], size: str) -> list[dict[str, Any]]:
+def _whitening_rows(config: WorkflowConfig, size: str) -> list[dict[str, Any]]:
     """BERT-whitening's rows for the encoder of ``size``: one per pooling and k."""
-    baselines = config.get("baselines", {})
     rows = []
-    for pooling in baselines.get("whitening_poolings", ["mean:1,-1", "mean:-2,-1"]):
-        for k in baselines.get("whitening_k", [None]):
+    for pooling in config.baselines.whitening_poolings:
+        for k in config.baselines.whitening_k:
             rows.append(
                 {
                     "run": f"baseline-whitening-{size}-{pooling}-k{k or 'all'}",
@@ -167,12 +165,10 @@ def _whitening_rows(config: dict[str, Any], size: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _sgopt_row(config: dict[str, Any]) -> dict[str, Any]:
+def _sgopt_row(config: WorkflowConfig) -> dict[str, Any]:
     """SG-OPT's row: the authors' training.py defaults against the config's ``baselines.sgopt``."""
-    baselines = config.get("baselines", {})
-    setting = str(config.get("setting", ""))
     sgopt_authors = _defaults(SgOptConfig)
-    sgopt = {**sgopt_authors, **baselines.get("sgopt", {})}
+    sgopt = {**sgopt_authors, **config.baselines.sgopt}
     return {
         "run": "baseline-sgopt",
         "mode": "SG-OPT",
@@ -195,9 +191,9 @@ def _sgopt_row(config: dict[str, Any]) -> dict[str, Any]:
             difference
             for difference in (
                 _differences(  # its precision is compared below, against the authors' fp32
-                    {key: value for key, value in baselines.get("sgopt", {}).items() if key != "dtype"},
+                    {key: value for key, value in config.baselines.sgopt.items() if key != "dtype"},
                     sgopt_authors,
-                    setting,
+                    config.setting,
                     {"view_pooling": "the paper's text says max; the authors' code ran mean"},
                 ),
                 _precision_difference(sgopt["dtype"]),
@@ -208,7 +204,7 @@ def _sgopt_row(config: dict[str, Any]) -> dict[str, Any]:
         "lists 'early stopping endurance 10', which the code counts as dev scores below the previous one, "
         "never reset, and reports the state training stopped in (it saves the best dev model but does not "
         "evaluate it). Published numbers: the mean of 8 runs, seeds 1, 2, 3, 4, 1234, 2345, 3456, 7890 (Table "
-        f"8); this config runs seeds {', '.join(map(str, sgopt_seeds(config)))}; CUDA graphs: {GRAPHED_DROPOUT_NOTE}",
+        f"8); this config runs seeds {', '.join(map(str, config.sgopt_seeds))}; CUDA graphs: {GRAPHED_DROPOUT_NOTE}",
     }
 
 
@@ -222,9 +218,9 @@ def _precision_difference(dtype: str) -> str:
     )
 
 
-def _glove_row(config: dict[str, Any]) -> dict[str, Any]:
+def _glove_row(config: WorkflowConfig) -> dict[str, Any]:
     """Avg. GloVe's row: SBERT's pipeline, with the stand-in's vectors where the config names none."""
-    glove = config.get("baselines", {}).get("glove")
+    glove = config.baselines.glove
     return {
         "run": "baseline-glove",
         "mode": "Avg. GloVe",

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from consert.configs import ConfigError, ResolvedFile, key
 from consert.paper.design import expected_seeds
 from consert.verdict.decision import INCONCLUSIVE_POLICIES, load_decision
+
+if TYPE_CHECKING:
+    from consert.workflow_keys import WorkflowConfig
 
 
 @dataclass
@@ -43,16 +46,15 @@ class ComparisonConfig(ResolvedFile):
             raise ConfigError(f"inconclusive: expected one of {INCONCLUSIVE_POLICIES}, got {self.inconclusive!r}")
 
     @classmethod
-    def of_workflow(cls, config: dict[str, Any], published: Path) -> ComparisonConfig:
-        """The settings a workflow config (its defaults filled in) gives its comparison and its gate."""
-        comparison, gate = config.get("comparison", {}), config.get("gate", {})
-        margins, noise = dict(comparison.get("margins", {})), dict(comparison.get("seed_noise", {}))
+    def of_workflow(cls, config: WorkflowConfig, published: Path) -> ComparisonConfig:
+        """The settings a workflow config gives its comparison and its gate."""
+        margins, noise, gate = dict(config.comparison.margins), dict(config.comparison.seed_noise), config.gate
         decision = load_decision(published, margins, noise)
         return cls(
             margins=margins,
             seed_noise=noise,
             seeds=expected_seeds(config, decision),
-            not_run=list(config.get("not_run", [])),
-            inconclusive=gate.get("inconclusive", "pass"),
-            allow_stand_in=bool(gate.get("allow_stand_in", False)),
+            not_run=list(config.not_run),
+            inconclusive=gate.inconclusive,
+            allow_stand_in=gate.allow_stand_in,
         )

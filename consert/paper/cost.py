@@ -8,7 +8,7 @@ counted in each of them; the ``all`` row counts every job once.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -16,10 +16,13 @@ from consert import registry
 from consert.paper import artifacts
 from consert.paper.plan import flow_nli_run, plan_runs
 
+if TYPE_CHECKING:
+    from consert.workflow_keys import WorkflowConfig
+
 COST_COLUMNS = ("artifact", "jobs", "wall_s", "cpu_s", "peak_rss_mb", "hardware", "missing_benchmarks")
 
 
-def _upstream(evaluation: str, config: dict[str, Any]) -> list[str]:
+def _upstream(evaluation: str, config: WorkflowConfig) -> list[str]:
     """The evaluation files whose jobs ``evaluation``'s job needs first (a first NLI stage, BERT-flow's NLI
     run, the figure model's run), ``evaluation`` itself included, and the corpus encodings as ``encode``."""
     path = Path(evaluation)
@@ -42,7 +45,7 @@ def _upstream(evaluation: str, config: dict[str, Any]) -> list[str]:
     return found
 
 
-def artifact_jobs(artifact: str, config: dict[str, Any]) -> dict[str, str]:
+def artifact_jobs(artifact: str, config: WorkflowConfig) -> dict[str, str]:
     """``{benchmark file: evaluation file or ''}`` of every job ``artifact`` needs."""
     jobs: dict[str, str] = {}
     for evaluation in artifacts.inputs(artifact, config):
@@ -76,7 +79,7 @@ def _job_cost(jobs: dict[str, str], root: Path) -> dict[str, Any]:
     }
 
 
-def cost_table(config: dict[str, Any], root: str | Path = ".") -> pd.DataFrame:
+def cost_table(config: WorkflowConfig, root: str | Path = ".") -> pd.DataFrame:
     """One row per costed artifact of ``config`` (:attr:`consert.registry.Artifact.costed`, named by file stem)
     and an ``all`` row (each job once)."""
     root = Path(root)

@@ -4,28 +4,29 @@ error rates are simulated on)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from consert.paper.plan import sweep_seeds
 from consert.registry import FAMILY, FIGURE5, TABLE2, TABLE3, TABLE4
 from consert.train.methods import METHODS
 from consert.verdict.decision import PAPER_MODELS, Decision
 from consert.verdict.gate_rates import DesignRow, simulate
 
+if TYPE_CHECKING:
+    from consert.workflow_keys import WorkflowConfig
 
-def paper_design(config: dict[str, Any], decision: Decision) -> list[DesignRow]:
+
+def paper_design(config: WorkflowConfig, decision: Decision) -> list[DesignRow]:
     """The trained primary cells a workflow config compares with published numbers (paper sizes only)."""
-    n, sweep_n = len(config["seeds"]), len(sweep_seeds(config))
-    sgopt_n = len(config["baselines"].get("sgopt_seeds") or config["seeds"])
+    n, sweep_n, sgopt_n = len(config.seeds), len(config.sweep_seeds), len(config.sgopt_seeds)
     rows: list[DesignRow] = []
 
     def add(label: str, artifact: str, kind: str, seeds: int, m: int = 1, size: str = "base") -> None:
         sigma = float(decision.noise[kind]["avg"])  # primary cells: the avg scale
         rows.append(DesignRow(label, artifact, kind, "avg", seeds, m, sigma, size))
 
-    sizes = [size for size in config["models"] if size in PAPER_MODELS]
+    sizes = [size for size in config.models if size in PAPER_MODELS]
     for size in sizes:
         add(f"table2 ConSERT-{size}", TABLE2.key, "consert", n, size=size)
         add(f"table2 BERT-{size}-flow", TABLE2.key, "flow", 1, size=size)
@@ -34,36 +35,36 @@ def paper_design(config: dict[str, Any], decision: Decision) -> list[DesignRow]:
         add(f"table3 BERT-{size}-flow (NLI)", TABLE3.key, "flow_nli", n, size=size)
     if "base" in sizes:
         add("sgopt_table1 SG-OPT (STS-B)", "sgopt_table1", "sgopt", sgopt_n, m=8)
-    sweeps = config["sweeps"]
-    if "base" in sweeps["sizes"]:
-        for batch_size in sweeps["batch_sizes"]:
+    sweeps = config.sweeps
+    if "base" in sweeps.sizes:
+        for batch_size in sweeps.batch_sizes:
             if batch_size in (16, 48, 192, 288):  # Table 4's published sizes; 96 is the Table 2 run again
                 add(f"table4 batch {batch_size}", TABLE4.key, "consert", sweep_n)
-        augmentations = set(sweeps["augmentations"])
+        augmentations = set(sweeps.augmentations)
         if "none" in augmentations:
             add("figure5 None-None", FIGURE5.stem, "consert", sweep_n)
-    family = config.get("family") or {}
-    for name in family.get("methods") or []:  # a method's published rows that hold a number, at a paper size
+    for name in config.family.methods:  # a method's published rows that hold a number, at a paper size
         method = METHODS[name]
-        for size in family.get("sizes") or []:
+        for size in config.family.sizes:
             if method.published_number and size in method.published and size in PAPER_MODELS:
                 add(f"family {method.label}-{size}", FAMILY.key, method.noise, n, size=size)
     return rows
 
 
-def expected_seeds(config: dict[str, Any], decision: Decision) -> dict[str, int]:
+def expected_seeds(config: WorkflowConfig, decision: Decision) -> dict[str, int]:
     """The seeds a config's design gives each trained primary row, by ``artifact:kind`` (what ``consert compare
     --seeds`` checks the rows that ran against: a missing seed is a missing row, not a quieter one)."""
     return {f"{row.artifact}:{row.kind}": row.n for row in paper_design(config, decision)}
 
 
-def sweep_block_caught(config: dict[str, Any], decision: Decision, seeds: list[int], replicates: int = 4000,
+def sweep_block_caught(config: WorkflowConfig, decision: Decision, seeds: list[int], replicates: int = 4000,
                        shift: float = 1.0, seed: int = 11) -> dict[int, float]:  # fmt: skip
     """How often the gate catches every sweep row (Table 4 and Figure 5's stated cells) ``shift`` points low, when
     the sweeps run each number of ``seeds`` (the config's design otherwise), ``replicates`` simulated runs each."""
     caught = {}
     for count in seeds:
-        design = paper_design({**config, "sweeps": {**config["sweeps"], "seeds": list(range(1, count + 1))}}, decision)
+        sweeps = config.sweeps.model_copy(update={"seeds": list(range(1, count + 1))})
+        design = paper_design(config.model_copy(update={"sweeps": sweeps}), decision)
         sweep = np.array([row.artifact in (TABLE4.key, FIGURE5.stem) for row in design])
         truth = np.where(sweep, -shift, 0.0)
         drawn = simulate(design, decision, truth, replicates, np.random.default_rng(seed))

@@ -5,13 +5,16 @@ as its writer did, and no rule builds a command's flags from the config."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from consert.configs import ConfigError, ResolvedFile, key
 from consert.encode.pooling import MODEL_POOLING, Pooling
 from consert.encode.precision import DTYPE_CHOICES
 from consert.train.config import MIN_MAX_LENGTH
 from consert.train.recipes import COMMON
+
+if TYPE_CHECKING:
+    from consert.workflow_keys import WorkflowConfig
 
 
 @dataclass(frozen=True)
@@ -39,21 +42,21 @@ class EncodingSettings(ResolvedFile):
         check_poolings("cache_poolings", self.cache_poolings)
 
     @classmethod
-    def of_workflow(cls, config: dict[str, Any]) -> EncodingSettings:
-        """The settings a workflow config (its defaults filled in) gives its jobs: one max length for every
+    def of_workflow(cls, config: WorkflowConfig) -> EncodingSettings:
+        """The settings a workflow config gives its jobs: one max length for every
         encoding (the training runs'), and a corpus cache holding every pooling a job reads from it."""
-        baselines = config["baselines"]
-        check_poolings("baselines.poolings", baselines["poolings"], evaluated=True)
-        check_poolings("baselines.whitening_poolings", baselines["whitening_poolings"])
-        check_poolings("baselines.flow_pooling", [baselines["flow_pooling"]])
-        poolings = list(baselines["poolings"])
+        baselines = config.baselines
+        check_poolings("baselines.poolings", baselines.poolings, evaluated=True)
+        check_poolings("baselines.whitening_poolings", baselines.whitening_poolings)
+        check_poolings("baselines.flow_pooling", [baselines.flow_pooling])
+        poolings = list(baselines.poolings)
         cached = [p for p in poolings if p != MODEL_POOLING]
         return cls(
-            dtype=config["dtype"],
-            max_length=(config.get("train") or {}).get("max_length", COMMON["max_length"]),
+            dtype=config.dtype,
+            max_length=config.train.get("max_length", COMMON["max_length"]),
             poolings=poolings,
-            cache_poolings=list(dict.fromkeys([*cached, baselines["flow_pooling"], *baselines["whitening_poolings"]])),
-            topk_max=baselines["topk_max"],
+            cache_poolings=list(dict.fromkeys([*cached, baselines.flow_pooling, *baselines.whitening_poolings])),
+            topk_max=baselines.topk_max,
         )
 
 

@@ -10,11 +10,14 @@ which is itself the Table 3 ``sup``/``joint`` run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from consert import registry
 from consert.train.methods import METHODS
 from consert.train.recipes import COMMON, FIRST_STAGE, REFERENCE_ENCODERS, stage_defaults
+
+if TYPE_CHECKING:
+    from consert.workflow_keys import WorkflowConfig
 
 AUGMENTATION_LABELS = {
     "none": "None",
@@ -70,16 +73,9 @@ class PlannedRun:
     spec: RunSpec
 
 
-def stage_values(config: dict[str, Any], stage: str, size: str) -> dict[str, Any]:
-    """The training keys a workflow config gives runs of ``stage`` at model ``size``: ``train`` (all
-    runs), then ``stages.<stage>``, then ``size_stages.<size>.<stage>`` (e.g. BERT-large's scripts)."""
-    by_size = (config.get("size_stages") or {}).get(size) or {}
-    return {**config.get("train", {}), **(config.get("stages") or {}).get(stage, {}), **by_size.get(stage, {})}
-
-
-def _normalise(spec: RunSpec, config: dict[str, Any]) -> RunSpec:
+def _normalise(spec: RunSpec, config: WorkflowConfig) -> RunSpec:
     """Drop overrides equal to the unsupervised stage's values so identical experiments get identical ids."""
-    defaults = {**COMMON, **stage_defaults("unsup"), **stage_values(config, "unsup", spec.size)}
+    defaults = {**COMMON, **stage_defaults("unsup"), **config.stage_keys("unsup", spec.size)}
     changes: dict[str, Any] = {}
     if spec.views is not None and tuple(spec.views) == tuple(defaults["views"]):
         changes["views"] = None
@@ -90,34 +86,25 @@ def _normalise(spec: RunSpec, config: dict[str, Any]) -> RunSpec:
     return replace(spec, **changes)
 
 
-#: What Table 3's "BERT-flow (NLI)" rows fit their flow on: ``li``, BERT-flow's own BERT-NLI trained by its
-#: authors' recipe (the reference); ``sbert``, ConSERT's SBERT-NLI re-implementation (the Table 3 ``sup`` run).
-FLOW_NLI_BASES = ("li", "sbert")
 #: The planned runs BERT-flow (NLI) fits its flow on: a panel of the training curves, not an artifact.
 FLOW_NLI = "flow_nli"
 
 
-def flow_nli_base(config: dict[str, Any]) -> str:
-    """The config's base of the BERT-flow (NLI) rows (``baselines.flow_nli.base``, default the reference)."""
-    return ((config.get("baselines") or {}).get("flow_nli") or {}).get("base", "li")
-
-
-def flow_nli_run(config: dict[str, Any], size: str, seed: int) -> RunSpec:
+def flow_nli_run(config: WorkflowConfig, size: str, seed: int) -> RunSpec:
     """The training run whose model Table 3's BERT-flow (NLI) row of ``size`` fits its flow on."""
-    return RunSpec(size, "bertflow-nli" if flow_nli_base(config) == "li" else "sup", seed=seed)
+    return RunSpec(size, "bertflow-nli" if config.baselines.flow_nli.base == "li" else "sup", seed=seed)
 
 
-def plan_runs(config: dict[str, Any]) -> list[PlannedRun]:
+def plan_runs(config: WorkflowConfig) -> list[PlannedRun]:
     """Every (artifact, labels, run) the config asks for; ``unique_runs`` dedups them."""
-    sweeps = config["sweeps"]
+    sweeps, family = config.sweeps, config.family
     planned: list[PlannedRun] = []
 
     def add(artifact: str, labels: dict[str, Any], spec: RunSpec) -> None:
         planned.append(PlannedRun(artifact, labels, _normalise(spec, config)))
 
-    family = config.get("family") or {}
-    for seed in config["seeds"]:
-        for size in config["models"]:
+    for seed in config.seeds:
+        for size in config.models:
             add(registry.TABLE2.key, {"method": f"ConSERT-{size}", "size": size}, RunSpec(size, seed=seed))
             add(FLOW_NLI, {"size": size}, flow_nli_run(config, size, seed))
             for mode in TABLE3_MODES:
@@ -126,41 +113,35 @@ def plan_runs(config: dict[str, Any]) -> list[PlannedRun]:
                     {"method": f"ConSERT-{size} {mode}", "size": size, "mode": mode},
                     RunSpec(size, mode, seed=seed),
                 )
-        for size in family.get("sizes", []) if family.get("methods") else []:
+        for size in family.sizes if family.methods else []:
             add(registry.FAMILY.key, {"method": f"ConSERT-{size}", "size": size}, RunSpec(size, seed=seed))
-            for method in family["methods"]:
+            for method in family.methods:
                 add(
                     registry.FAMILY.key,
                     {"method": f"{METHODS[method].label}-{size}", "size": size},
                     RunSpec(size, method, seed=seed),
                 )
-    for seed in sweep_seeds(config):
-        for size in sweeps["sizes"]:
-            for batch_size in sweeps["batch_sizes"]:
+    for seed in config.sweep_seeds:
+        for size in sweeps.sizes:
+            for batch_size in sweeps.batch_sizes:
                 labels = {"size": size, "batch_size": batch_size}
                 add(registry.TABLE4.key, labels, RunSpec(size, batch_size=batch_size, seed=seed))
-            for first, second, views in heatmap_cells(sweeps["augmentations"], sweeps.get("heatmap", "ordered")):
+            for first, second, views in heatmap_cells(sweeps.augmentations, sweeps.heatmap):
                 add(
                     registry.FIGURE5.key,
                     {"size": size, "view1": first, "view2": second, "trained_as": "+".join(views)},
                     RunSpec(size, views=views, seed=seed),
                 )
-            for n in sweeps["few_shot"]:
+            for n in sweeps.few_shot:
                 for mode in ("unsup", "joint-unsup"):
                     add(
                         registry.FIGURE6.key,
                         {"size": size, "mode": mode, "n_texts": n or "all"},
                         RunSpec(size, mode, n_texts=n, seed=seed),
                     )
-            for tau in sweeps["temperatures"]:
+            for tau in sweeps.temperatures:
                 add(registry.FIGURE7.key, {"size": size, "temperature": tau}, RunSpec(size, temperature=tau, seed=seed))
     return planned
-
-
-def sweep_seeds(config: dict[str, Any]) -> list[int]:
-    """The seeds of the sweeps (Table 4, Figures 5-7): ``sweeps.seeds``, else the config's ``seeds``. The
-    primary rows (Tables 2 and 3, the family) run every seed of ``seeds``: the comparison pools their spread."""
-    return list(config["sweeps"].get("seeds") or config["seeds"])
 
 
 def heatmap_cells(augmentations: list[str], mode: str = "ordered") -> list[tuple[str, str, tuple[str, str]]]:
@@ -191,31 +172,30 @@ def unique_runs(planned: list[PlannedRun]) -> dict[str, RunSpec]:
     return runs
 
 
-def train_overrides(spec: RunSpec, config: dict[str, Any], runs_dir: str = "runs") -> dict[str, Any]:
+def train_overrides(spec: RunSpec, config: WorkflowConfig, runs_dir: str = "runs") -> dict[str, Any]:
     """The ``TrainConfig`` values of one run: the config's ``train`` keys, its stage's block, the run's own.
 
     The stage's recipe itself is ``TrainConfig``'s default for the run's mode (the authors' values);
     a two-stage setting's run is its second stage, started from its NLI run's exported model.
     """
-    nli = config.get("nli") or {}
+    nli_source, nli_files = config.nli.source, config.nli.files
+    values: dict[str, Any] = {"dtype": config.dtype}
     if spec.mode in METHODS:  # the family's own recipe: ConSERT's `train` block does not apply
-        family = config.get("family") or {}
-        values: dict[str, Any] = {**family.get("train", {}), **family.get(spec.mode, {})}
-        values = {"dtype": config.get("dtype", "auto"), "train_texts": family.get("train_texts", "sts"), **values}
+        values |= {"train_texts": config.family.train_texts, **config.family.method_keys(spec.mode)}
     elif spec.mode in REFERENCE_ENCODERS:  # BERT-flow's NLI encoder: its authors' recipe, its own data
-        flow_nli = (config.get("baselines") or {}).get("flow_nli") or {}
-        values = {"dtype": config.get("dtype", "auto"), **flow_nli.get("train", {})}
-        if flow_nli.get("files"):
-            nli = {"source": "snli+mnli", "files": flow_nli["files"]}
+        flow_nli = config.baselines.flow_nli
+        values |= flow_nli.train
+        if flow_nli.files:
+            nli_source, nli_files = "snli+mnli", flow_nli.files
     else:
-        values = {"dtype": config.get("dtype", "auto"), **stage_values(config, spec.mode, spec.size)}
+        values |= config.stage_keys(spec.mode, spec.size)
     values.update(
-        model=config["models"][spec.size],
+        model=config.models[spec.size],
         mode=spec.mode,
         seed=spec.seed,
-        data=config["data_dir"],
-        nli_source=nli.get("source", "sick-e"),
-        nli_files=list(nli.get("files") or []),
+        data=config.data_dir,
+        nli_source=nli_source,
+        nli_files=list(nli_files),
     )
     if spec.stage1 is not None:
         values["stage1_model"] = f"{runs_dir}/{spec.stage1.run_id}/model"

@@ -5,7 +5,7 @@ reads its file (``consert train --config``, ``consert sgopt --config``) rather t
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -15,23 +15,26 @@ from consert.paper.artifacts import run_model, sgopt_run
 from consert.paper.plan import RunSpec, train_overrides
 from consert.train.config import TrainConfig
 
+if TYPE_CHECKING:
+    from consert.workflow_keys import WorkflowConfig
 
-def consert_run_config(run_id: str, spec: RunSpec, config: dict[str, Any]) -> dict[str, Any]:
+
+def consert_run_config(run_id: str, spec: RunSpec, config: WorkflowConfig) -> dict[str, Any]:
     """The resolved ``TrainConfig`` of a ConSERT, SimCSE, AugCSE or BERT-NLI run of the workflow ``config``."""
     values = {**train_overrides(spec, config), "output_dir": run_model(run_id)}
     return TrainConfig.from_dict(values, source=run_id).to_dict()
 
 
-def sgopt_run_config(size: str, seed: int, config: dict[str, Any]) -> dict[str, Any]:
+def sgopt_run_config(size: str, seed: int, config: WorkflowConfig) -> dict[str, Any]:
     """The resolved SG-OPT config of one seed of ``size`` (its ``data`` beside the dataclass's keys)."""
     values = {
-        "model": config["models"][size],
+        "model": config.models[size],
         "seed": seed,
-        **(config.get("baselines") or {}).get("sgopt", {}),
+        **config.baselines.sgopt,
         "output_dir": run_model(sgopt_run(size, seed)),
     }
     resolved = dataclasses.asdict(dataclass_from_dict(SgOptConfig, values, source=sgopt_run(size, seed)))
-    return {**resolved, "data": config["data_dir"]}
+    return {**resolved, "data": config.data_dir}
 
 
 def run_config_text(values: dict[str, Any]) -> str:

@@ -1,52 +1,54 @@
-"""The workflow config, read in one place: :func:`load_workflow_config` checks it, each fault in one line (the
-schema's keys and types first, then every training run's resolved keys as the run's own trainer would check them,
-then the local model folders), and fills in the schema's defaults. The workflow (``common.smk``), the planner and
-every command that takes ``--configfile`` read a config through it; the schema is the one description of its keys
-(``config/README.md``'s table of keys is generated from it, :func:`keys_table`).
+"""The workflow config, read in one place: :func:`load_workflow_config` checks a config, each fault in one line (the
+keys and their types first, then every training run's resolved keys as the run's own trainer would check them, then
+BERT-flow's and SG-OPT's blocks as their settings classes do, then the local model folders), and returns it as the
+typed :class:`~consert.workflow_keys.WorkflowConfig`, its defaults filled in. The workflow (``common.smk``), the
+planner and every command that takes ``--configfile`` read a config through it; :mod:`consert.workflow_keys` is the
+one description of its keys (the schema and ``config/README.md``'s table are generated from it).
 
-Snakemake's own validation prints the whole schema and config (hundreds of lines) for an unknown key,
-and a bad training value surfaced only when a job's input function built its run config.
+A type error surfaces here as one line naming the key, where snakemake's own validation prints the whole schema and
+config (hundreds of lines), and a bad training value would surface only when a job's input function built its run
+config.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
+import pydantic
 
+from baselines.flow_settings import FlowSettings
 from consert.configs import ConfigError, read_yaml, unknown_key_message
 from consert.encode.models import looks_like_a_path
 from consert.paper.plan import plan_runs, train_overrides, unique_runs
+from consert.paper.run_configs import sgopt_run_config
 from consert.train.config import TrainConfig, check_train_config
 from consert.train.methods import METHODS
 from consert.train.objectives import check_objective
-
-#: The workflow config's JSON schema: every key, its type, its default and its description.
-SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
-#: The ``family`` block's own keys; any other key of it is a method's block, under the method's name.
-FAMILY_KEYS = ("methods", "sizes", "train_texts", "train")
+from consert.workflow_keys import FamilyKeys, WorkflowConfig, json_schema
 
 
-def load_workflow_config(config: dict[str, Any], schema_path: str | Path = SCHEMA) -> dict[str, Any]:
-    """``config`` checked (a one-line :class:`ConfigError` for its first fault) and its defaults filled in, in place
-    (as snakemake's own validation does to the workflow's ``config``); returned."""
-    from snakemake.utils import validate
-
-    check_schema(config, schema_path)
+def load_workflow_config(config: Mapping[str, Any]) -> WorkflowConfig:
+    """``config`` (a workflow config's mapping, as snakemake or a YAML file gives it) checked, a one-line
+    :class:`ConfigError` for its first fault, and returned typed, its defaults filled in."""
+    check_schema(config)
     try:
-        validate(config, str(schema_path), set_default=True)
-    except Exception as err:  # noqa: BLE001 - snakemake wraps jsonschema's ValidationError in a WorkflowError
-        raise ConfigError(str(err).splitlines()[0]) from None
-    check_family(config["family"])
-    check_training_keys(config)
-    check_local_models(config["models"])
-    return config
+        typed = WorkflowConfig.model_validate(config)
+    except pydantic.ValidationError as err:  # a constraint the schema cannot state; not expected after the check
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(f"config key `{where}`: {first['msg']}") from None
+    check_family(typed.family)
+    check_training_keys(typed)
+    check_baseline_keys(typed)
+    check_local_models(typed.models)
+    return typed
 
 
-def read_workflow_config(path: str | Path) -> dict[str, Any]:
-    """A workflow config file, checked and its defaults filled in (as the DAG sees it); a fault names the file."""
+def read_workflow_config(path: str | Path) -> WorkflowConfig:
+    """A workflow config file, checked and typed (as the DAG sees it); a fault names the file."""
     try:
         return load_workflow_config(read_yaml(path))
     except ConfigError as err:
@@ -74,42 +76,37 @@ def check_local_models(models: dict[str, str]) -> None:
         )
 
 
-def keys_table(schema_path: str | Path = SCHEMA) -> str:
-    """The Markdown table of the config's top-level keys and what each sets (each key's ``title`` in the schema):
-    the table of ``config/README.md`` (``python scripts/config_keys.py`` writes it there)."""
-    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
-    rows = [f"| `{key}` | {spec['title']} |" for key, spec in schema["properties"].items()]
-    return "\n".join(["| key | what it sets |", "|---|---|", *rows]) + "\n"
-
-
-def check_schema(config: dict[str, Any], schema_path: str | Path) -> None:
-    """Raise a one-line :class:`ConfigError` for the config's most relevant schema violation, if any."""
-    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
+def check_schema(config: Mapping[str, Any]) -> None:
+    """Raise a one-line :class:`ConfigError` for the config's most relevant violation of the keys' schema, if any
+    (an unknown key, with the known ones and a "did you mean"; else the key and what was expected)."""
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(json_schema()).iter_errors(config))
     if error is None:
         return
     where = ".".join(str(part) for part in error.absolute_path)
+    block = f"config{'.' + where if where else ''}"
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
         known = sorted(error.schema.get("properties", {}))
         unknown = sorted(set(error.instance) - set(known))
-        raise ConfigError(unknown_key_message(unknown[0], known, f"config{'.' + where if where else ''}"))
+        raise ConfigError(unknown_key_message(unknown[0], known, block))
+    if "propertyNames" in error.relative_schema_path:  # a block whose keys are a fixed set (the training stages)
+        raise ConfigError(unknown_key_message(str(error.instance), list(error.schema["enum"]), block))
     raise ConfigError(f"config key `{where or '(top level)'}`: {error.message}")
 
 
-def check_family(family: dict[str, Any]) -> None:
+def check_family(family: FamilyKeys) -> None:
     """Each method ``family.methods`` lists, and each method block beside the family's own keys, names a record of
     :data:`~consert.train.methods.METHODS` (the schema takes any name: the records are the one list of methods);
     else a one-line :class:`ConfigError` naming the key."""
     names = sorted(METHODS)
-    for name in family["methods"]:
+    for name in family.methods:
         if name not in METHODS:
             raise ConfigError(unknown_key_message(name, names, "config family.methods", what="method"))
-    blocks = [key for key in family if key not in FAMILY_KEYS and key not in METHODS]
+    blocks = [key for key in family.method_blocks() if key not in METHODS]
     if blocks:
-        raise ConfigError(unknown_key_message(blocks[0], [*FAMILY_KEYS, *names], "config family"))
+        raise ConfigError(unknown_key_message(blocks[0], [*FamilyKeys.model_fields, *names], "config family"))
 
 
-def check_training_keys(config: dict[str, Any]) -> None:
+def check_training_keys(config: WorkflowConfig) -> None:
     """Build and check every planned run's training config (``train``, ``stages``, ``size_stages``,
     the family's and BERT-flow's blocks): the first fault is a one-line :class:`ConfigError` naming the run."""
     for run_id, spec in unique_runs(plan_runs(config)).items():
@@ -119,3 +116,19 @@ def check_training_keys(config: dict[str, Any]) -> None:
             check_objective(run)
         except ConfigError as err:
             raise ConfigError(f"config, run {run_id}: {err}") from None
+
+
+def check_baseline_keys(config: WorkflowConfig) -> None:
+    """BERT-flow's and SG-OPT's blocks (``baselines.flow``, ``baselines.sgopt``), checked by their settings classes,
+    whose keys they are (each with its help text): the first fault is a one-line :class:`ConfigError` naming the
+    block."""
+    try:
+        FlowSettings.of_workflow(config)
+    except ConfigError as err:  # its message names the block as the settings' own file does, or not at all
+        fault = str(err).removeprefix("baselines.flow: ").removeprefix("flow: ")
+        raise ConfigError(f"config baselines.flow: {fault}") from None
+    for size in config.models:
+        try:
+            sgopt_run_config(size, config.sgopt_seeds[0], config)
+        except ConfigError as err:
+            raise ConfigError(f"config baselines.sgopt, run {err}") from None

@@ -32,7 +32,7 @@ the paper's.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -45,10 +45,10 @@ from consert.verdict.decision import (
     load_decision,
     not_comparable_reason,
 )
-from consert.verdict.yardstick import (
-    DEFAULT_ALPHA,
-    holm,
-)
+from consert.verdict.yardstick import holm
+
+if TYPE_CHECKING:
+    from consert.workflow_keys import WorkflowConfig
 
 CLAIMS_FILE = "consert_claims.yaml"
 
@@ -138,7 +138,7 @@ KIND_ARTIFACTS = {"best_cell": FIGURE5.key, "peak_in_range": FIGURE7.key, "both_
 PER_MODEL_ARTIFACTS = (TABLE2.key, TABLE3.key)
 
 
-def _sizes(claim: dict[str, Any], config: dict[str, Any]) -> list[str]:
+def _sizes(claim: dict[str, Any], config: WorkflowConfig) -> list[str]:
     """The model sizes a claim is checked for: each size run, among the claim's ``sizes`` if it lists any.
 
     A claim that reads only Tables 2 and 3 is checked for every model size; one that reads a sweep
@@ -147,7 +147,7 @@ def _sizes(claim: dict[str, Any], config: dict[str, Any]) -> list[str]:
     artifacts = {cell["artifact"] for cell in cells if cell and "artifact" in cell}
     artifacts |= {KIND_ARTIFACTS.get(claim["kind"], TABLE2.key)}
     per_model = artifacts <= set(PER_MODEL_ARTIFACTS)
-    sizes = list(config["models"]) if per_model else list(config["sweeps"]["sizes"])
+    sizes = list(config.models) if per_model else list(config.sweeps.sizes)
     wanted = claim.get("sizes")
     return [size for size in sizes if wanted is None or size in wanted]
 
@@ -155,14 +155,14 @@ def _sizes(claim: dict[str, Any], config: dict[str, Any]) -> list[str]:
 def evaluate_claims(
     claims: list[dict[str, Any]],
     results: Path,
-    config: dict[str, Any],
+    config: WorkflowConfig,
     files: dict[str, str],
     published: Path = Path("results/published"),
     alpha: float | None = None,
 ) -> pd.DataFrame:
-    """One row per claim and model size (``files``: each artifact's CSV under ``results``; ``alpha``: the config's
-    ``gate.alpha``, else 0.05)."""
-    alpha = alpha if alpha is not None else float((config.get("gate") or {}).get("alpha", DEFAULT_ALPHA))
+    """One row per claim and model size (``files``: each artifact's CSV under ``results``; ``alpha``: in place of
+    the config's ``gate.alpha``)."""
+    alpha = alpha if alpha is not None else config.gate.alpha
     decision = load_decision(published)
     tables = Tables(results, decision, files, RowKinds(published))
     rows = []

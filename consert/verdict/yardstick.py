@@ -51,8 +51,6 @@ UNTRAINED_SOURCE = (
 )
 #: Coverage of the decision interval: two one-sided tests at 5 % each.
 DEFAULT_LEVEL = 0.90
-#: Significance level of the claims' tests (Holm over a run's "significant" claims).
-DEFAULT_ALPHA = 0.05
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
 
 

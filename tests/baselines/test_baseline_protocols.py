@@ -252,10 +252,9 @@ def test_comparison_uses_the_aggregate_each_published_row_used(tmp_path):
 
 
 def test_the_baseline_card_rows_match_the_references():
-    import yaml
+    from consert.paper.workflow_config import read_workflow_config
 
-    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    card = recipe_card(config).set_index("run")
+    card = recipe_card(read_workflow_config(ROOT / "config" / "config.yaml")).set_index("run")
     assert unexplained(card.reset_index()) == []
     flow = card.loc["baseline-flow-base"]
     assert flow.pooling == "mean:1,-1" and "17,256" in flow.fit_corpus and "19,854" in flow.fit_corpus
@@ -285,11 +284,10 @@ def test_the_baseline_card_rows_match_the_references():
 def test_the_paper_config_runs_sgopt_with_its_8_published_seeds():
     # SG-OPT Table 8 (sgopt.txt line 444-445): seeds 1, 2, 3, 4, 1234, 2345, 3456, 7890; line 143: "the average
     # of 8 separate runs"
-    import yaml
-
     from consert.paper import artifacts
+    from consert.paper.workflow_config import read_workflow_config
 
-    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config = read_workflow_config(ROOT / "config" / "config.yaml")
     sgopt = [p for p in artifacts.inputs("table2", config) if "/sgopt/" in p and "sgopt-base-" in p]
     assert sorted(int(p.split("seed")[-1].removesuffix(".csv")) for p in sgopt) == [1, 2, 3, 4, 1234, 2345, 3456, 7890]
 

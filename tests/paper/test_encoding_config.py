@@ -41,7 +41,8 @@ def test_the_paper_configs_cache_holds_each_pooling_once():
 
 def test_a_workflow_pooling_the_harness_does_not_know_is_named_by_its_config_key():
     config = read_workflow_config(ROOT / "config" / "test.yaml")
-    config["baselines"]["whitening_poolings"] = ["mean:1,-1", "first_last"]
+    baselines = config.baselines.model_copy(update={"whitening_poolings": ["mean:1,-1", "first_last"]})
+    config = config.model_copy(update={"baselines": baselines})
     with pytest.raises(ConfigError, match=r"^baselines\.whitening_poolings: unknown pooling 'first_last'"):
         EncodingSettings.of_workflow(config)
 

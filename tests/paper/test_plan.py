@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import yaml
-from snakemake.utils import validate
-
 from consert.paper.plan import RunSpec, plan_runs, train_overrides, unique_runs
+from consert.paper.workflow_config import read_workflow_config
 from consert.train.config import TrainConfig
+from consert.workflow_keys import WorkflowConfig
 from tests.conftest import ROOT
 
 
-def _config(name: str) -> dict:
-    """A workflow config as the workflow sees it: validated, the schema's defaults filled in."""
-    config = yaml.safe_load((ROOT / "config" / name).read_text())
-    validate(config, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
-    return config
+def _config(name: str) -> WorkflowConfig:
+    """A workflow config as the workflow sees it: checked, typed, its defaults filled in."""
+    return read_workflow_config(ROOT / "config" / name)
 
 
 def test_paper_config_plans_every_run_once():
@@ -24,7 +21,7 @@ def test_paper_config_plans_every_run_once():
     # joint-unsup (4) + BERT-flow's BERT-NLI (1); the contrastive family: SimCSE and AugCSE on base (its
     # ConSERT row is the Table 2 run); seed 1 only for the base sweeps: heatmap 25 - 1 default,
     # temperature 10 - 1, batch 5 - 1, few-shot 6 x 2 - 2 (all = tables; N = 1 upsampled as main.py)
-    assert config["seeds"] == [1, 2, 3] and config["sweeps"]["seeds"] == [1]
+    assert config.seeds == [1, 2, 3] and config.sweeps.seeds == [1]
     assert len(runs) == 3 * (2 * 6 + 2) + 24 + 9 + 4 + 10
     assert runs["base-unsup-n1-seed1"].n_texts == runs["base-joint-unsup-n1-seed1"].n_texts == 1
     assert "base-unsup-seed1" in runs and "large-joint-unsup-seed1" in runs
@@ -55,7 +52,7 @@ def test_two_stage_runs_start_from_the_nli_run():
 
 def test_seeds_multiply_runs():
     config = _config("test.yaml")  # seeds [1, 2]; without sweeps.seeds the sweeps run both too
-    del config["sweeps"]["seeds"]
+    config = config.model_copy(update={"sweeps": config.sweeps.model_copy(update={"seeds": None})})
     runs = unique_runs(plan_runs(config))
     by_seed = {seed: {spec.run_id.removesuffix(f"-seed{seed}") for spec in runs.values() if spec.seed == seed}
                for seed in (1, 2)}  # fmt: skip

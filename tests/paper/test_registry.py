@@ -21,6 +21,7 @@ from consert.paper.artifacts import CSV_FILES, SOURCES
 from consert.paper.cost import cost_table
 from consert.paper.figures import DRAW
 from consert.paper.workflow_config import read_workflow_config
+from consert.workflow_keys import FamilyKeys
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The bound of the issue: the registry, and where the artifact is drawn or computed.
@@ -102,8 +103,9 @@ def test_every_declared_artifact_has_its_sources_and_every_drawn_one_its_drawing
 def test_the_config_decides_which_artifacts_are_built():
     """The contrastive family's table only when the config trains the family; the summary keeps the paper's
     order (Table 1, Figure 1, Tables 2 and 3, Figures 4 to 7, Table 4, the family)."""
-    without = {"family": {"methods": []}}
-    with_family = {"family": {"methods": ["simcse"]}}
+    config = read_workflow_config(ROOT / "config" / "test.yaml")
+    without = config.model_copy(update={"family": FamilyKeys(methods=[])})
+    with_family = config.model_copy(update={"family": FamilyKeys(methods=["simcse"])})
     assert list(registry.stems("table", without)) == ["table2_unsup", "table3_sup", "table4_batch_size"]
     assert list(registry.stems("table", with_family))[-1] == "table_contrastive_family"
     assert [a.key for a in registry.in_summary()] == [

@@ -169,7 +169,7 @@ def test_a_missing_seed_fails_the_gate(rates):
 def test_three_seeds_are_what_the_rates_need(paper_config):
     """With one seed, a 2-point error in a ConSERT row is caught only about 3 times in 4: the published run's
     own noise and ours together are too wide for the 1-point margin."""
-    one_seed = {**paper_config, "seeds": [1]}
+    one_seed = paper_config.model_copy(update={"seeds": [1]})
     decision = load_decision(PUBLISHED)
     design = paper_design(one_seed, decision)
     rng, rates = np.random.default_rng(3), []
@@ -179,7 +179,7 @@ def test_three_seeds_are_what_the_rates_need(paper_config):
         rates.append(simulate(design, decision, truth, REPLICATES, rng)["fails"].mean())
     pooled = float(np.mean(rates))  # 10 rows x 4,000 runs: its standard error about 0.002
     assert len(rates) == 10 and pooled + 3 * np.sqrt(pooled * (1 - pooled) / (10 * REPLICATES)) < 0.80, rates
-    assert paper_config["seeds"] == [1, 2, 3] and paper_config["sweeps"]["seeds"] == [1]
+    assert paper_config.seeds == [1, 2, 3] and paper_config.sweeps.seeds == [1]
 
 
 def test_the_simulation_applies_the_gates_own_rule(paper_config):

@@ -1,5 +1,6 @@
-"""Every file under config/ loads: the workflow configs pass the schema (and plan their runs), the training
-configs build a TrainConfig; no file repeats a value it could drift from."""
+"""Every file under config/ loads: the workflow configs pass the keys' check (and plan their runs), the training
+configs build a TrainConfig; no file repeats a value it could drift from; the schema and the README's table of
+keys are what the keys' declarations generate."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from snakemake.utils import validate
 
 from consert.configs import ConfigError
 from consert.paper.plan import plan_runs
-from consert.paper.workflow_config import check_schema, check_training_keys, load_workflow_config
+from consert.paper.workflow_config import check_schema, load_workflow_config
 from consert.train.config import load_train_config
 from consert.train.recipes import stage_defaults
+from consert.workflow_keys import WorkflowConfig, keys_table, schema_text
 from tests.conftest import ROOT
 
 CONFIG = ROOT / "config"
@@ -32,10 +34,8 @@ def test_each_workflow_config_passes_the_schema_and_plans_its_runs(path):
     config = yaml.safe_load(path.read_text())
     if path.name == "rehearsal.yaml":  # layered over the paper's config, as its command does
         config = {**yaml.safe_load((CONFIG / "config.yaml").read_text()), **config}
-    check_schema(config, SCHEMA)
-    validate(config, str(SCHEMA))
-    assert plan_runs(config), path.name
-    check_training_keys(config)  # every run's resolved training keys pass the trainer's own check
+    typed = load_workflow_config(config)  # every run's resolved training keys pass the trainer's own check too
+    assert plan_runs(typed), path.name
 
 
 @pytest.mark.parametrize(
@@ -51,7 +51,7 @@ def test_each_workflow_config_passes_the_schema_and_plans_its_runs(path):
 def test_a_schema_fault_is_one_line_naming_its_key(change, message):
     config = {**yaml.safe_load((CONFIG / "offline.yaml").read_text()), **change}
     with pytest.raises(ConfigError, match=message) as caught:
-        check_schema(config, SCHEMA)
+        check_schema(config)
     assert "\n" not in str(caught.value)
 
 
@@ -66,10 +66,28 @@ def test_a_schema_fault_is_one_line_naming_its_key(change, message):
 )
 def test_a_bad_training_key_in_the_workflow_config_is_refused_at_startup(block, message):
     config = {**yaml.safe_load((CONFIG / "offline.yaml").read_text()), **block}
-    check_schema(config, SCHEMA)
-    validate(config, str(SCHEMA))
+    check_schema(config)
     with pytest.raises(ConfigError, match=message):
-        check_training_keys(config)
+        load_workflow_config(config)
+
+
+@pytest.mark.parametrize(
+    ("block", "value", "message"),
+    [
+        ("flow", {"levls": 2}, r"^config baselines\.flow: unknown key `levls` \(did you mean `levels`\?\)"),
+        ("flow", {"levels": 0}, r"^config baselines\.flow: levels must be at least 1, got 0$"),
+        ("flow", {"lr": "abc"}, r"^config baselines\.flow: lr: expected a number, got 'abc'"),
+        ("sgopt", {"lrr": 1e-5}, r"^config baselines\.sgopt, run sgopt-base-seed1: unknown key `lrr` \(did you mean"),
+    ],
+)
+def test_a_bad_baseline_key_is_refused_at_startup_by_its_settings_class(block, value, message):
+    """BERT-flow's and SG-OPT's keys are their settings classes' (the config's keys do not list them again): the
+    workflow's check asks those classes, and names the block."""
+    config = yaml.safe_load((CONFIG / "offline.yaml").read_text())
+    config["baselines"][block] = value
+    with pytest.raises(ConfigError, match=message) as caught:
+        load_workflow_config(config)
+    assert "\n" not in str(caught.value)
 
 
 @pytest.mark.parametrize("path", TRAIN_CONFIGS, ids=lambda p: p.name)
@@ -112,15 +130,63 @@ def test_the_method_records_are_the_one_list_of_methods(monkeypatch):
     monkeypatch.setitem(METHODS, "toycse", dataclasses.replace(METHODS["simcse"], name="toycse"))
     config = yaml.safe_load((CONFIG / "offline.yaml").read_text())
     config["family"] = {"methods": ["toycse"], "toycse": {"temperature": 0.1}}
-    assert load_workflow_config(config)["family"]["toycse"] == {"temperature": 0.1}
+    assert load_workflow_config(config).family.method_blocks() == {"toycse": {"temperature": 0.1}}
 
 
-def test_the_config_readme_table_is_the_schemas_keys():
-    """config/README.md's table of keys is the schema's: every top-level key with its title, in the schema's order
-    (written by scripts/config_keys.py), so the keys are described in one place."""
-    from consert.paper.workflow_config import keys_table
+def test_the_schema_and_the_readme_table_are_generated_from_the_keys():
+    """The keys are described once (consert/workflow_keys.py): the schema file and config/README.md's table are
+    what scripts/config_keys.py writes from them, every top-level key in the declarations' order."""
+    assert yaml.safe_load(SCHEMA.read_text()) == yaml.safe_load(schema_text()), "run python scripts/config_keys.py"
+    table = keys_table()
+    assert [line.split("`")[1] for line in table.splitlines()[2:]] == list(
+        yaml.safe_load(SCHEMA.read_text())["properties"]
+    )
+    assert table in (CONFIG / "README.md").read_text(), "run python scripts/config_keys.py"
 
-    schema = yaml.safe_load(SCHEMA.read_text())["properties"]
-    table = keys_table(SCHEMA)
-    assert [line.split("`")[1] for line in table.splitlines()[2:]] == list(schema)
-    assert table in (CONFIG / "README.md").read_text()
+
+def test_the_typed_config_fills_the_defaults_snakemake_fills_from_the_schema():
+    """Snakemake's own validation, a second implementation, fills the schema file's defaults into the test config;
+    every value it gives equals the typed object's (the schema and the declarations cannot disagree on a default)."""
+    raw = yaml.safe_load((CONFIG / "test.yaml").read_text())
+    filled = yaml.safe_load((CONFIG / "test.yaml").read_text())
+    validate(filled, str(SCHEMA), set_default=True)
+    typed = WorkflowConfig.model_validate(raw).model_dump()
+
+    def pairs(node, path=()):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                yield from pairs(value, (*path, key))
+        else:
+            yield path, node
+
+    given = dict(pairs(filled))
+    filled_in = set(given) - set(dict(pairs(raw)))  # what the test config leaves to the defaults
+    assert {("gpu_mps",), ("baselines", "whitening_poolings"), ("sweeps", "heatmap"), ("gate", "alpha")} <= filled_in
+    for path, value in given.items():
+        ours = typed
+        for key in path:
+            ours = ours[key]
+        assert ours == value, path
+
+
+def test_the_typed_config_of_the_test_config():
+    """The test config, read: its values, the defaults it leaves to the declarations (worked out by hand from
+    config/test.yaml), and the values derived from both."""
+    config = load_workflow_config(yaml.safe_load((CONFIG / "test.yaml").read_text()))
+    assert config.seeds == [1, 2] and config.sweep_seeds == [1] and config.sgopt_seeds == [1, 2]
+    assert config.threads == 1 and config.gpu_mps is True and config.nli.files == []
+    assert config.baselines.whitening_poolings == ["mean:1,-1", "mean:-2,-1"] and config.baselines.glove is None
+    assert config.baselines.flow == {"levels": 2, "depth": 1, "batch_size": 64}
+    assert config.family.method_blocks().keys() == {"augcse"}
+    assert config.family.method_keys("augcse")["batch_size"] == 8 and "augcse" in config.family.method_keys("augcse")
+    assert config.family.method_keys("simcse") == {
+        "batch_size": 8,
+        "max_steps": 2,
+        "eval_every": 2,
+        "dev_max_pairs": 20,
+    }
+    assert config.stage_keys("sup", "base") == {"lr": 2.0e-5, "batch_size": 8, "max_steps": 2, "eval_every": 2,
+                                                "dev_max_pairs": 20}  # fmt: skip
+    assert config.gate.allow_stand_in is True and config.gate.alpha == 0.05 and config.sweeps.heatmap == "ordered"
+    with pytest.raises(ValueError):  # read-only: a job cannot change what the workflow planned
+        config.seeds = [3]

@@ -150,14 +150,10 @@ def test_the_lookup_order_check_finds_a_swapped_order():
 def _run_counts(configfile: str) -> dict[str, int]:
     """The training runs a workflow config plans, by kind (ConSERT's own stages, SimCSE and AugCSE, BERT-flow's
     BERT-NLI), all seeds and seed 1."""
-    import yaml
-    from snakemake.utils import validate
-
     from consert.paper.plan import plan_runs, unique_runs
+    from consert.paper.workflow_config import read_workflow_config
 
-    config = yaml.safe_load((ROOT / configfile).read_text())
-    validate(config, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
-    runs = unique_runs(plan_runs(config))
+    runs = unique_runs(plan_runs(read_workflow_config(ROOT / configfile)))
     flow = {run_id for run_id in runs if "bertflow-nli" in run_id}
     family = {run_id for run_id, run in runs.items() if run.mode in ("simcse", "augcse")}
     consert = set(runs) - flow - family
@@ -213,7 +209,7 @@ def _quoted_messages() -> dict[str, str]:
 
     from consert.configs import ConfigError, parse_overrides, read_yaml
     from consert.encode.models import ModelNotAvailableError, resolve_model
-    from consert.paper.workflow_config import check_schema, check_training_keys
+    from consert.paper.workflow_config import load_workflow_config
     from consert.train.config import TrainConfig
 
     def error(call, *args) -> str:
@@ -226,9 +222,7 @@ def _quoted_messages() -> dict[str, str]:
     def workflow(**values) -> str:
         import yaml
 
-        config = yaml.safe_load((ROOT / "config" / "offline.yaml").read_text()) | values
-        schema = ROOT / "workflow" / "schemas" / "config.schema.yaml"
-        return error(lambda: (check_schema(config, schema), check_training_keys(config)))
+        return error(load_workflow_config, yaml.safe_load((ROOT / "config" / "offline.yaml").read_text()) | values)
 
     folder = Path(tempfile.mkdtemp())
     (folder / "config.yaml").write_text("mode: unsup\nlr: 1e-5\nlr: 2e-5\n")

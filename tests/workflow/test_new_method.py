@@ -26,6 +26,7 @@ from consert.train.card import CARD
 from consert.train.methods import METHODS, Method
 from consert.verdict.compare import compare
 from consert.verdict.decision import load_decision
+from consert.workflow_keys import WorkflowConfig
 from tests.conftest import ROOT
 from tests.fixtures import write_senteval_tree
 
@@ -41,7 +42,7 @@ TOY = Method(
 
 
 @pytest.fixture
-def toy_config(tmp_path, monkeypatch) -> dict:
+def toy_config(tmp_path, monkeypatch) -> WorkflowConfig:
     """The test config training the toy method alone beside ConSERT (one seed, the last-two-layer pooling only: no
     untrained reference rows), in a working directory of its own; the toy's published row beside the paper's."""
     monkeypatch.setitem(METHODS, TOY.name, TOY)
@@ -50,12 +51,12 @@ def toy_config(tmp_path, monkeypatch) -> dict:
     config.update(data_dir=str(data), seeds=[1])
     config["family"]["methods"] = [TOY.name]
     config["baselines"]["poolings"] = ["mean:-2,-1"]
-    load_workflow_config(config)  # as the workflow checks it at its start: the schema names no method
+    typed = load_workflow_config(config)  # as the workflow checks it at its start: the schema names no method
     published = shutil.copytree(ROOT / "results" / "published", tmp_path / "published")
     family = pd.read_csv(published / "contrastive_family.csv")
     pd.concat([family, pd.read_csv(TOY_ROW)]).to_csv(published / "contrastive_family.csv", index=False)
     monkeypatch.chdir(tmp_path)
-    return config
+    return typed
 
 
 def test_a_method_declared_in_one_record_is_planned_trained_carded_tabled_and_judged(toy_config):

@@ -11,9 +11,9 @@ rule encode_corpus:
     benchmark:
         "benchmarks/baselines/{size}/encode.tsv"
     params:
-        model=lambda wc: config["models"][wc.size],
+        model=lambda wc: CONFIG.models[wc.size],
         topk_max=lambda wc: topk_max(artifacts.vector_cache(wc.size)),
-    threads: config["threads"]
+    threads: CONFIG.threads
     resources:
         gpu=GPU_PER_JOB,
     conda:
@@ -35,8 +35,8 @@ rule eval_poolings:
     benchmark:
         "benchmarks/baselines/{size}/poolings.tsv"
     params:
-        model=lambda wc: config["models"][wc.size],
-    threads: config["threads"]
+        model=lambda wc: CONFIG.models[wc.size],
+    threads: CONFIG.threads
     conda:
         "../envs/consert.yaml"
     shell:
@@ -58,9 +58,9 @@ rule eval_whitening:
     benchmark:
         "benchmarks/baselines/{size}/whitening-{pooling}-k{k}.tsv"
     params:
-        model=lambda wc: config["models"][wc.size],
+        model=lambda wc: CONFIG.models[wc.size],
         pooling=lambda wc: WHITENING_POOLINGS[wc.pooling],
-    threads: config["threads"]
+    threads: CONFIG.threads
     conda:
         "../envs/consert.yaml"
     shell:
@@ -85,9 +85,9 @@ rule eval_flow:
     benchmark:
         "benchmarks/baselines/{size}/flow.tsv"
     params:
-        model=lambda wc: config["models"][wc.size],
+        model=lambda wc: CONFIG.models[wc.size],
         pooling=FLOW_POOLING,
-    threads: config["threads"]
+    threads: CONFIG.threads
     resources:
         gpu=GPU_PER_JOB,
     conda:
@@ -128,7 +128,7 @@ rule eval_glove:
     benchmark:
         artifacts.benchmark(artifacts.glove_eval())
     params:
-        glove=config["baselines"]["glove"] or "offline",
+        glove=CONFIG.baselines.glove or "offline",
     conda:
         "../envs/consert.yaml"
     shell:
@@ -149,7 +149,7 @@ rule train_sgopt:
         artifacts.benchmark(artifacts.sgopt_eval("{size}", "{seed}"))
     params:
         dtype=DTYPE,
-    threads: config["threads"]
+    threads: CONFIG.threads
     resources:
         gpu=GPU_PER_JOB,
     conda:
@@ -172,7 +172,7 @@ rule topk_curve:
         "benchmarks/topk/{size}-{which}.tsv"
     params:
         model=topk_model,
-    threads: config["threads"]
+    threads: CONFIG.threads
     conda:
         "../envs/consert.yaml"
     shell:
@@ -191,7 +191,7 @@ rule stsb_predictions:
         artifacts.benchmark(artifacts.predictions_eval("{size}", "{which}"))
     params:
         model=topk_model,
-    threads: config["threads"]
+    threads: CONFIG.threads
     conda:
         "../envs/consert.yaml"
     shell:

@@ -25,35 +25,39 @@ if not config:
         "no config: use --profile profiles/default (the paper's config/config.yaml) or "
         "--configfile config/offline.yaml (the offline stand-in)"
     )
-# one line per fault, before any job: the schema's keys and types, every run's training keys, the local models;
-# then the schema's defaults filled in; then the encoding every job shares (a bad pooling is refused here)
+# one line per fault, before any job: the keys and their types, every run's training keys, the local models;
+# then the encoding every job shares (a bad pooling is refused here)
 try:
-    load_workflow_config(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
-    ENCODING = EncodingSettings.of_workflow(config)
+    #: The config, checked and typed (consert.workflow_keys.WorkflowConfig, its defaults filled in): what every
+    #: rule and helper reads. Snakemake's own `config` (what scripts and the report read) holds the same values.
+    CONFIG = load_workflow_config(config)
+    ENCODING = EncodingSettings.of_workflow(CONFIG)
 except ConfigError as err:  # one line, not a traceback: the message names the key and what was expected
     sys.exit(str(err))
 
 try:  # the configured folder; for the default one, $CONSERT_DATA or a SentEval folder beside the checkout
-    FOUND_DATA = find_senteval(config["data_dir"], Path(workflow.basedir))
+    FOUND_DATA = find_senteval(CONFIG.data_dir, Path(workflow.basedir))
 except DataFormatError as err:
     sys.exit(str(err))
 #: The STS data every evaluation and training reads (an input of each such rule): the folder found on disk,
 #: else the default folder, where rule senteval_data downloads it. Reading the config needs no data.
-DATA = config["data_dir"] = str(FOUND_DATA or Path(config["data_dir"]) / "downstream")
-PLAN = plan_runs(config)
+DATA = str(FOUND_DATA or Path(CONFIG.data_dir) / "downstream")
+CONFIG = CONFIG.model_copy(update={"data_dir": DATA})
+config.update(CONFIG.model_dump())
+PLAN = plan_runs(CONFIG)
 RUNS = unique_runs(PLAN)
 SGOPT_RUNS = {  # SG-OPT's runs, by run id: (size, seed)
-    artifacts.sgopt_run(size, seed): (size, seed) for size in config["models"] for seed in artifacts.sgopt_seeds(config)
+    artifacts.sgopt_run(size, seed): (size, seed) for size in CONFIG.models for seed in CONFIG.sgopt_seeds
 }
-SIZES = list(config["models"])
-SEEDS = config["seeds"]
-DTYPE = config["dtype"]
-KEEP_MODELS = config["keep_models"]
+SIZES = list(CONFIG.models)
+SEEDS = CONFIG.seeds
+DTYPE = CONFIG.dtype
+KEEP_MODELS = CONFIG.keep_models
 # `--resources gpu=N` counts real GPUs. A job of the paper's config takes one whole; the stand-in
 # configs' jobs (under 2 GB of GPU memory each) share it (`share_gpu: true`), as many at once as
 # `--cores` allows.
-GPU_PER_JOB = 0 if config["share_gpu"] else 1
-FIGURE_SIZE = artifacts.figure_size(config)
+GPU_PER_JOB = 0 if CONFIG.share_gpu else 1
+FIGURE_SIZE = artifacts.figure_size(CONFIG)
 PUBLISHED = str(Path(workflow.basedir) / "results" / "published")
 #: The command that builds the HTML report of this run: the same config files.
 REPORT_COMMAND = " ".join(
@@ -65,8 +69,8 @@ RUN_CONFIG_TEMPLATE = str(Path(workflow.basedir) / "workflow" / "templates" / "r
 #: each read by the jobs of one kind: {name: what its text is}.
 RESOLVED_CONFIGS = {
     "encoding": ENCODING.to_yaml,  # every job that encodes or reads a vector cache
-    "flow": lambda: FlowSettings.of_workflow(config).to_yaml(),  # every BERT-flow job
-    "comparison": lambda: ComparisonConfig.of_workflow(config, Path(PUBLISHED)).to_yaml(),  # the verdict's jobs
+    "flow": lambda: FlowSettings.of_workflow(CONFIG).to_yaml(),  # every BERT-flow job
+    "comparison": lambda: ComparisonConfig.of_workflow(CONFIG, Path(PUBLISHED)).to_yaml(),  # the verdict's jobs
 }
 ENCODING_CONFIG = "results/encoding_config.yaml"
 FLOW_CONFIG = "results/flow_config.yaml"
@@ -74,23 +78,23 @@ COMPARISON_CONFIG = "results/comparison_config.yaml"
 #: The artifacts this config builds, {file stem: key} (consert.registry): the paper's tables (the contrastive
 #: family's only when the config trains it), its figures, and the harness's own figures beside them (what a
 #: reviewer reads when a number is off).
-TABLES = registry.stems("table", config)
-FIGURES = registry.stems("figure", config)
-DIAGNOSTIC_FIGURES = registry.stems("diagnostic", config)
+TABLES = registry.stems("table", CONFIG)
+FIGURES = registry.stems("figure", CONFIG)
+DIAGNOSTIC_FIGURES = registry.stems("diagnostic", CONFIG)
 #: Table 1: counted from the STS files.
 TABLE1 = f"results/{registry.TABLE1.csv}"
 #: The artifact CSVs the comparison reads (those this config builds).
-COMPARED = [f"results/{a.csv}" for a in registry.ARTIFACTS if a.csv in ARTIFACT_FILES and a.runs_in(config)]
+COMPARED = [f"results/{a.csv}" for a in registry.ARTIFACTS if a.csv in ARTIFACT_FILES and a.runs_in(CONFIG)]
 
 
 #: On a box with several GPUs each job that may use one claims a card of this pool (consert.gpu_pool): a job
 #: that counts a `gpu` resource holds its card whole (unless the config shares cards), the others share one.
 GPU_POOL = ".snakemake/gpu-pool"
-GPU_SHARE = "shared" if config["share_gpu"] else "whole"
+GPU_SHARE = "shared" if CONFIG.share_gpu else "whole"
 
 
 #: Where the MPS daemon of the jobs that share a card keeps its pipes and logs (consert.gpu_mps); None: no MPS.
-MPS_FOLDER = ".snakemake/mps" if config["share_gpu"] and config["gpu_mps"] else None
+MPS_FOLDER = ".snakemake/mps" if CONFIG.share_gpu and CONFIG.gpu_mps else None
 
 
 def start_mps():
@@ -130,9 +134,9 @@ def run_config(wildcards):
     """The resolved config of a training run as YAML text: ConSERT and its family's, BERT-flow's BERT-NLI,
     or SG-OPT's."""
     if wildcards.run in RUNS:
-        return run_config_text(consert_run_config(wildcards.run, RUNS[wildcards.run], config))
+        return run_config_text(consert_run_config(wildcards.run, RUNS[wildcards.run], CONFIG))
     size, seed = SGOPT_RUNS[wildcards.run]
-    return run_config_text(sgopt_run_config(size, seed, config))
+    return run_config_text(sgopt_run_config(size, seed, CONFIG))
 
 
 def model_output(path):
@@ -150,8 +154,8 @@ def stage1_model(wildcards):
 def topk_model(wildcards):
     """BERT = the size's encoder; ConSERT = the first seed's Table 2 run."""
     if wildcards.which == "bert":
-        return config["models"][wildcards.size]
-    return artifacts.run_model(artifacts.table2_consert_run(config, wildcards.size))
+        return CONFIG.models[wildcards.size]
+    return artifacts.run_model(artifacts.table2_consert_run(CONFIG, wildcards.size))
 
 
 def figure_model_inputs(wildcards):
@@ -160,15 +164,15 @@ def figure_model_inputs(wildcards):
     inputs = {"senteval": DATA, "encoding": ENCODING_CONFIG}
     if wildcards.which == "bert":
         return {**inputs, "vectors": artifacts.vector_cache(wildcards.size)}
-    run = artifacts.table2_consert_run(config, wildcards.size)
+    run = artifacts.table2_consert_run(CONFIG, wildcards.size)
     return {**inputs, "model": artifacts.run_model(run), "vectors": artifacts.run_vectors(run)}
 
 
 # the runs whose evaluation vectors other rules read: the figures' run, and the NLI runs that
 # BERT-flow builds on (Table 3); only these keep them (runs/{run}/vectors.npz)
 # the runs BERT-flow (NLI) fits on (BERT-flow's own BERT-NLI, or the SBERT-NLI re-implementation)
-FLOW_NLI_RUNS = {(size, seed): flow_nli_run(config, size, seed).run_id for size in SIZES for seed in SEEDS}
-VECTOR_RUNS = sorted({artifacts.table2_consert_run(config, FIGURE_SIZE), *FLOW_NLI_RUNS.values()})
+FLOW_NLI_RUNS = {(size, seed): flow_nli_run(CONFIG, size, seed).run_id for size in SIZES for seed in SEEDS}
+VECTOR_RUNS = sorted({artifacts.table2_consert_run(CONFIG, FIGURE_SIZE), *FLOW_NLI_RUNS.values()})
 
 
 def runs_in(runs):
@@ -181,11 +185,11 @@ def topk_max(cache):
     size's BERT and ConSERT run."""
     figure_caches = {
         artifacts.vector_cache(FIGURE_SIZE),
-        artifacts.run_vectors(artifacts.table2_consert_run(config, FIGURE_SIZE)),
+        artifacts.run_vectors(artifacts.table2_consert_run(CONFIG, FIGURE_SIZE)),
     }
     return ENCODING.topk_max if cache in figure_caches else 0
 
 
-FLOW_POOLING = config["baselines"]["flow_pooling"]
+FLOW_POOLING = CONFIG.baselines.flow_pooling
 #: whitening pooling by its file-name slug
-WHITENING_POOLINGS = {artifacts.pooling_slug(p): p for p in config["baselines"]["whitening_poolings"]}
+WHITENING_POOLINGS = {artifacts.pooling_slug(p): p for p in CONFIG.baselines.whitening_poolings}

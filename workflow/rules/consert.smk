@@ -17,7 +17,7 @@ rule consert_train:
     params:
         dtype=DTYPE,
         keep_vectors=[],  # the arguments that keep the evaluation's vectors (the rule below)
-    threads: config["threads"]
+    threads: CONFIG.threads
     resources:
         gpu=GPU_PER_JOB,
     conda:

@@ -1,6 +1,6 @@
 rule paper_table:
     input:
-        lambda wc: artifacts.inputs(TABLES[wc.name], config),
+        lambda wc: artifacts.inputs(TABLES[wc.name], CONFIG),
     output:
         report("results/{name,table(?:[2-4]_[a-z_]+|_contrastive_family)}.csv", caption="../report/tables.rst", category="Tables"),
     log:
@@ -30,7 +30,7 @@ rule recipe:
 
 rule paper_figure:
     input:
-        lambda wc: artifacts.inputs(FIGURES[wc.name], config),
+        lambda wc: artifacts.inputs(FIGURES[wc.name], CONFIG),
     output:
         table="results/{name}.csv",
         png=report("figures/{name}.png", caption="../report/figures.rst", category="Figures"),
@@ -50,7 +50,7 @@ rule paper_figure:
 
 use rule paper_figure as diagnostic_figure with:
     input:
-        lambda wc: artifacts.inputs(DIAGNOSTIC_FIGURES[wc.name], config),
+        lambda wc: artifacts.inputs(DIAGNOSTIC_FIGURES[wc.name], CONFIG),
     output:
         table="results/{name}.csv",
         png=report("figures/{name}.png", caption="../report/diagnostics.rst", category="Diagnostics"),

@@ -1,0 +1,337 @@
+"""The workflow config's keys, declared once: :class:`WorkflowConfig`, the typed object that the workflow
+(``common.smk``), the planner and every command that takes ``--configfile`` read, with each key's type, default,
+title and description. The JSON schema (``workflow/schemas/config.schema.yaml``) and ``config/README.md``'s table
+of keys are generated from it (``python scripts/config_keys.py``; a test fails when either differs).
+
+Declarations only: reading a config file, with one line per fault, is :mod:`consert.paper.workflow_config`'s job.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import GenerateJsonSchema
+
+#: The training stages a config sets keys for (``stages``, ``size_stages``).
+Stage = Literal["unsup", "sup", "joint", "sup-unsup", "joint-unsup"]
+#: Training keys (``consert train --list-keys``), checked by the trainer's own config when a run is planned.
+TrainKeys = dict[str, Any]
+Positive = Annotated[float, Field(gt=0)]
+AtLeastOne = Annotated[int, Field(ge=1)]
+
+
+class Keys(BaseModel):
+    """A block of the config: unknown keys refused, values read-only."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NliKeys(Keys):
+    """The supervision of Table 3."""
+
+    source: Literal["sick-e", "snli+mnli"] = "sick-e"
+    files: list[str] = []
+
+
+class FlowNliKeys(Keys):
+    """Table 3's BERT-flow (NLI) rows. base li (default): the flow is fitted on BERT-flow's own BERT-NLI, trained
+    here by its authors' recipe (consert/train/recipes.py BERTFLOW_NLI) on `files` (their ALLNLI: MNLI train + SNLI
+    train, dev and test; else the config's nli); base sbert: on ConSERT's SBERT-NLI re-implementation (the Table 3
+    sup run). train: TrainConfig overrides of that encoder's run (the `train` block does not apply to it)."""
+
+    base: Literal["li", "sbert"] = "li"
+    files: list[str] = []
+    train: TrainKeys = {}
+
+
+class BaselineKeys(Keys):
+    """The baselines' settings."""
+
+    poolings: list[str] = ["cls", "mean", "mean:-2,-1", "mean:0,-1", "mean:1,-1"]
+    whitening_k: list[int | None] = [None, 256]
+    whitening_poolings: list[str] = Field(
+        ["mean:1,-1", "mean:-2,-1"],
+        description="Poolings BERT-whitening is fitted on (per task); mean:1,-1 is the authors' first-last-avg (first "
+        "transformer layer + last), mean:-2,-1 ConSERT's.",
+    )
+    flow_pooling: str = Field(
+        "mean:1,-1", description="BERT-flow's pooling (the authors' first-last-avg, which averages layers 1 and 12)."
+    )
+    flow: dict[str, Any] = Field(
+        {},
+        description="BERT-flow settings over the authors' (FlowSettings, baselines/flow_settings.py, each with its "
+        "help; `consert baseline --help`), checked at the workflow's start and resolved into "
+        "results/flow_config.yaml.",
+    )
+    sgopt: TrainKeys = Field({}, description="SgOptConfig overrides (see baselines/sgopt.py).")
+    flow_nli: FlowNliKeys = FlowNliKeys()
+    sgopt_seeds: Annotated[list[int], Field(min_length=1)] | None = Field(
+        None,
+        description="Seeds of the SG-OPT runs Table 2's row averages (default: the config's seeds). SG-OPT's published "
+        "numbers are the mean of 8 runs, seeds 1, 2, 3, 4, 1234, 2345, 3456, 7890 (its Table 8); the paper config "
+        "runs those.",
+    )
+    glove: str | None = Field(
+        None, description="Path of glove.840B.300d.txt; null = the offline glove.6B 50d stand-in."
+    )
+    topk_max: Annotated[int, Field(ge=0)] = 50
+
+
+class SweepKeys(Keys):
+    """Table 4 and Figures 5-7."""
+
+    sizes: list[str] = Field(description="Model size labels (keys of models) that the sweeps run on.")
+    seeds: Annotated[list[int], Field(min_length=1)] | None = Field(
+        None,
+        description="Seeds of the sweeps (Table 4, Figures 5-7); default the config's `seeds`. The paper config runs "
+        "one: the comparison judges one-seed rows with the declared seed SD (decision.yaml).",
+    )
+    heatmap: Literal["ordered", "unordered"] = Field(
+        "ordered",
+        description="Figure 5: train every ordered augmentation pair (the paper), or each unordered pair once and show "
+        "it in both cells (fewer runs; rows say trained_as).",
+    )
+    augmentations: list[Literal["none", "shuffle", "token_cutoff", "feature_cutoff", "dropout"]]
+    temperatures: list[Positive]
+    batch_sizes: list[AtLeastOne]
+    few_shot: list[AtLeastOne | None] = Field(description="Numbers of unlabeled texts; null = all.")
+
+
+class FamilyKeys(Keys):
+    """The contrastive family beside ConSERT (results/table_contrastive_family.csv): unsupervised SimCSE and AugCSE,
+    trained by the same loop with their authors' recipes (consert/train/recipes.py). ConSERT's `train` block does
+    not apply to them. Any other key is a method's own block, under its name (simcse, augcse): TrainConfig keys of
+    that method's runs, and a method's settings under their own key (AugCSE's augcse: discriminator_weight,
+    discriminator_dropout, text_augmentations, spacy_model). A block for a name without a record stops the workflow
+    at its start."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, TrainKeys] = Field(init=False)
+
+    methods: list[str] = Field(
+        [],
+        description="The methods to train, by the names of their records in consert/train/methods.py (simcse, "
+        "augcse); none unless listed (the shipped configs list both). A name without a record stops the workflow "
+        "at its start.",
+    )
+    sizes: list[str] = Field(["base"], description="Model size labels (keys of models) the family is trained on.")
+    train_texts: str = Field(
+        "sts",
+        description='"sts" (the 89,192 unlabeled STS texts, the offline stand-in) or a file with one sentence a line '
+        "(the authors': data/wiki1m_for_simcse.txt, 1M Wikipedia sentences).",
+    )
+    train: TrainKeys = Field({}, description="TrainConfig keys of every family run (e.g. short CPU runs).")
+
+    def method_blocks(self) -> dict[str, TrainKeys]:
+        """The methods' own blocks, by method name (the keys beside the family's own)."""
+        return dict(self.model_extra or {})
+
+    def method_keys(self, method: str) -> TrainKeys:
+        """The training keys of ``method``'s runs: the family's ``train``, then the method's own block."""
+        return {**self.train, **self.method_blocks().get(method, {})}
+
+
+class ComparisonKeys(Keys):
+    """Overrides of results/published/decision.yaml, where every margin and declared seed SD lives with its reason;
+    comparison.csv names an override as the source of its value."""
+
+    margins: dict[str, Positive] = Field(
+        {},
+        description="Margin per artifact (table2, table3, table4, table4_steps, sgopt_table1, figure5_heatmap, "
+        "family); untrained rows keep 0.035.",
+    )
+    seed_noise: dict[str, Positive] = Field(
+        {},
+        description="Declared seed SD of one run's Avg per kind of row (consert, flow, flow_nli, sgopt, simcse), used "
+        "where one seed ran.",
+    )
+
+
+class GateKeys(Keys):
+    """What the gate accepts."""
+
+    alpha: Annotated[float, Field(gt=0, lt=1)] = Field(
+        0.05,
+        description='Significance level of the claims that say "significantly" (Welch over seeds, Holm over the '
+        "run's claims).",
+    )
+    inconclusive: Literal["pass", "fail"] = Field(
+        "pass",
+        description="What `snakemake check_published` does with an inconclusive primary cell (its interval straddles "
+        "the margin): `pass` lists it as not shown equivalent; `fail` demands every cell be decided.",
+    )
+    allow_stand_in: bool = Field(
+        False,
+        description="Let `snakemake check_published` pass when no cell of the paper is comparable (an offline "
+        "stand-in run; the stand-in's own MTEB cells are decided all the same). Without it such a run exits 3: "
+        "stand-in numbers cannot pass for a reproduction.",
+    )
+
+
+class WorkflowConfig(Keys):
+    """Configuration of the ConSERT reproduction workflow."""
+
+    setting: str = Field(
+        "",
+        title="a label of the run written into the logs (`paper`, `offline stand-in ...`)",
+        description="A human label of the run (paper / offline stand-in / test); written into the logs.",
+    )
+    data_dir: str = Field(
+        title="the SentEval data folder; the default `data/senteval` is also looked for in `$CONSERT_DATA` and beside "
+        "the checkout, else downloaded (docs: Data)",
+        description="SentEval data directory (read in place).",
+    )
+    seeds: Annotated[list[int], Field(min_length=1)] = Field(
+        [1],
+        title="the seeds of the primary rows (Tables 2 and 3, the family); tables report the mean, SD and intervals "
+        "over them",
+    )
+    dtype: Literal["auto", "fp32", "bf16", "fp16"] = Field(
+        "auto",
+        title="precision of training and encoding (`auto`: measured on the machine)",
+        description="Precision of training and encoding. auto: the fastest candidate measured on this machine, once, "
+        "on the model at hand (cached; consert/encode/precision.py): bf16, fp32 through PyTorch or, for inference on "
+        "a CPU, ONNX Runtime; on CUDA also fp16 with a gradient scaler. The resolved precision, with the timings it "
+        "was chosen on, is in every result row.",
+    )
+    keep_models: bool = Field(
+        False,
+        title="keep exported models under `runs/` (else deleted once read; curves and evaluations stay)",
+        description="Keep every exported ConSERT/SG-OPT model under runs/. By default a model is deleted once the "
+        "rules that read it (its evaluation, a second stage, the figures) are done.",
+    )
+    share_gpu: bool = Field(
+        False,
+        title="`false`: each GPU job takes a whole GPU; `true`: small jobs share it",
+        description="false (the paper): each GPU job takes a whole GPU, so `--resources gpu=1` runs them one at a "
+        "time. true (the stand-in configs): jobs declare no whole GPU and share the one they find, as many at once "
+        "as `--cores` allows (each uses `threads` cores); they also run on CPU machines.",
+    )
+    gpu_mps: bool = Field(
+        True,
+        title="with `share_gpu: true` on an NVIDIA box: the jobs sharing a card run under NVIDIA's MPS (started and "
+        "stopped by the workflow; one line where it is missing)",
+        description="With share_gpu: true on a machine with NVIDIA GPUs, start NVIDIA's Multi-Process Service for the "
+        "workflow's jobs (pipes and logs under .snakemake/mps; stopped when the workflow ends), so that jobs sharing "
+        "a card run side by side instead of time-slicing, each computing exactly what it computes alone. Where its "
+        "control program is missing one line says so. Local jobs only (SLURM's do not inherit it). false: no MPS.",
+    )
+    threads: AtLeastOne = Field(2, title="torch threads per job", description="Torch threads per job.")
+    models: dict[str, str] = Field(
+        min_length=1,
+        title="the encoder of each size label (`base`, `large`): a hub id or a local folder",
+        description="Encoder per model size label (hub id or local directory).",
+    )
+    train: TrainKeys = Field(
+        {},
+        title="training keys (`consert train --list-keys`) of every ConSERT run; unset keys are the authors' recipe",
+        description="TrainConfig keys of every ConSERT run, whatever its stage (see consert/train/config.py).",
+    )
+    stages: dict[Stage, TrainKeys] = Field(
+        {},
+        title="training keys per stage, over `train`",
+        description="TrainConfig keys per stage, over `train`: unsup (from the base model), sup and joint (NLI), "
+        "sup-unsup and joint-unsup (their second stages). Unset keys are the authors' recipe "
+        "(consert/train/recipes.py).",
+    )
+    size_stages: dict[str, dict[Stage, TrainKeys]] = Field(
+        {},
+        title="training keys per size and stage, over `stages` (BERT-large's scripts)",
+        description="Per model size label, per stage: TrainConfig keys over `stages` (the authors' BERT-large scripts "
+        "differ from the base ones).",
+    )
+    nli: NliKeys = Field(
+        NliKeys(), title="the supervision of Table 3: `sick-e` offline, or SNLI + MultiNLI jsonl files"
+    )
+    baselines: BaselineKeys = Field(
+        BaselineKeys(), title="poolings, whitening dimensions, BERT-flow, SG-OPT, GloVe and top-k settings"
+    )
+    sweeps: SweepKeys = Field(
+        title="Table 4 and Figures 5-7: sizes, seeds, batch sizes, augmentation pairs, few-shot sizes, temperatures"
+    )
+    family: FamilyKeys = Field(
+        FamilyKeys(),
+        title="the contrastive family beside ConSERT (`consert/train/methods.py`): methods, sizes, training texts and "
+        "their overrides",
+    )
+    not_run: list[str] = Field(
+        [],
+        title="published rows this config does not reproduce, on purpose (`ARTIFACT:ROW` globs): `not run`, not "
+        "`missing`",
+        description="Published rows this config deliberately does not reproduce (ARTIFACT:ROW globs, e.g. "
+        '"table2:*large*"): the comparison lists them as "not run"; any other published row without a reproduced '
+        "counterpart fails `snakemake check_published`.",
+    )
+    comparison: ComparisonKeys = Field(
+        ComparisonKeys(),
+        title="overrides of `results/published/decision.yaml` (margins, declared seed SDs), each named in "
+        "`comparison.csv`",
+    )
+    gate: GateKeys = Field(
+        GateKeys(),
+        title="what `snakemake check_published` and `consert compare --check` accept (the stand-in, inconclusive "
+        "cells)",
+    )
+
+    def stage_keys(self, stage: str, size: str) -> TrainKeys:
+        """The training keys runs of ``stage`` at model ``size`` get: ``train`` (all runs), then ``stages.<stage>``,
+        then ``size_stages.<size>.<stage>`` (e.g. BERT-large's scripts)."""
+        return {**self.train, **self.stages.get(stage, {}), **self.size_stages.get(size, {}).get(stage, {})}
+
+    @property
+    def sweep_seeds(self) -> list[int]:
+        """The seeds of the sweeps (Table 4, Figures 5-7): ``sweeps.seeds``, else the config's ``seeds``. The primary
+        rows (Tables 2 and 3, the family) run every seed of ``seeds``: the comparison pools their spread."""
+        return list(self.sweeps.seeds or self.seeds)
+
+    @property
+    def sgopt_seeds(self) -> list[int]:
+        """SG-OPT's seeds: ``baselines.sgopt_seeds`` (the paper config: SG-OPT's 8, its Table 8), else the run's."""
+        return list(self.baselines.sgopt_seeds or self.seeds)
+
+
+class _OwnTitles(GenerateJsonSchema):
+    """A schema whose titles are the ones the keys declare (no title made up from a field's name)."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
+@cache
+def json_schema() -> dict[str, Any]:
+    """The config's JSON schema, each block written out where it is used (no ``$ref``; what
+    ``workflow/schemas/config.schema.yaml`` holds)."""
+    schema = WorkflowConfig.model_json_schema(schema_generator=_OwnTitles)
+    blocks = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, list):
+            return [inline(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            block = dict(blocks[node["$ref"].rsplit("/", 1)[1]])
+            block.pop("title", None)
+            node = {**block, **{key: value for key, value in node.items() if key != "$ref"}}
+        return {key: inline(value) for key, value in node.items()}
+
+    schema.pop("title", None)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **inline(schema)}
+
+
+def schema_text() -> str:
+    """``workflow/schemas/config.schema.yaml``'s text: :func:`json_schema` as YAML, under a line that says where it
+    comes from."""
+    import yaml
+
+    header = "# Generated from consert/workflow_keys.py by `python scripts/config_keys.py`: edit the keys there.\n"
+    return header + yaml.safe_dump(json_schema(), sort_keys=False, width=118, allow_unicode=True)
+
+
+def keys_table() -> str:
+    """The Markdown table of the config's top-level keys and what each sets (each key's title): the table of
+    ``config/README.md``."""
+    rows = [f"| `{key}` | {field.title} |" for key, field in WorkflowConfig.model_fields.items()]
+    return "\n".join(["| key | what it sets |", "|---|---|", *rows]) + "\n"
