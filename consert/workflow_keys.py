@@ -31,8 +31,10 @@ class Keys(BaseModel):
 class NliKeys(Keys):
     """The supervision of Table 3."""
 
-    source: Literal["sick-e", "snli+mnli"] = "sick-e"
-    files: list[str] = []
+    source: Literal["sick-e", "snli+mnli"] = Field(
+        "sick-e", description="sick-e (SICK's entailment labels, offline) or snli+mnli (the paper: the files below)."
+    )
+    files: list[str] = Field([], description="The SNLI and MultiNLI jsonl files (official releases) for snli+mnli.")
 
 
 class FlowNliKeys(Keys):
@@ -41,16 +43,21 @@ class FlowNliKeys(Keys):
     train, dev and test; else the config's nli); base sbert: on ConSERT's SBERT-NLI re-implementation (the Table 3
     sup run). train: TrainConfig overrides of that encoder's run (the `train` block does not apply to it)."""
 
-    base: Literal["li", "sbert"] = "li"
-    files: list[str] = []
-    train: TrainKeys = {}
+    base: Literal["li", "sbert"] = Field("li", description="li: BERT-flow's own BERT-NLI; sbert: the Table 3 sup run.")
+    files: list[str] = Field([], description="The BERT-NLI's jsonl files (their ALLNLI); none: the config's nli.")
+    train: TrainKeys = Field({}, description="TrainConfig keys of the BERT-NLI runs.")
 
 
 class BaselineKeys(Keys):
     """The baselines' settings."""
 
-    poolings: list[str] = ["cls", "mean", "mean:-2,-1", "mean:0,-1", "mean:1,-1"]
-    whitening_k: list[int | None] = [None, 256]
+    poolings: list[str] = Field(
+        ["cls", "mean", "mean:-2,-1", "mean:0,-1", "mean:1,-1"],
+        description="Table 2's untrained BERT rows, one per pooling (mean:A,B averages the layers A and B).",
+    )
+    whitening_k: list[int | None] = Field(
+        [None, 256], description="BERT-whitening's kept dimensions, one row each; null = all."
+    )
     whitening_poolings: list[str] = Field(
         ["mean:1,-1", "mean:-2,-1"],
         description="Poolings BERT-whitening is fitted on (per task); mean:1,-1 is the authors' first-last-avg (first "
@@ -76,7 +83,7 @@ class BaselineKeys(Keys):
     glove: str | None = Field(
         None, description="Path of glove.840B.300d.txt; null = the offline glove.6B 50d stand-in."
     )
-    topk_max: Annotated[int, Field(ge=0)] = 50
+    topk_max: Annotated[int, Field(ge=0)] = Field(50, description="Figure 4's largest k (top-k neighbours).")
 
 
 class SweepKeys(Keys):
@@ -93,9 +100,11 @@ class SweepKeys(Keys):
         description="Figure 5: train every ordered augmentation pair (the paper), or each unordered pair once and show "
         "it in both cells (fewer runs; rows say trained_as).",
     )
-    augmentations: list[Literal["none", "shuffle", "token_cutoff", "feature_cutoff", "dropout"]]
-    temperatures: list[Positive]
-    batch_sizes: list[AtLeastOne]
+    augmentations: list[Literal["none", "shuffle", "token_cutoff", "feature_cutoff", "dropout"]] = Field(
+        description="Figure 5's augmentations; every pair of them is a cell."
+    )
+    temperatures: list[Positive] = Field(description="Figure 7's temperatures.")
+    batch_sizes: list[AtLeastOne] = Field(description="Table 4's batch sizes.")
     few_shot: list[AtLeastOne | None] = Field(description="Numbers of unlabeled texts; null = all.")
 
 
@@ -335,3 +344,18 @@ def keys_table() -> str:
     ``config/README.md``."""
     rows = [f"| `{key}` | {field.title} |" for key, field in WorkflowConfig.model_fields.items()]
     return "\n".join(["| key | what it sets |", "|---|---|", *rows]) + "\n"
+
+
+def key_rows(block: type[Keys] = WorkflowConfig, prefix: str = "") -> list[tuple[str, Any, str]]:
+    """Every key of ``block``, a nested block's keys as ``block.key``: its name, its default (``required`` where it
+    has none, ``block`` for a block of keys) and what it sets (its description, else its title). The docs' table of
+    the workflow config's keys (``docs/hooks/config_keys.py``)."""
+    rows: list[tuple[str, Any, str]] = []
+    for name, field in block.model_fields.items():
+        inner = field.annotation if isinstance(field.annotation, type) and issubclass(field.annotation, Keys) else None
+        what = " ".join((field.description or field.title or (inner.__doc__ if inner else "") or "").split())
+        if inner:
+            rows += [(f"{prefix}{name}", "block", what), *key_rows(inner, f"{prefix}{name}.")]
+        else:
+            rows.append((f"{prefix}{name}", "required" if field.is_required() else field.get_default(), what))
+    return rows

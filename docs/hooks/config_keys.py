@@ -4,15 +4,19 @@ from the keys' own homes.
 * ``<!-- training keys -->``: every training key (``consert.train.config.TrainConfig``, its sub-configs' keys as
   ``NAME.KEY``) with its value for an unsupervised run (``consert train --list-keys`` prints the same);
 * ``<!-- keys: MODULE:CLASS -->``: the keys of another config dataclass with their defaults (``FlowSettings``,
-  ``SgOptConfig``, ``ComparisonConfig``, ``EncodingSettings``; their commands' ``--help`` lists the same).
+  ``SgOptConfig``, ``ComparisonConfig``, ``EncodingSettings``; their commands' ``--help`` lists the same);
+* ``<!-- workflow keys -->``: every key of the workflow config (``consert.workflow_keys.WorkflowConfig``), a block's
+  keys as ``block.key``, with its default as YAML writes it.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import re
 
 MARKER = "<!-- training keys -->"
+WORKFLOW_MARKER = "<!-- workflow keys -->"
 CLASS_MARKER = re.compile(r"<!-- keys: ([\w.]+):(\w+) -->")
 
 
@@ -34,4 +38,12 @@ def on_page_markdown(markdown: str, **_) -> str:
         from consert.train.config import key_help
 
         markdown = markdown.replace(MARKER, _table("value for `unsup`", key_help("unsup")))
+    if WORKFLOW_MARKER in markdown:
+        from consert.workflow_keys import key_rows
+
+        rows = [
+            (key, value if isinstance(value, str) and value else json.dumps(value), text)
+            for key, value, text in key_rows()
+        ]
+        markdown = markdown.replace(WORKFLOW_MARKER, _table("default", rows))
     return CLASS_MARKER.sub(_class_table, markdown)

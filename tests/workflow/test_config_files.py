@@ -144,6 +144,25 @@ def test_the_schema_and_the_readme_table_are_generated_from_the_keys():
     assert table in (CONFIG / "README.md").read_text(), "run python scripts/config_keys.py"
 
 
+def test_the_docs_table_lists_every_key_of_the_schema_with_its_default():
+    """The Workflow page's table of keys (docs/hooks/config_keys.py) names every key the schema file has, a block's as
+    block.key, each with the schema's default."""
+    from consert.workflow_keys import key_rows
+
+    def keys(node, prefix=""):
+        for key, spec in node.get("properties", {}).items():
+            yield f"{prefix}{key}", spec.get("default", "required" if key in node.get("required", []) else None)
+            yield from keys(spec, f"{prefix}{key}.")
+
+    schema = dict(keys(yaml.safe_load(SCHEMA.read_text())))
+    rows = {key: default for key, default, _ in key_rows()}
+    assert rows.keys() == schema.keys() and "baselines.flow_nli.base" in rows
+    assert {key: rows[key] for key in schema if rows[key] != "block"} == {
+        key: default for key, default in schema.items() if rows[key] != "block"
+    }
+    assert all(text for _, _, text in key_rows())  # every key says what it sets
+
+
 def test_the_typed_config_fills_the_defaults_snakemake_fills_from_the_schema():
     """Snakemake's own validation, a second implementation, fills the schema file's defaults into the test config;
     every value it gives equals the typed object's (the schema and the declarations cannot disagree on a default)."""
