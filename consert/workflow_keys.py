@@ -8,7 +8,6 @@ Declarations only: reading a config file, with one line per fault, is :mod:`cons
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,7 +22,8 @@ AtLeastOne = Annotated[int, Field(ge=1)]
 
 
 class Keys(BaseModel):
-    """A block of the config: unknown keys refused, values read-only."""
+    """A block of the config: unknown keys refused, no key reassigned once read (``model_copy(update=...)`` makes a
+    changed copy)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -308,7 +308,6 @@ class _OwnTitles(GenerateJsonSchema):
         return False
 
 
-@cache
 def json_schema() -> dict[str, Any]:
     """The config's JSON schema, each block written out where it is used (no ``$ref``; what
     ``workflow/schemas/config.schema.yaml`` holds)."""

@@ -229,7 +229,7 @@ def curve_sources(config: WorkflowConfig) -> list[Source]:
 
 
 #: Each artifact's sources, by key (every artifact of :data:`consert.registry.ARTIFACTS` built from evaluations).
-SOURCES: dict[str, Callable[[dict[str, Any]], list[Source]]] = {
+SOURCES: dict[str, Callable[[WorkflowConfig], list[Source]]] = {
     TABLE2.key: table2_sources,
     TABLE3.key: table3_sources,
     TABLE4.key: lambda config: _consert_sources(config, TABLE4.key),

@@ -41,6 +41,7 @@ def load_workflow_config(config: Mapping[str, Any]) -> WorkflowConfig:
         where = ".".join(str(part) for part in first["loc"])
         raise ConfigError(f"config key `{where}`: {first['msg']}") from None
     check_family(typed.family)
+    check_sizes(typed)
     check_training_keys(typed)
     check_baseline_keys(typed)
     check_local_models(typed.models)
@@ -104,6 +105,20 @@ def check_family(family: FamilyKeys) -> None:
     blocks = [key for key in family.method_blocks() if key not in METHODS]
     if blocks:
         raise ConfigError(unknown_key_message(blocks[0], [*FamilyKeys.model_fields, *names], "config family"))
+
+
+def check_sizes(config: WorkflowConfig) -> None:
+    """Each size the sweeps, the family and ``size_stages`` name is a key of ``models``; else a one-line
+    :class:`ConfigError` naming the key (a typo would otherwise plan nothing for it, or fail in the planner)."""
+    named = {
+        "sweeps.sizes": config.sweeps.sizes,
+        "family.sizes": config.family.sizes if config.family.methods else [],
+        "size_stages": list(config.size_stages),
+    }
+    for key, sizes in named.items():
+        for size in sizes:
+            if size not in config.models:
+                raise ConfigError(unknown_key_message(size, sorted(config.models), f"config {key}", what="size"))
 
 
 def check_training_keys(config: WorkflowConfig) -> None:

@@ -5,8 +5,8 @@ value with its source), its objective (named by the recipe), its own settings cl
 precision, the recipe card's notes, the model card's training data, the kind of seed noise the verdict gives its
 rows, and its published row. The plan, both cards, the design, the decision, the claims and the config's checks
 read :data:`METHODS` when they run, so a method declared here (and, where it needs them, its objective and its
-settings) is planned, trained, carded, tabled and judged; the workflow schema's list of names is checked against
-it by a test.
+settings) is planned, trained, carded, tabled and judged; the workflow config's keys name no method, and its
+check at the workflow's start refuses a name or block no record has.
 """
 
 from __future__ import annotations

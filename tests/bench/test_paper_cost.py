@@ -9,19 +9,19 @@ from collections import Counter
 
 import pandas as pd
 import pytest
-import yaml
 
 from consert.bench import execution_settings
 from consert.bench.paper_cost import PlannedJob, _timed_config, planned_jobs, projection, stop_after_peak
 from consert.cli import main as cli_main
+from consert.paper.workflow_config import read_workflow_config
 from tests.conftest import ROOT
 from tests.fixtures import write_senteval_tree
 
 
 @pytest.fixture(scope="module")
 def paper_plan(real_data):
-    workflow = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    workflow["data_dir"] = str(real_data.root)
+    workflow = read_workflow_config(ROOT / "config" / "config.yaml")
+    workflow = workflow.model_copy(update={"data_dir": str(real_data.root)})
     jobs, kinds = planned_jobs(workflow, real_data)
     return {job.run: job for job in jobs}, kinds
 
@@ -121,8 +121,7 @@ def test_the_command_times_every_kind_of_the_test_config_and_writes_its_table(tm
     )  # fmt: skip
     assert status == 0
     table = pd.read_csv(output)
-    workflow = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
-    workflow["data_dir"] = str(data)
+    workflow = read_workflow_config(ROOT / "config" / "test.yaml").model_copy(update={"data_dir": str(data)})
     from consert.data.senteval import load_senteval
 
     jobs, kinds = planned_jobs(workflow, load_senteval(data))
@@ -206,8 +205,7 @@ def test_a_kind_whose_step_cannot_run_as_graphs_is_left_untimed_with_the_reason(
     from consert.data.senteval import load_senteval
 
     data = load_senteval(write_senteval_tree(tmp_path / "senteval", pairs_per_file=12))
-    workflow = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
-    workflow["data_dir"] = str(data.root)
+    workflow = read_workflow_config(ROOT / "config" / "test.yaml").model_copy(update={"data_dir": str(data.root)})
     table, _ = run(workflow, data, "cpu", steps=4, gpus=1, shape="tiny", compare=("graphs",))
     assert (table.steps_per_s > 0).all() and table.graphs_steps_per_s.isna().all()
     sgopt = table.kind.str.contains(" sgopt ")

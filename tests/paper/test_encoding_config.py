@@ -17,7 +17,7 @@ from tests.conftest import ROOT
 
 
 def test_the_test_configs_encoding_is_its_poolings_then_those_flow_and_whitening_fit_on(tmp_path):
-    """config/test.yaml: poolings ["mean:-2,-1", cls]; the schema's defaults give whitening ["mean:1,-1",
+    """config/test.yaml: poolings ["mean:-2,-1", cls]; the keys' defaults give whitening ["mean:1,-1",
     "mean:-2,-1"] and flow "mean:1,-1"; no train.max_length, so the authors' 64; topk_max 3."""
     settings = EncodingSettings.of_workflow(read_workflow_config(ROOT / "config" / "test.yaml"))
     assert settings == EncodingSettings(

@@ -11,9 +11,11 @@ import torch
 import yaml
 
 from consert.paper.card import UNEXPLAINED, recipe_card, unexplained
+from consert.paper.workflow_config import load_workflow_config
 from consert.train.config import TrainConfig
 from consert.train.loop import LoopSettings, capture_ahead, evaluation_grid, run_loop
 from consert.train.losses import NliHead, nt_xent, paired_nt_xent
+from consert.workflow_keys import WorkflowConfig
 from tests.conftest import PUBLISHED, ROOT
 
 #: Unlabeled STS texts (Table 1): the authors' unsupervised training set.
@@ -167,8 +169,9 @@ def test_a_two_stage_run_trains_its_first_stage_with_the_nli_recipe_and_its_over
     assert (first.max_steps, first.batch_size, first.seed, first.output_dir) == (4, 8, 3, "runs/x.stage1")
 
 
-def _workflow_config(name: str) -> dict:
-    return yaml.safe_load((ROOT / "config" / name).read_text())
+def _workflow_config(name: str, **changes) -> WorkflowConfig:
+    """config/<name> as the workflow reads it, with ``changes`` laid over its top-level keys first."""
+    return load_workflow_config({**yaml.safe_load((ROOT / "config" / name).read_text()), **changes})
 
 
 def _training_runs(card):
@@ -214,8 +217,8 @@ def test_the_paper_config_recipe_card_matches_the_authors_with_every_difference_
 
 
 def test_a_changed_recipe_value_shows_up_unexplained():
-    config = _workflow_config("config.yaml")
-    config.setdefault("stages", {}).setdefault("sup", {})["lr"] = 3e-5
+    stages = yaml.safe_load((ROOT / "config" / "config.yaml").read_text()).get("stages", {})
+    config = _workflow_config("config.yaml", stages={**stages, "sup": {**stages.get("sup", {}), "lr": 3e-5}})
     problems = unexplained(recipe_card(config))
     assert problems and all("lr: 3e-05 (authors 2e-05; " + UNEXPLAINED in p for p in problems)
 

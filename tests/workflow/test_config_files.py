@@ -90,6 +90,27 @@ def test_a_bad_baseline_key_is_refused_at_startup_by_its_settings_class(block, v
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("sweeps", {"sizes": ["bsae"]}, r"^config sweeps\.sizes: unknown size `bsae` \(did you mean `base`\?\)"),
+        ("family", {"methods": ["simcse"], "sizes": ["large"]}, r"^config family\.sizes: unknown size `large`"),
+        (
+            "size_stages",
+            {"large": {"unsup": {"lr": 1e-5}}},
+            r"^config size_stages: unknown size `large`; known sizes: base$",
+        ),
+    ],
+)
+def test_a_size_that_names_no_model_is_refused_at_startup(key, value, message):
+    """Sizes are the keys of ``models``: a size elsewhere that names none would plan nothing (size_stages) or fail
+    inside the planner (the sweeps, the family)."""
+    config = yaml.safe_load((CONFIG / "offline.yaml").read_text())
+    config[key] = {**config.get(key, {}), **value}
+    with pytest.raises(ConfigError, match=message):
+        load_workflow_config(config)
+
+
 @pytest.mark.parametrize("path", TRAIN_CONFIGS, ids=lambda p: p.name)
 def test_each_training_config_builds_and_sets_only_what_differs_from_the_recipe(path):
     values = yaml.safe_load(path.read_text())

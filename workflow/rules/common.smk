@@ -43,7 +43,7 @@ except DataFormatError as err:
 #: else the default folder, where rule senteval_data downloads it. Reading the config needs no data.
 DATA = str(FOUND_DATA or Path(CONFIG.data_dir) / "downstream")
 CONFIG = CONFIG.model_copy(update={"data_dir": DATA})
-config.update(CONFIG.model_dump())
+config.update(CONFIG.model_dump())  # snakemake's own config, what scripts and the report read: the same values
 PLAN = plan_runs(CONFIG)
 RUNS = unique_runs(PLAN)
 SGOPT_RUNS = {  # SG-OPT's runs, by run id: (size, seed)

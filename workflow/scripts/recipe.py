@@ -6,13 +6,13 @@ from pathlib import Path
 
 from consert.io import write_csv
 from consert.paper.card import recipe_card, unexplained
-from consert.paper.workflow_config import load_workflow_config
 from consert.train.config import load_train_config
+from consert.workflow_keys import WorkflowConfig
 
 with open(snakemake.log[0], "w") as log:  # noqa: F821 - injected by Snakemake
     sys.stderr = log
     run_configs = {Path(path).parent.name: load_train_config(path) for path in snakemake.input}  # noqa: F821
-    card = recipe_card(load_workflow_config(snakemake.config), run_configs)  # noqa: F821
+    card = recipe_card(WorkflowConfig.model_validate(snakemake.config), run_configs)  # noqa: F821
     write_csv(card, snakemake.output[0])  # noqa: F821
     for problem in unexplained(card):
         print(f"unexplained difference from the authors' recipe: {problem}", file=log)
