@@ -72,7 +72,7 @@ class BaselineKeys(Keys):
         "help; `consert baseline --help`), checked at the workflow's start and resolved into "
         "results/flow_config.yaml.",
     )
-    sgopt: TrainKeys = Field({}, description="SgOptConfig overrides (see baselines/sgopt.py).")
+    sgopt: dict[str, Any] = Field({}, description="SgOptConfig overrides (see baselines/sgopt.py).")
     flow_nli: FlowNliKeys = FlowNliKeys()
     sgopt_seeds: Annotated[list[int], Field(min_length=1)] | None = Field(
         None,
