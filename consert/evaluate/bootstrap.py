@@ -5,9 +5,11 @@ Spearman. A resample is a vector of multiplicities ``w`` over the original pairs
 subset of an STS year is resampled within itself, so SentEval's weighted mean keeps its weights).
 Spearman of a resample is Pearson of its ranks, where ties (original ties and the copies a resample
 makes) share their average rank. With the values sorted once, the rank of every value in every
-resample follows from cumulative sums of the multiplicities: no sort per resample. So B resamples
-cost a few B x n array operations per set, and the result equals ``scipy.stats.spearmanr`` on the
-explicitly resampled pairs (a test checks this against a slow loop).
+resample follows from cumulative sums of the multiplicities: no sort per resample. Twice an average
+rank is an integer, so the ranks, their products and Pearson's sums are computed in integers, exactly;
+only the final ratio is a float. So B resamples cost a few B x n integer array operations per set, and
+the result equals ``scipy.stats.spearmanr`` on the explicitly resampled pairs (a test checks this
+against a slow loop).
 
 Resamples depend only on the seed, the set's name and the subset sizes, so two models scored on the
 same pairs see the same resamples: the difference of their replicates is a paired bootstrap of the
@@ -40,64 +42,69 @@ def set_seed(seed: int, name: str) -> np.random.SeedSequence:
     return np.random.SeedSequence([seed, zlib.crc32(name.encode("utf-8"))])
 
 
-def resample_weights(sizes: Sequence[int], resamples: int = DEFAULT_RESAMPLES, seed: Seed = 0) -> np.ndarray:
-    """n x B multiplicities (pair i in resample b): each block of ``sizes`` (a subset) resampled with
-    replacement within itself. Pairs are rows, so that gathering pairs in sorted order copies rows."""
+def resample_counts(sizes: Sequence[int], resamples: int = DEFAULT_RESAMPLES, seed: Seed = 0) -> np.ndarray:
+    """B x n multiplicities (resample b counts pair i ``counts[b, i]`` times), int32: each block of
+    ``sizes`` (a subset) resampled with replacement within itself. Resamples are rows, so that a
+    resample's pairs are contiguous for its cumulative sums."""
     rng = np.random.default_rng(seed)
     blocks = []
     for size in sizes:
         draws = rng.integers(0, size, size=(resamples, size), dtype=np.int64)
-        draws *= resamples
-        draws += np.arange(resamples)[:, None]  # resample b's draw of pair i counts into i * B + b
-        blocks.append(np.bincount(draws.ravel(), minlength=size * resamples).reshape(size, resamples))
-    return np.concatenate(blocks, axis=0).astype(np.float64)
+        draws += np.arange(0, resamples * size, size)[:, None]  # resample b's draw of pair i counts into b * n + i
+        blocks.append(np.bincount(draws.ravel(), minlength=size * resamples).reshape(resamples, size))
+    return np.concatenate(blocks, axis=1).astype(np.int32)
 
 
-def _weighted_ranks(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """n x B average ranks of ``values`` (n) in each resample given by ``weights`` (n x B).
+def _doubled_ranks(ordered: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """B x n twice the average ranks of sorted ``ordered`` (n) in each resample, ``counts`` (B x n) in the
+    same sorted order; integers of ``counts``' type.
 
-    Values are sorted once and the multiplicities summed cumulatively in that order: a run of equal
-    values is one group, whose rank in a resample is the weight below it plus (its weight + 1) / 2,
-    the average rank of its copies. No sort per resample.
+    A run of equal values is one group: its copies in a resample take the ranks after the weight
+    below it, so twice their average rank is ``2 * below + weight + 1``; summed cumulatively along
+    the sorted values, no sort per resample.
     """
-    order = np.argsort(values, kind="stable")
-    ordered = values[order]
-    sorted_weights = weights[order]
-    cumulative = np.cumsum(sorted_weights, axis=0)
+    cumulative = np.cumsum(counts, axis=1, dtype=counts.dtype)  # weight up to and including each value
     distinct = ordered[1:] != ordered[:-1]
-    if distinct.all():  # no ties: every value is its own group
-        sorted_weights -= 1.0
-        sorted_weights /= 2.0
-        cumulative -= sorted_weights
-        sorted_rank = cumulative
-    else:
-        upto = cumulative[np.flatnonzero(np.r_[distinct, True])]  # weight up to each group's end
-        below = np.vstack([np.zeros((1, weights.shape[1])), upto[:-1]])
-        group_rank = below + (upto - below + 1.0) / 2.0
-        sorted_rank = group_rank[np.cumsum(np.r_[False, distinct])]
-    rank = np.empty_like(sorted_rank)
-    rank[order] = sorted_rank
-    return rank
+    if distinct.all():  # no ties: every value is its own group, 2 * (cumulative - w) + w + 1
+        cumulative *= 2
+        cumulative -= counts
+        cumulative += 1
+        return cumulative
+    upto = cumulative[:, np.flatnonzero(np.r_[distinct, True])]  # weight up to each group's end
+    group = upto + 1  # (upto - below) + 2 * below + 1 = upto + below + 1
+    group[:, 1:] += upto[:, :-1]
+    return np.take(group, np.cumsum(np.r_[False, distinct]), axis=1)
 
 
-def bootstrap_spearman(predicted: np.ndarray, gold: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Spearman x 100 of each resample (B) of the pairs (``predicted``, ``gold``), weights n x B.
+def bootstrap_spearman(predicted: np.ndarray, gold: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Spearman x 100 of each resample (B) of the pairs (``predicted``, ``gold``), ``counts`` B x n.
 
-    Every resample has n pairs, so its mean rank is exactly (n + 1) / 2: the ranks are centred on
-    that, and Pearson needs three weighted sums of products per resample.
+    Every resample has n pairs, so its mean doubled rank is exactly n + 1: the doubled ranks are centred
+    on that, and Pearson needs three weighted sums of products per resample, in 64-bit integers. Both
+    rankings are taken in the predicted values' sorted order (the gold ranks moved there by one
+    gather), so no rank is scattered back to the pairs' order.
     """
-    centre = (weights.shape[0] + 1) / 2.0
-    rank_p = _weighted_ranks(np.asarray(predicted, dtype=np.float64), weights)
-    rank_p -= centre
-    rank_g = _weighted_ranks(np.asarray(gold, dtype=np.float64), weights)
-    rank_g -= centre
-    weighted_p = weights * rank_p
-    cross = np.einsum("ij,ij->j", weighted_p, rank_g)
-    var_p = np.einsum("ij,ij->j", weighted_p, rank_p)
-    rank_g *= np.sqrt(weights)
-    var_g = np.einsum("ij,ij->j", rank_g, rank_g)
+    n = counts.shape[1]
+    # |weight x centred doubled rank| <= n (2n + 1): 32 bits hold it for any STS set; wider sets widen
+    wide = np.int32 if int(counts.max(initial=0)) * (2 * n + 1) < 2**31 else np.int64
+    counts = counts.astype(wide, copy=False)
+    predicted, gold = np.asarray(predicted), np.asarray(gold)
+    by_predicted = np.argsort(predicted, kind="stable")
+    by_gold = np.argsort(gold, kind="stable")
+    counts_p = np.take(counts, by_predicted, axis=1)
+    rank_p = _doubled_ranks(predicted[by_predicted], counts_p)
+    rank_p -= n + 1
+    rank_g = _doubled_ranks(gold[by_gold], np.take(counts, by_gold, axis=1))
+    rank_g -= n + 1
+    gold_position = np.empty(n, dtype=np.intp)
+    gold_position[by_gold] = np.arange(n)
+    rank_g = np.take(rank_g, gold_position[by_predicted], axis=1)  # gold ranks in predicted-sorted order
+    weighted_p = counts_p * rank_p
+    cross = np.einsum("ij,ij->i", weighted_p, rank_g, dtype=np.int64)
+    var_p = np.einsum("ij,ij->i", weighted_p, rank_p, dtype=np.int64)
+    var_g = np.einsum("ij,ij->i", counts_p * rank_g, rank_g, dtype=np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return 100.0 * cross / np.sqrt(var_p * var_g)
+        return 100.0 * cross / np.sqrt(var_p.astype(np.float64) * var_g)
 
 
 def interval(replicates: np.ndarray, level: float = DEFAULT_LEVEL) -> tuple[float, float]:
@@ -116,16 +123,16 @@ def grouped_replicates(
     """Replicates of SentEval's aggregates over ``{subset: (predicted, gold)}``: ``all`` (merged),
     ``mean`` and ``wmean`` (over per-subset Spearman), each a B-vector, with stratified resamples."""
     sizes = [len(gold) for _, gold in groups.values()]
-    weights = resample_weights(sizes, resamples, seed)
+    counts = resample_counts(sizes, resamples, seed)
     predicted = np.concatenate([p for p, _ in groups.values()])
     gold = np.concatenate([g for _, g in groups.values()])
-    merged = bootstrap_spearman(predicted, gold, weights)
+    merged = bootstrap_spearman(predicted, gold, counts)
     if len(groups) == 1:
         return {"all": merged, "mean": merged, "wmean": merged}
     bounds = np.cumsum([0, *sizes])
     per_subset = np.stack(
         [
-            bootstrap_spearman(p, g, weights[low:high])
+            bootstrap_spearman(p, g, counts[:, low:high])
             for (p, g), low, high in zip(groups.values(), bounds[:-1], bounds[1:], strict=True)
         ],
         axis=1,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from consert.evaluate.bootstrap import bootstrap_sets, bootstrap_spearman, interval, resample_weights
+from consert.evaluate.bootstrap import bootstrap_sets, bootstrap_spearman, interval, resample_counts
 from consert.verdict.yardstick import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -74,7 +74,7 @@ def test_bootstrap_intervals_of_spearman_cover_95_percent_of_the_truth():
     cover, sims = 0, 2000
     for i in range(sims):
         x = rng.multivariate_normal([0, 0], [[1, 0.7], [0.7, 1]], size=300)
-        low, high = interval(bootstrap_spearman(x[:, 0], x[:, 1], resample_weights([300], 500, seed=i)))
+        low, high = interval(bootstrap_spearman(x[:, 0], x[:, 1], resample_counts([300], 500, seed=i)))
         cover += low <= truth <= high
     assert 0.93 <= cover / sims <= 0.97
 
