@@ -40,7 +40,13 @@ class TokenCache:
         """The ids of each text (tokenizing the unseen ones in one call)."""
         missing = [t for t in dict.fromkeys(texts) if t not in self._ids]
         if missing:
-            encoded = self.tokenizer(missing, truncation=True, max_length=self.max_length)["input_ids"]
+            encoded = self.tokenizer(  # the ids alone: the mask and type ids are padding's, made in `pad`
+                missing,
+                truncation=True,
+                max_length=self.max_length,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+            )["input_ids"]
             self._ids.update(
                 (text, np.asarray(ids, dtype=np.int64)) for text, ids in zip(missing, encoded, strict=True)
             )
