@@ -117,6 +117,20 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def yaml_fault(err: yaml.YAMLError) -> tuple[int | None, str]:
+    """A YAML error as ``(line, what)`` for a one-line message: PyYAML's own text spans several lines (the
+    context, the problem, each with its position and a caret). ``line`` (1-based) is the problem's; the context,
+    when it began on another line, says where."""
+    if not isinstance(err, yaml.MarkedYAMLError):
+        return None, " ".join(str(err).split())
+    mark = err.problem_mark or err.context_mark
+    context = err.context or ""
+    if context and err.context_mark and mark and err.context_mark.line != mark.line:
+        context += f" (from line {err.context_mark.line + 1})"
+    what = ", ".join(part for part in (context, err.problem) if part) or "malformed"
+    return (mark.line + 1 if mark else None), what
+
+
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping, rejecting duplicate keys and malformed YAML with file:line errors."""
     path = Path(path)
@@ -131,7 +145,8 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         finally:
             loader.dispose()
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+        line, problem = yaml_fault(err)
+        raise ConfigError(f"{path}{f':{line}' if line else ''}: not valid YAML: {problem}") from None
     if values is None:
         return {}
     if not isinstance(values, dict):
@@ -152,7 +167,10 @@ def parse_overrides(pairs: list[str], flag: str = "--set") -> dict[str, Any]:
         if key in given:
             raise ConfigError(f"{flag} {key}: given twice ({given[key]}, {pair}); expected each key once")
         given[key] = pair
-        values[key] = yaml.safe_load(raw)
+        try:
+            values[key] = yaml.safe_load(raw)
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{flag} {pair!r}: the value is not valid YAML ({yaml_fault(err)[1]})") from None
     return values
 
 

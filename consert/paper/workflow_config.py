@@ -50,8 +50,9 @@ def load_workflow_config(config: Mapping[str, Any]) -> WorkflowConfig:
 
 def read_workflow_config(path: str | Path) -> WorkflowConfig:
     """A workflow config file, checked and typed (as the DAG sees it); a fault names the file."""
+    values = read_yaml(path)  # its faults name the file (and line) already
     try:
-        return load_workflow_config(read_yaml(path))
+        return load_workflow_config(values)
     except ConfigError as err:
         raise ConfigError(f"{path}: {err}") from None
 

@@ -37,6 +37,26 @@ def test_duplicate_key_names_file_and_line(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # PyYAML's own messages: context and problem, each with its position and a caret, over 4-7 lines
+        (
+            "mode: unsup\nviews: [shuffle\nseed: 1\n",
+            r"c\.yaml:3: not valid YAML: while parsing a flow sequence \(from line 2\), ",
+        ),
+        ("lr: 1.0e-5\n mode: unsup\n", r"c\.yaml:2: not valid YAML: mapping values are not allowed here$"),
+        ('output_dir: "runs/a\n', r"c\.yaml:2: not valid YAML: while scanning a quoted scalar \(from line 1\)"),
+    ],
+)
+def test_malformed_yaml_is_one_line_naming_the_file_and_line(tmp_path, text, message):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message) as fault:
+        load_train_config(path)
+    assert "\n" not in str(fault.value)
+
+
+@pytest.mark.parametrize(
     ("override", "message"),
     [
         ("learning_rate=1", "unknown key"),
@@ -48,6 +68,7 @@ def test_duplicate_key_names_file_and_line(tmp_path):
         ("lr=fast", "lr: expected a number"),
         ("eval_pooling=max", "eval_pooling: unknown pooling"),
         ("feature_cutoff=1.5", "feature_cutoff: expected a ratio"),
+        ("views=[shuffle, token_cutoff", r"--set 'views=\[shuffle, token_cutoff': the value is not valid YAML \("),
     ],
 )
 def test_bad_values_are_clear_errors(override, message):

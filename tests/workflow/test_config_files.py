@@ -5,6 +5,7 @@ keys are what the keys' declarations generate."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 import yaml
@@ -12,7 +13,7 @@ from snakemake.utils import validate
 
 from consert.configs import ConfigError
 from consert.paper.plan import plan_runs
-from consert.paper.workflow_config import check_schema, load_workflow_config
+from consert.paper.workflow_config import check_schema, load_workflow_config, read_workflow_config
 from consert.train.config import load_train_config
 from consert.train.recipes import stage_defaults
 from consert.workflow_keys import WorkflowConfig, keys_table, schema_text
@@ -53,6 +54,25 @@ def test_a_schema_fault_is_one_line_naming_its_key(change, message):
     with pytest.raises(ConfigError, match=message) as caught:
         check_schema(config)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "seeds: [1, 2\ndtype: bf16\n",
+            r"^{path}:2: not valid YAML: while parsing a flow sequence \(from line 1\), "
+            r"expected ',' or '\]', but got ':'$",
+        ),
+        ("seeds: [1]\nseedz: [2]\n", r"^{path}: config: unknown key `seedz` \(did you mean `seeds`\?\)"),
+    ],
+)
+def test_a_workflow_config_file_fault_names_the_file_once(tmp_path, text, message):
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message.format(path=re.escape(str(path)))) as caught:
+        read_workflow_config(path)
+    assert str(caught.value).count(str(path)) == 1 and "\n" not in str(caught.value)
 
 
 @pytest.mark.parametrize(
