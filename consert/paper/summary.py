@@ -225,7 +225,7 @@ def cells_table(
     compared = cells.status == "compared"
     other = compared & ~cells.comparable.astype(bool)
     labels = cells.setting.fillna("").map(_short_setting) if "setting" in cells else pd.Series("", index=cells.index)
-    run_in = labels.where(labels != "", cells.reason.fillna("").astype(str).str.split(":").str[0])
+    run_in = labels.where(labels != "", cells.reason.astype(object).fillna("").astype(str).str.split(":").str[0])
     frame = cells.assign(**{
         RUN_IN: run_in.where(other, label).where(compared, ""),
         "status": cells.status.where(~other, "compared in another setting"),
