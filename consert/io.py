@@ -63,6 +63,15 @@ def write_text(text: str, path: str | os.PathLike) -> Path:
 REPLICATES_SUFFIX = ".replicates.npz"
 
 
+def text_column(frame: pd.DataFrame, column: str) -> pd.Series:
+    """A text column of a results frame as ``str``, ``""`` where a row has no value or the frame no such column.
+    pandas reads a CSV column with no value at all as float64 NaN, and filling float64 with ``""`` is deprecated
+    (it will raise), so the column goes through ``object`` first."""
+    if column not in frame:
+        return pd.Series("", index=frame.index, dtype=object)
+    return frame[column].astype(object).fillna("").astype(str)
+
+
 def replicate_arrays(frame) -> dict[str, np.ndarray]:
     """``{"pooling|dataset|aggregate": B replicates}`` of an evaluation frame (empty without bootstrap).
 

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from consert.evaluate.diagnostics import DIAGNOSTIC_COLUMNS
+from consert.io import text_column
 from consert.registry import FIGURE5, FIGURE6, FIGURE7, TABLE4
 
 #: How a sweep's planned run is named in the diagnostics table (its artifact has no ``method`` label).
@@ -57,7 +58,7 @@ def diagnostics_table(sources: list[tuple[dict[str, Any], str, str | None]], rea
             )
         )
     table = pd.concat(frames, ignore_index=True)
-    table["setting"] = table.setting.fillna("")
+    table["setting"] = text_column(table, "setting")
     grouped = table.groupby(list(LABELS), sort=False, dropna=False)
     means = grouped[list(DIAGNOSTIC_COLUMNS)].mean().reset_index()
     means["n_seeds"] = grouped.size().to_numpy()

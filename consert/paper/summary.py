@@ -15,6 +15,7 @@ import pandas as pd
 
 from consert import registry
 from consert.data.senteval import DATASETS
+from consert.io import text_column
 from consert.verdict.claims import FAILS, HOLDS, NOT_CONTRADICTED, NOT_RUN, UNDECIDED
 from consert.verdict.decision import PRIMARY, SHIFT
 from consert.verdict.gate import comparable_cells, verdict_counts
@@ -170,9 +171,7 @@ def _short_setting(setting: object) -> str:
 
 def _where(table: pd.DataFrame) -> pd.Series:
     """Each row's setting in full when it is not the paper's (else its NLI stand-in, else "")."""
-    empty = pd.Series("", index=table.index)
-    setting = table.setting.fillna("").astype(str) if "setting" in table else empty
-    nli = table.nli.fillna("").astype(str) if "nli" in table else empty
+    setting, nli = text_column(table, "setting"), text_column(table, "nli")
     other = (setting != "") & ~setting.str.startswith(PAPER_SETTING)
     return setting.where(other, nli.where(nli.str.contains("stand-in"), ""))
 
@@ -203,7 +202,7 @@ def shown_table(table: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
     where = _where(head)
     shown = head[[c for c in SHOWN if c in head]]
     if (where != "").any():
-        setting = head.setting.fillna("").astype(str) if "setting" in head else pd.Series("", index=head.index)
+        setting = text_column(head, "setting")
         labels = [_short_setting(w or s) for w, s in zip(where, setting, strict=True)]  # "" where none is known
         shown = shown.assign(**{RUN_IN: labels})
     return shown, setting_caption(head)
@@ -224,15 +223,15 @@ def cells_table(
     ``compared in another setting``), and a caption saying how many rows were run elsewhere than ``setting``."""
     compared = cells.status == "compared"
     other = compared & ~cells.comparable.astype(bool)
-    labels = cells.setting.fillna("").map(_short_setting) if "setting" in cells else pd.Series("", index=cells.index)
-    run_in = labels.where(labels != "", cells.reason.astype(object).fillna("").astype(str).str.split(":").str[0])
+    labels = text_column(cells, "setting").map(_short_setting)
+    run_in = labels.where(labels != "", text_column(cells, "reason").str.split(":").str[0])
     frame = cells.assign(**{
         RUN_IN: run_in.where(other, label).where(compared, ""),
         "status": cells.status.where(~other, "compared in another setting"),
     })[list(CELL_COLUMNS)].rename(columns=CELL_COLUMNS)  # fmt: skip
     if not other.any():
         return frame, f"'ours': this run's numbers, run in {setting}; 'reproduced' only where the verdict says so."
-    settings = "; ".join(dict.fromkeys(str(s) for s in cells.loc[other, "setting"].fillna("") if str(s)))
+    settings = "; ".join(dict.fromkeys(s for s in text_column(cells, "setting")[other] if s))
     return frame, (
         f"{int(other.sum())} of {int(compared.sum())} compared rows were run in another setting than {setting} "
         f"({settings or 'see reason'}): their 'ours' numbers are not the paper's, and their verdict is "

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from consert.io import text_column
 from consert.verdict.cells import gap_row
 from consert.verdict.decision import (
     BLOCK,
@@ -56,7 +57,7 @@ def decide(frame: pd.DataFrame, decision: Decision) -> pd.DataFrame:
     scale = np.where(frame.role == PRIMARY, "avg", "set")
     comparable = frame.comparable.astype(bool).to_numpy()
     repeats = repeats_another_run(frame).to_numpy()
-    sizes = frame["size"].fillna("").astype(str).replace("", "base").to_numpy()
+    sizes = text_column(frame, "size").replace("", "base").to_numpy()
     keys = [frame.noise[trained], sizes[trained.to_numpy()], scale[trained.to_numpy()], comparable[trained.to_numpy()]]
     for (kind, size, level, _), group in frame[trained].groupby(keys):
         # one pool per kind, size, scale and comparability; a row that repeats another's run adds no seeds
