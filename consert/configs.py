@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+from collections.abc import Hashable
 from dataclasses import field
 from pathlib import Path
 from typing import Any
@@ -111,16 +112,23 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         seen = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, Hashable):
+                continue  # a list or mapping as a key: SafeLoader's own "found unhashable key", with its line
             if key in seen:
                 raise ConfigError(f"{self.name}:{key_node.start_mark.line + 1}: duplicate key {key!r}")
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
 
-def yaml_fault(err: yaml.YAMLError) -> tuple[int | None, str]:
+def yaml_fault(err: yaml.YAMLError, text: str = "") -> tuple[int | None, str]:
     """A YAML error as ``(line, what)`` for a one-line message: PyYAML's own text spans several lines (the
     context, the problem, each with its position and a caret). ``line`` (1-based) is the problem's; the context,
-    when it began on another line, says where."""
+    when it began on another line, says where. A character YAML does not allow is placed by its offset in
+    ``text``, the document read."""
+    if isinstance(err, yaml.reader.ReaderError):
+        code = err.character if isinstance(err.character, int) else ord(err.character)
+        line = text.count("\n", 0, err.position) + 1 if text else None
+        return line, f"character #x{code:04x}: {err.reason}"
     if not isinstance(err, yaml.MarkedYAMLError):
         return None, " ".join(str(err).split())
     mark = err.problem_mark or err.context_mark
@@ -136,7 +144,12 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: file not found")
-    text = path.read_text(encoding="utf-8")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text (byte {raw[err.start]:#04x}); expected a YAML file") from None
     try:
         loader = _UniqueKeyLoader(text)
         loader.name = str(path)
@@ -145,7 +158,7 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         finally:
             loader.dispose()
     except yaml.YAMLError as err:
-        line, problem = yaml_fault(err)
+        line, problem = yaml_fault(err, text)
         raise ConfigError(f"{path}{f':{line}' if line else ''}: not valid YAML: {problem}") from None
     if values is None:
         return {}

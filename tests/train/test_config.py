@@ -46,11 +46,21 @@ def test_duplicate_key_names_file_and_line(tmp_path):
         ),
         ("lr: 1.0e-5\n mode: unsup\n", r"c\.yaml:2: not valid YAML: mapping values are not allowed here$"),
         ('output_dir: "runs/a\n', r"c\.yaml:2: not valid YAML: while scanning a quoted scalar \(from line 1\)"),
+        # PyYAML's reader names no file and gives a character offset; a list as a key broke the duplicate check
+        (
+            "mode: unsup\nlr: 1\x00\n",
+            r"c\.yaml:2: not valid YAML: character #x0000: special characters are not allowed$",
+        ),
+        (
+            "mode: unsup\n[lr]: 1\n",
+            r"c\.yaml:2: not valid YAML: while constructing a mapping \(from line 1\), found unhash",
+        ),
+        (b"mode: unsup\n\nlr: \xff\n", r"c\.yaml:3: not UTF-8 text \(byte 0xff\); expected a YAML file$"),
     ],
 )
 def test_malformed_yaml_is_one_line_naming_the_file_and_line(tmp_path, text, message):
     path = tmp_path / "c.yaml"
-    path.write_text(text)
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(ConfigError, match=message) as fault:
         load_train_config(path)
     assert "\n" not in str(fault.value)

@@ -226,12 +226,18 @@ def _quoted_messages() -> dict[str, str]:
 
     folder = Path(tempfile.mkdtemp())
     (folder / "config.yaml").write_text("mode: unsup\nlr: 1e-5\nlr: 2e-5\n")
+    (folder / "bad" / "config.yaml").parent.mkdir()
+    (folder / "bad" / "config.yaml").write_text("lr: 1e-5\n mode: unsup\n")
     missing = folder / "X"
     return {
         "config.yaml:3: duplicate key 'lr'": error(read_yaml, folder / "config.yaml"),
         "unknown key `temprature` (did you mean `temperature`?)": error(TrainConfig.from_dict, {"temprature": 0.1}),
         "lr: expected a number": error(TrainConfig.from_dict, {"lr": "abc"}),
         "--set lr: given twice (lr=1e-5, lr=2e-5)": error(parse_overrides, ["lr=1e-5", "lr=2e-5"]),
+        "config.yaml:2: not valid YAML: mapping values are not allowed here": error(
+            read_yaml, folder / "bad" / "config.yaml"
+        ),
+        "--set 'views=[shuffle': the value is not valid YAML (": error(parse_overrides, ["views=[shuffle"]),
         "remove_dropout: expected true or false (unquoted), got 'false' (str)": error(
             TrainConfig.from_dict, {"remove_dropout": "false"}
         ),
