@@ -100,21 +100,25 @@ def test_local_model_paths_get_a_local_message(tmp_path, tiny_tree, capsys):
 
 def test_a_hub_model_that_cannot_be_fetched_is_one_line_that_says_why(tmp_path, tiny_tree):
     """Not offline, not cached, and the hub unreachable (its endpoint a closed local port): the hub's own message
-    spans two lines; the error is one, says the download failed and does not blame HF_HUB_OFFLINE, which is unset.
-    With HF_HUB_OFFLINE set, the error says so instead of trying."""
+    spans two lines; the error is one, says the download failed and does not blame HF_HUB_OFFLINE, which is unset
+    or, as huggingface_hub reads ``no``, false. With an offline variable set true, the error names it instead of
+    trying."""
     import os
     import subprocess
     import sys
 
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    hub = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE")
+    env = {k: v for k, v in os.environ.items() if k not in hub and k != "HF_TOKEN"}
     env |= {"HF_HOME": str(tmp_path / "hf"), "HF_ENDPOINT": "http://127.0.0.1:9"}
     argv = [sys.executable, "-m", "consert", "evaluate", "bert-base-uncased", "--data", str(tiny_tree)]
-    online = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
-    line = _one_line(online.stderr)
-    assert online.returncode == 2 and "downloading it failed (" in line and "HF_HUB_OFFLINE" not in line, line
-    offline = subprocess.run(argv, env=env | {"HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=120)
-    line = _one_line(offline.stderr)
-    assert offline.returncode == 2 and "HF_HUB_OFFLINE is set" in line and "downloading" not in line, line
+    for online_env in ({}, {"HF_HUB_OFFLINE": "no", "TRANSFORMERS_OFFLINE": "1"}):
+        online = subprocess.run(argv, env=env | online_env, capture_output=True, text=True, timeout=120)
+        line = _one_line(online.stderr)
+        assert online.returncode == 2 and "downloading it failed (" in line and "OFFLINE" not in line, line
+    for name, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "yes")):
+        offline = subprocess.run(argv, env=env | {name: value}, capture_output=True, text=True, timeout=120)
+        line = _one_line(offline.stderr)
+        assert offline.returncode == 2 and f"and {name} is set" in line and "downloading" not in line, line
 
 
 def test_debug_shows_the_traceback(tmp_path, tiny_tree):
