@@ -40,7 +40,7 @@ class TokenCache:
         """The ids of each text (tokenizing the unseen ones in one call)."""
         missing = [t for t in dict.fromkeys(texts) if t not in self._ids]
         if missing:
-            encoded = self.tokenizer(  # the ids alone: the mask and type ids are padding's, made in `pad`
+            encoded = self.tokenizer(  # the ids alone: `pad` makes the mask; the model takes type ids 0
                 missing,
                 truncation=True,
                 max_length=self.max_length,

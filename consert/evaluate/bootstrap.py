@@ -85,7 +85,8 @@ def bootstrap_spearman(predicted: np.ndarray, gold: np.ndarray, counts: np.ndarr
     gather), so no rank is scattered back to the pairs' order.
     """
     n = counts.shape[1]
-    # |weight x centred doubled rank| <= n (2n + 1): 32 bits hold it for any STS set; wider sets widen
+    # |weight x centred doubled rank| < max weight x (2n + 1), a doubled rank lying in [1, 2n + 1): 32 bits hold
+    # it for any STS set; a larger bound widens to 64
     wide = np.int32 if int(counts.max(initial=0)) * (2 * n + 1) < 2**31 else np.int64
     counts = counts.astype(wide, copy=False)
     predicted, gold = np.asarray(predicted), np.asarray(gold)
