@@ -111,14 +111,40 @@ def test_a_hub_model_that_cannot_be_fetched_is_one_line_that_says_why(tmp_path, 
     env = {k: v for k, v in os.environ.items() if k not in hub and k != "HF_TOKEN"}
     env |= {"HF_HOME": str(tmp_path / "hf"), "HF_ENDPOINT": "http://127.0.0.1:9"}
     argv = [sys.executable, "-m", "consert", "evaluate", "bert-base-uncased", "--data", str(tiny_tree)]
-    for online_env in ({}, {"HF_HUB_OFFLINE": "no", "TRANSFORMERS_OFFLINE": "1"}):
-        online = subprocess.run(argv, env=env | online_env, capture_output=True, text=True, timeout=120)
-        line = _one_line(online.stderr)
-        assert online.returncode == 2 and "downloading it failed (" in line and "OFFLINE" not in line, line
-    for name, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "yes")):
-        offline = subprocess.run(argv, env=env | {name: value}, capture_output=True, text=True, timeout=120)
-        line = _one_line(offline.stderr)
-        assert offline.returncode == 2 and f"and {name} is set" in line and "downloading" not in line, line
+    online = subprocess.run(argv, env=env | {"HF_HUB_OFFLINE": "no"}, capture_output=True, text=True, timeout=120)
+    line = _one_line(online.stderr)
+    assert online.returncode == 2 and "downloading it failed (" in line and "OFFLINE" not in line, line
+    offline = subprocess.run(argv, env=env | {"HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=120)
+    line = _one_line(offline.stderr)
+    assert offline.returncode == 2 and "and HF_HUB_OFFLINE is set" in line and "downloading" not in line, line
+
+
+@pytest.mark.parametrize(
+    ("variables", "offline"),
+    [
+        ({}, None),
+        ({"HF_HUB_OFFLINE": "1"}, "HF_HUB_OFFLINE"),
+        ({"HF_HUB_OFFLINE": "on"}, "HF_HUB_OFFLINE"),
+        ({"HF_HUB_OFFLINE": "no", "TRANSFORMERS_OFFLINE": "1"}, None),  # the first non-empty one decides
+        ({"HF_HUB_OFFLINE": "false"}, None),
+        ({"TRANSFORMERS_OFFLINE": "yes"}, "TRANSFORMERS_OFFLINE"),
+    ],
+)
+def test_offline_is_read_as_huggingface_hub_reads_it(monkeypatch, variables, offline):
+    """Each case against huggingface_hub's own reading of the same environment, read afresh in a subprocess."""
+    import json
+    import subprocess
+    import sys
+
+    from consert.encode.models import hub_offline_variable
+
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    assert hub_offline_variable() == offline
+    hub = "import json, huggingface_hub.constants as c; print(json.dumps(c.HF_HUB_OFFLINE))"
+    assert json.loads(subprocess.check_output([sys.executable, "-c", hub], text=True)) is (offline is not None)
 
 
 def test_debug_shows_the_traceback(tmp_path, tiny_tree):
