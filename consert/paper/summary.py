@@ -223,7 +223,8 @@ def cells_table(
     ``compared in another setting``), and a caption saying how many rows were run elsewhere than ``setting``."""
     compared = cells.status == "compared"
     other = compared & ~cells.comparable.astype(bool)
-    labels = text_column(cells, "setting").map(_short_setting)
+    settings = text_column(cells, "setting")
+    labels = settings.map(_short_setting)
     run_in = labels.where(labels != "", text_column(cells, "reason").str.split(":").str[0])
     frame = cells.assign(**{
         RUN_IN: run_in.where(other, label).where(compared, ""),
@@ -231,10 +232,10 @@ def cells_table(
     })[list(CELL_COLUMNS)].rename(columns=CELL_COLUMNS)  # fmt: skip
     if not other.any():
         return frame, f"'ours': this run's numbers, run in {setting}; 'reproduced' only where the verdict says so."
-    settings = "; ".join(dict.fromkeys(s for s in text_column(cells, "setting")[other] if s))
+    named = "; ".join(dict.fromkeys(s for s in settings[other] if s))
     return frame, (
         f"{int(other.sum())} of {int(compared.sum())} compared rows were run in another setting than {setting} "
-        f"({settings or 'see reason'}): their 'ours' numbers are not the paper's, and their verdict is "
+        f"({named or 'see reason'}): their 'ours' numbers are not the paper's, and their verdict is "
         "'not comparable', never 'reproduced'."
     )
 
