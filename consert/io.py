@@ -1,5 +1,5 @@
-"""Files of results: atomic output (a result exists completely or not at all), and the bootstrap replicates
-kept beside an evaluation CSV."""
+"""Files of results: atomic output (a result exists completely or not at all), the bootstrap replicates
+kept beside an evaluation CSV, and the harness's cache folder."""
 
 from __future__ import annotations
 
@@ -28,6 +28,17 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
+
+
+#: The variable that moves the harness's cache folder (:func:`cache_dir`).
+CACHE_ENV = "CONSERT_CACHE_DIR"
+
+
+def cache_dir() -> Path:
+    """The harness's cache folder, kept across runs (the precision measurements, the compiled kernels):
+    ``$CONSERT_CACHE_DIR``, else ``$XDG_CACHE_HOME/consert``, else ``~/.cache/consert``."""
+    base = os.environ.get(CACHE_ENV) or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "consert"
+    return Path(base)
 
 
 def current_umask() -> int:

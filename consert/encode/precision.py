@@ -43,6 +43,7 @@ from pathlib import Path
 import torch
 
 from consert.hardware import hardware_summary
+from consert.io import cache_dir
 
 #: What a config or command line may ask for.
 DTYPE_CHOICES = ("auto", "fp32", "bf16", "fp16")
@@ -52,8 +53,6 @@ ENGINES = ("auto", "torch", "onnxruntime")
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 #: Environment overrides of ``auto`` (an explicit argument still wins).
 DTYPE_ENV, ENGINE_ENV = "CONSERT_DTYPE", "CONSERT_ENGINE"
-#: Where the measured choices are kept (default ``$XDG_CACHE_HOME/consert`` or ``~/.cache/consert``).
-CACHE_ENV = "CONSERT_CACHE_DIR"
 #: Environment variables that change which kernels run, hence part of the cache key.
 DISPATCH_ENV = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")
 #: A candidate this close to the fastest wins if it comes first in the order of preference.
@@ -155,9 +154,8 @@ def _choose(
 
 
 def cache_path() -> Path:
-    """``precision.json`` under ``$CONSERT_CACHE_DIR``, else ``$XDG_CACHE_HOME/consert``, else ``~/.cache/consert``."""
-    base = os.environ.get(CACHE_ENV) or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "consert"
-    return Path(base) / "precision.json"
+    """``precision.json`` in the harness's cache folder (:func:`consert.io.cache_dir`)."""
+    return cache_dir() / "precision.json"
 
 
 def cache_key(

@@ -20,13 +20,14 @@ from consert.encode.precision import (
     training_precision,
 )
 from consert.hardware import cpu_model_name, hardware_summary
+from consert.io import CACHE_ENV
 from tests import fixtures
 
 
 @pytest.fixture()
 def fresh_cache(tmp_path, monkeypatch):
     """An empty precision cache, and no environment override."""
-    monkeypatch.setenv(precision.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     monkeypatch.delenv(DTYPE_ENV, raising=False)
     monkeypatch.delenv(ENGINE_ENV, raising=False)
     return tmp_path / "cache" / "precision.json"

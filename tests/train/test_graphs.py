@@ -9,6 +9,7 @@ import torch
 from consert.bench.cuda import random_bert
 from consert.bench.paper_cost import TINY_SHAPE
 from consert.encode.pooling import Pooling
+from consert.io import CACHE_ENV
 from consert.train.augment import AugmentationRatios
 from consert.train.graphs import GraphedStep
 from consert.train.losses import nt_xent
@@ -107,7 +108,7 @@ def test_the_graphed_precision_probe_times_replays_of_the_packed_step(tmp_path, 
     from consert.encode import precision
     from consert.train.graphs import graphed_probe_runner
 
-    monkeypatch.setenv(precision.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     monkeypatch.delenv(precision.DTYPE_ENV, raising=False)
     model = _tiny_bert()
     chosen = precision.training_precision("auto", "cuda", model, graphed_runner=graphed_probe_runner)
@@ -266,3 +267,4 @@ def test_the_packed_encoder_by_varlen_equals_it_padded_under_bf16_autocast():
     scale = max(g.abs().max() for g in padded_grads.values())
     for name, grad in padded_grads.items():
         assert (varlen_grads[name] - grad).abs().max() <= 3e-2 * scale, name
+
