@@ -21,7 +21,7 @@ from consert.paper.plan import RunSpec, plan_runs, train_overrides, unique_runs
 from consert.train.augment import EMBEDDING_AUGMENTATIONS
 from consert.train.config import TrainConfig
 from consert.train.methods import METHODS, sub_configs
-from consert.train.notes import ATTENTION_DROPOUT_NOTE, GRAPHS_NOTE
+from consert.train.notes import ATTENTION_DROPOUT_NOTE, FUSED_DROPOUT_NOTE, GRAPHS_NOTE
 from consert.train.objectives import objective_for
 from consert.train.recipes import REFERENCE_ENCODERS, STAGES, authors_recipe
 from consert.train.text_augment import LEFT_OUT
@@ -158,6 +158,8 @@ def consert_notes(config: TrainConfig, size: str) -> str:
         notes.append(f"CUDA graphs: {GRAPHS_NOTE}")
     if not config.remove_dropout:
         notes.append(ATTENTION_DROPOUT_NOTE)
+        if config.compile == "on":
+            notes.append(FUSED_DROPOUT_NOTE)
     return "; ".join(notes)
 
 

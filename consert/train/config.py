@@ -111,7 +111,11 @@ class TrainConfig:
     dev_max_pairs: int | None = key("evaluate on the first n STS-B dev pairs only (fast smoke runs)", None)
     seed: int = key("the run's seed (data order, views, initialisation of the heads)", BY_STAGE)
     dtype: str = key("the precision measured fastest on this machine (consert.encode.precision)", "auto")
-    compile: str = key('torch.compile the training forward: "auto" (CUDA runs of 500+ steps), "on", "off"', "auto")
+    compile: str = key(
+        'torch.compile the training forward: "auto" (CUDA runs of 500+ steps not replayed as CUDA graphs), "on" (under'
+        ' CUDA graphs: each layer\'s per-token chain fused, consert.train.fused), "off"',
+        "auto",
+    )
     packed: str = key('"on": the training passes\' dense layers on real tokens only (consert.train.packed)', "off")
     cuda_graphs: str = key(
         'the packed step (contrastive, NLI, joint) as CUDA graphs: "auto" (CUDA runs of 500+ steps), "on", "off"',

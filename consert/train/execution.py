@@ -1,5 +1,6 @@
 """How a training step executes: eagerly, through a compiled forward, packed on real tokens only, or
-replayed as CUDA graphs. Chosen once per stage, when the plan (its step count) is known."""
+replayed as CUDA graphs (their layers' per-token chain compiled into fused kernels or not). Chosen once per
+stage, when the plan (its step count) is known."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from torch import nn
 
 from consert.encode.batching import to_device
 from consert.encode.precision import training_precision
+from consert.train.fused import fused_encoder, use_compile_cache
 from consert.train.graphs import FP16_BLOCKER, GraphedStep, graphed_probe_runner, graphs_unavailable
 from consert.train.packed import Packing, packed_encoder
 from consert.train.views import PackedPass
@@ -100,9 +102,10 @@ class StepExecution:
             self.packed = True
 
             graphed_loss: GraphedLoss = objective.graphed_loss
+            encoder_of_graphs = self.graphed_encoder()
 
             def loss_of(ids: torch.Tensor, mask: torch.Tensor, packing: Packing, *extras: torch.Tensor) -> torch.Tensor:
-                return graphed_loss(ids, mask, PackedPass(packing, packed_encoder), *extras)
+                return graphed_loss(ids, mask, PackedPass(packing, encoder_of_graphs), *extras)
 
             self.graphed = GraphedStep(
                 loss_of, parameters, encoder.device, encoder.dtype, copies=objective.graph_copies
@@ -110,22 +113,32 @@ class StepExecution:
             return
         self.compile_forward(planned_steps)
 
+    def graphed_encoder(self) -> Callable[..., torch.Tensor]:
+        """The packed encoder the CUDA graphs record: with each layer's per-token chain compiled into fused
+        kernels under ``compile: on`` (:mod:`consert.train.fused`), as it is otherwise (``auto`` too, until a GPU
+        has measured the fused step against it)."""
+        if self.config.compile != "on":
+            return packed_encoder
+        self.compiled = True
+        return fused_encoder()
+
     def compile_forward(self, planned_steps: int) -> None:
         """Train through a compiled forward when ``compile`` says so (``auto``: CUDA runs of
         :data:`COMPILE_MIN_STEPS` steps or more, where the compilation pays for itself): the packed
-        encoder (dynamic shapes: the real-token count changes every step), else the whole model (one
-        graph per padded shape: CUDA batches are padded to multiples of 16). The dev evaluation and the
-        export use the model itself."""
+        encoder with its layers' per-token chain compiled (:mod:`consert.train.fused`: one compilation for
+        every layer and token count, kept on disk), else the whole model (one graph per padded shape: CUDA
+        batches are padded to multiples of 16). The dev evaluation and the export use the model itself."""
         wanted = self.config.compile
         if wanted == "auto":
             cuda = torch.device(self.encoder.device).type == "cuda"
             wanted = "on" if cuda and planned_steps >= COMPILE_MIN_STEPS else "off"
         if wanted != "on" or "adversarial" in self.config.views:  # FGV keeps a tensor of the pass: eager
             return
-        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
         if self.packed:
-            self.packed_encoder = torch.compile(packed_encoder, dynamic=True)
+            self.packed_encoder = fused_encoder()
         else:
+            torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
+            use_compile_cache()
             self.forward_model = torch.compile(self.encoder.model, dynamic=False)
         self.compiled = True
 

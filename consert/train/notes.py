@@ -10,6 +10,12 @@ ATTENTION_DROPOUT_NOTE = (
     "with BERT's attention dropout on, its masks are drawn inside that kernel, so a run equals a padded or "
     "eager run in distribution, not mask for mask"
 )
+#: What compiling the per-token chain into fused kernels changes (``compile: on`` under CUDA graphs).
+FUSED_DROPOUT_NOTE = (
+    "fused kernels (compile: on): under CUDA graphs each layer's per-token chain is compiled (consert.train.fused), "
+    "equal to the model's layers in float64 with eager's masks (a test); its hidden dropout's masks come from "
+    "Inductor's own generator, so a run equals an uncompiled one in distribution, not mask for mask"
+)
 #: What replaying a dropout-only step as CUDA graphs changes (AugCSE's and SG-OPT's steps).
 GRAPHED_DROPOUT_NOTE = (
     "on CUDA the step runs over the real tokens only and is replayed as CUDA graphs (cuda_graphs: auto): the same "

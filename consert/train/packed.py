@@ -217,28 +217,40 @@ def _self_attention(
     return context.reshape(len(hidden), heads * size)
 
 
+def layer_tail(layer: nn.Module, context: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+    """A BERT layer after its attention, on packed tokens (T x d each: the attention's context, the layer's
+    input): the output projection, dropout, the residual and LayerNorm, then the feed-forward block (bias and
+    GELU, the projection, dropout, the residual and LayerNorm), the model's own modules called as they are.
+    Every operation here is per token: the chain :func:`consert.train.fused.compiled_layer_tail` fuses."""
+    attended = layer.attention.output(context, hidden)
+    return layer.output(layer.intermediate(attended), attended)
+
+
+#: ``tail(layer, context, hidden)``: a layer's output after its attention (:func:`layer_tail`, or it compiled).
+LayerTail = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
 def packed_hidden_states(
-    model: nn.Module, embedded: torch.Tensor, packing: Packing, kernel: str | None = None
+    model: nn.Module, embedded: torch.Tensor, packing: Packing, kernel: str | None = None, tail: LayerTail = layer_tail
 ) -> list[torch.Tensor]:
     """Every hidden state's token vectors (T x d each) of the packing's slots, from the embedding output
     (B x L x d): the embedding output itself, then each layer's, as ``output_hidden_states`` lists them.
-    ``kernel``: the attention kernel's name (default: :func:`attention_kernel`'s choice)."""
+    ``kernel``: the attention kernel's name (default: :func:`attention_kernel`'s choice); ``tail``: each
+    layer's per-token chain after attention (:func:`layer_tail`, or it compiled)."""
     flat = embedded.reshape(packing.rows * packing.length, -1)
     hidden = F.pad(flat, (0, 0, 0, 1)).index_select(0, packing.index)
     states = [hidden]
     for layer in model.encoder.layer:
-        context = _self_attention(layer.attention.self, hidden, packing, kernel)
-        attended = layer.attention.output(context, hidden)
-        hidden = layer.output(layer.intermediate(attended), attended)
+        hidden = tail(layer, _self_attention(layer.attention.self, hidden, packing, kernel), hidden)
         states.append(hidden)
     return states
 
 
 def packed_encoder(
-    model: nn.Module, embedded: torch.Tensor, packing: Packing, kernel: str | None = None
+    model: nn.Module, embedded: torch.Tensor, packing: Packing, kernel: str | None = None, tail: LayerTail = layer_tail
 ) -> torch.Tensor:
     """The last layer's token vectors (T x d) of the packing's slots, from the embedding output (B x L x d)."""
-    return packed_hidden_states(model, embedded, packing, kernel)[-1]
+    return packed_hidden_states(model, embedded, packing, kernel, tail)[-1]
 
 
 def packed_pool(pooling: Pooling, hidden: torch.Tensor, packing: Packing) -> torch.Tensor:

@@ -268,3 +268,59 @@ def test_the_packed_encoder_by_varlen_equals_it_padded_under_bf16_autocast():
     for name, grad in padded_grads.items():
         assert (varlen_grads[name] - grad).abs().max() <= 3e-2 * scale, name
 
+
+def _fused_loss_of(model):
+    """The contrastive step with no augmentation, its layers' per-token chain compiled (``compile: on``)."""
+    from consert.train.fused import fused_encoder
+
+    encoder = fused_encoder()
+
+    def loss_of(ids, mask, packing):
+        view1, view2 = two_view_forward(
+            model,
+            ids,
+            mask,
+            ("none", "none"),
+            Pooling.parse("mean"),
+            AugmentationRatios(),
+            packed=PackedPass(packing, encoder),
+        )
+        return nt_xent(view1, view2, 0.1)
+
+    return loss_of
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_the_fused_chain_replayed_as_graphs_equals_the_eager_packed_step(dtype):
+    """Dropout off: the graphs over the compiled chain give the eager packed step's loss and gradients, in fp32 to
+    float rounding and under bf16 autocast to bf16 rounding, for two shapes (one compilation: the count is
+    dynamic)."""
+    model = _tiny_bert()
+    graphed = GraphedStep(_fused_loss_of(model), list(model.parameters()), "cuda", dtype, token_bucket=16)
+    tolerance = {"fp32": 1e-4, "bf16": 3e-2}[dtype]
+    for ids, mask in (_batch([9, 3, 14, 6], 16, seed=1), _batch([30, 2, 7, 11], 32, seed=2)):
+        loss = graphed(ids, mask).item()
+        gradients = [p.grad.float().clone() for p in graphed.parameters]
+        for parameter in model.parameters():
+            parameter.grad = None
+        with torch.autocast("cuda", torch.bfloat16, enabled=dtype == "bf16"):
+            reference = _loss_of(model, ("none", "none"))(
+                ids.cuda(), mask.cuda(), Packing.of(mask.repeat(2, 1)).to("cuda")
+            )
+        reference.backward()
+        assert loss == pytest.approx(reference.item(), rel=tolerance)
+        scale = max(p.grad.abs().max() for p in graphed.parameters)
+        for parameter, gradient in zip(graphed.parameters, gradients, strict=True):
+            assert (gradient - parameter.grad.float()).abs().max() <= tolerance * scale
+        for parameter, gradient in zip(graphed.parameters, graphed.gradients, strict=True):
+            parameter.grad = gradient
+
+
+def test_each_replay_of_the_fused_chain_draws_new_dropout_masks():
+    """The fused kernels draw dropout's masks from Inductor's generator inside the graph: fresh on every replay."""
+    model = _tiny_bert(dropout=True)
+    graphed = GraphedStep(_fused_loss_of(model), list(model.parameters()), "cuda", "bf16")
+    ids, mask = _batch([9, 3, 14, 6], 16, seed=1)
+    losses = [graphed(ids, mask).item() for _ in range(3)]
+    assert len(graphed.captured) == 1 and len(set(losses)) == 3, losses
+    assert all(torch.isfinite(p.grad).all() for p in graphed.parameters)

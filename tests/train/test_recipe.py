@@ -346,3 +346,15 @@ def test_a_graphed_step_runs_as_capture_ahead_then_the_loop_with_its_gradients_a
     (calls, log, weights), (graphed_calls, graphed_log, graphed_weights) = runs
     assert graphed_calls == calls and graphed_log == log and torch.equal(graphed_weights, weights)
     assert sum(captured for captured, _ in calls) == 12 and any("captures" in entry for entry in log)
+
+
+def test_a_stage_with_fused_kernels_says_its_dropout_masks_are_equal_in_distribution_only():
+    """compile: on fuses the per-token chain under CUDA graphs (consert.train.fused): where BERT's dropout is on,
+    the card says a run equals an uncompiled one in distribution; without dropout, or uncompiled, it says nothing."""
+    from consert.paper.card import consert_notes
+    from consert.train.notes import FUSED_DROPOUT_NOTE
+
+    supervised = TrainConfig(mode="sup")  # BERT's dropout on
+    assert FUSED_DROPOUT_NOTE in consert_notes(supervised.replace(compile="on"), "base")
+    assert FUSED_DROPOUT_NOTE not in consert_notes(supervised, "base")  # auto: the graphs stay uncompiled
+    assert FUSED_DROPOUT_NOTE not in consert_notes(TrainConfig(compile="on"), "base")  # unsup: dropout removed
