@@ -5,7 +5,7 @@
 #   dag:    the offline config's whole DAG on the GPU (--resources gpu=1, every core), timed
 #   cost:   the paper config's cost table with each kind's speed of light (consert bench --config config/config.yaml
 #           --device cuda --speed-of-light);
-#           COST_STEPS=N steps per kind (150), COST_COMPARE="eager compiled graphs" times each kind those ways too
+#           COST_STEPS=N steps per kind (150), COST_COMPARE="eager compiled graphs fused" times each kind those ways too
 #   share:  whether small jobs (BERT-NLI at batch 16, SG-OPT) run 1, 2, 3 at once raise the card's throughput;
 #           SHARE_STEPS=N steps per job (300), SHARE_KINDS="glob;glob" the kinds ("base bertflow-nli*;base sgopt*"),
 #           SHARE_MPS=1 under NVIDIA's MPS (the workflow runs jobs that share a card so)

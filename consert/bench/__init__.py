@@ -3,12 +3,14 @@ training step against sentence-transformers), :mod:`.cuda` (the paper-scale trai
 :mod:`.paper_cost` (what a workflow config's DAG costs, job kind by job kind)."""
 
 #: The executions ``--compare`` times each kind in besides its own (``auto``): the step without CUDA graphs or
-#: compilation, with its training forward compiled (no graphs), and replayed as CUDA graphs where it can be (the
-#: objectives that ``auto`` keeps off them until their CUDA test has passed included). CUDA only but eager.
+#: compilation, with its training forward compiled (no graphs), replayed as CUDA graphs where it can be (the
+#: objectives that ``auto`` keeps off them until their CUDA test has passed included), and replayed as CUDA graphs
+#: with each layer's per-token chain compiled into fused kernels (:mod:`consert.train.fused`). CUDA only but eager.
 COMPARED_EXECUTIONS: dict[str, dict[str, str]] = {
     "eager": {"cuda_graphs": "off", "compile": "off"},
     "compiled": {"cuda_graphs": "off", "compile": "on"},
-    "graphs": {"cuda_graphs": "on"},
+    "graphs": {"cuda_graphs": "on", "compile": "off"},
+    "fused": {"cuda_graphs": "on", "compile": "on"},
 }
 
 

@@ -187,6 +187,8 @@ class KindRate:
     one_time_s: float = 0.0
     #: the precision the timed steps ran in (the training record's; empty where the run did not export)
     dtype: str = ""
+    #: of ``one_time_s``, the seconds torch.compile took: compiling, or loading from the disk cache
+    compile_s: float = 0.0
 
 
 def _timed_config(config, model: str, steps: int, device: str, workdir: Path, data_dir: str | None):
@@ -241,6 +243,8 @@ def measure_kind(
     from consert.train.loop import TrainingFault, read_interval
     from consert.train.trainer import train
 
+    torch._dynamo.reset()  # nothing compiled before: the kind compiles, or loads from the disk cache, as a run does
+    compiled_before = _compile_seconds()
     with tempfile.TemporaryDirectory(prefix="consert-cost-") as scratch:
         timed, swapped = _timed_config(config, model, steps, device, Path(scratch), str(data.root))
         try:
@@ -265,13 +269,40 @@ def measure_kind(
         swapped.append(f"its {steps} steps' graphs captured ahead in {captured_ahead:.1f} s")
     one_time = rate.one_time_s + captured_ahead
     how = "; ".join(swapped) or "as configured"
-    return KindRate(kind, rate.steps_per_s, rate.timed_steps, how, one_time, record.get("dtype", ""))
+    compile_s = _compile_seconds() - compiled_before
+    return KindRate(kind, rate.steps_per_s, rate.timed_steps, how, one_time, record.get("dtype", ""), compile_s)
+
+
+def _compile_seconds() -> float:
+    """The seconds torch.compile has spent in this process so far (TorchDynamo's own account)."""
+    return torch._dynamo.utils.calculate_time_spent().get("total_wall_time", 0.0)
+
+
+def compilation_once(rates: dict[str, KindRate]) -> tuple[dict[str, float], float]:
+    """Compilation charged once a machine, not once a run: kinds of one model shape and precision share their
+    compiled code through the disk cache (:mod:`consert.train.fused`), so the first of them timed compiles and
+    the others load. Each kind's per-run one-time seconds keep only the cheapest load of its group (the seconds a
+    run pays), and the rest is charged once; a group of one kind keeps all of it per run (its load unseen: an upper
+    bound). The one-time seconds by kind and the seconds charged once."""
+    groups: dict[tuple[str, str], list[KindRate]] = {}
+    for rate in rates.values():
+        if rate.compile_s > 0:
+            groups.setdefault((rate.kind.split()[0], rate.dtype), []).append(rate)
+    one_time = {kind: rate.one_time_s for kind, rate in rates.items()}
+    once = 0.0
+    for group in groups.values():
+        load = min(rate.compile_s for rate in group)
+        for rate in group:
+            once += rate.compile_s - load
+            one_time[rate.kind] = max(0.0, rate.one_time_s - (rate.compile_s - load))
+    return one_time, once
 
 
 def speed_of_light(config, model: str, data: SentEvalData, device: str, rate: KindRate) -> dict[str, float]:
     """A timed kind against the card's limit (:mod:`consert.bench.speed_of_light`): its step's work in GFLOP, the
     TFLOP/s its measured rate achieves, their fraction of the card's dense peak in the precision it ran in, and
-    (on CUDA) its kernels per step; NaN for SG-OPT's kinds (its own trainer) and where the card's peak is unknown."""
+    (on CUDA) its kernels per step, as the model's layers run and with their per-token chain fused; NaN for
+    SG-OPT's kinds (its own trainer) and where the card's peak is unknown."""
     from baselines.sgopt import SgOptConfig
     from consert.bench.speed_of_light import peak_tflops, step_work
 
@@ -287,11 +318,18 @@ def speed_of_light(config, model: str, data: SentEvalData, device: str, rate: Ki
         "achieved_tflops": achieved,
         "peak_fraction": achieved / peak_tflops(name, rate.dtype),
         "kernels_per_step": float("nan") if work.kernels is None else work.kernels,
+        "fused_kernels_per_step": float("nan") if work.fused_kernels is None else work.fused_kernels,
     }
 
 
 #: The speed-of-light columns of the cost table (``--speed-of-light``).
-SPEED_OF_LIGHT_COLUMNS = ("gflop_per_step", "achieved_tflops", "peak_fraction", "kernels_per_step")
+SPEED_OF_LIGHT_COLUMNS = (
+    "gflop_per_step",
+    "achieved_tflops",
+    "peak_fraction",
+    "kernels_per_step",
+    "fused_kernels_per_step",
+)
 
 
 def evaluation_seconds(model: str, data: SentEvalData, device: str, dev_pairs: int | None = None) -> float:
@@ -319,11 +357,13 @@ def projection(
     test_seconds: dict[str, float],
     gpus: int,
     one_time: dict[str, float] | None = None,
+    once_s: float = 0.0,
 ) -> tuple[pd.DataFrame, dict[str, float]]:
     """Per job kind: runs, steps, dev evaluations, the stopping rule, the rate, the one-time seconds of a run
     (``one_time``, by kind; none where not given) and the GPU-hours; the same where each run stops as expected
     (``expected_``: after its published peak where the paper gives one); and the totals: GPU-hours, and the wall
-    hours on ``gpus`` cards (GPU-hours / cards, or the longest chain of runs, whichever is longer), both ways."""
+    hours on ``gpus`` cards (GPU-hours / cards, or the longest chain of runs, whichever is longer), both ways, with
+    ``once_s`` seconds charged once to the DAG (compilation, :func:`compilation_once`)."""
     one_time = one_time or {}
 
     def seconds(job: PlannedJob, steps: int, dev_evaluations: int) -> float:
@@ -355,7 +395,7 @@ def projection(
     for prefix, by_run in (("", planned), ("expected_", expected)):
         chain = [by_run[job.run] + (by_run.get(job.after, 0.0) if job.after else 0.0) for job in jobs]
         longest = max((value for value in chain if not math.isnan(value)), default=0.0) / 3600
-        total = table[f"{prefix}gpu_hours"].sum()
+        total = table[f"{prefix}gpu_hours"].sum() + once_s / 3600
         totals.update(
             {
                 f"{prefix}gpu_hours": total,
@@ -363,6 +403,7 @@ def projection(
                 f"{prefix}longest_chain_hours": longest,
             }
         )
+    totals["compile_once_s"] = once_s
     return table, totals
 
 
@@ -390,13 +431,13 @@ def run(
     """Plan, time every job kind and each size's evaluations, and project; printed as it goes. ``compare``:
     executions (:data:`COMPARED_EXECUTIONS`) each kind is also timed in, in the same run, as the columns
     ``<execution>_steps_per_s`` (empty where the kind has no such execution: SG-OPT never compiles; or where its
-    step cannot run so: ``graphs`` for a step that cannot be graphed). ``with_speed_of_light``: each kind's step
-    against the card's limit too (:func:`speed_of_light`, the columns :data:`SPEED_OF_LIGHT_COLUMNS`)."""
+    step cannot run so: ``graphs`` or ``fused`` for a step that cannot be graphed). ``with_speed_of_light``: each
+    kind's step against the card's limit too (:func:`speed_of_light`, the columns :data:`SPEED_OF_LIGHT_COLUMNS`)."""
     from consert.hardware import hardware_summary
 
     jobs, kinds = planned_jobs(workflow, data)
     print(f"{len(jobs)} training runs in {len(kinds)} job kinds; timing on {hardware_summary(device)}", flush=True)
-    rates, one_time, notes, dev_seconds, test_seconds, limits = {}, {}, {}, {}, {}, {}
+    rates, measured, notes, dev_seconds, test_seconds, limits = {}, {}, {}, {}, {}, {}
     compared: dict[str, dict[str, float]] = {execution: {} for execution in compare}
     with tempfile.TemporaryDirectory(prefix="consert-cost-models-") as scratch:
         models = random_models(workflow.models, Path(scratch), shape)
@@ -413,10 +454,12 @@ def run(
                 continue
             model = models[kind.split()[0]]
             rate = measure_kind(kind, config, model, data, steps, device, run_steps[kind])
-            rates[kind], one_time[kind], notes[kind] = rate.steps_per_s, rate.one_time_s, rate.how
+            rates[kind], measured[kind], notes[kind] = rate.steps_per_s, rate, rate.how
             print(
                 f"  {kind}: {rate.steps_per_s:.2f} steps/s ({rate.steps_timed} steps timed; "
-                f"{rate.one_time_s:.1f} s once a run; {rate.how})",
+                f"{rate.one_time_s:.1f} s once a run"
+                + (f", of which compilation {rate.compile_s:.1f} s" if rate.compile_s else "")
+                + f"; {rate.how})",
                 flush=True,
             )
             if with_speed_of_light:
@@ -430,14 +473,15 @@ def run(
                     timed = dataclasses.replace(config, **settings)
                     compared[execution][kind] = measure_kind(kind, timed, model, data, steps, device).steps_per_s
                 except ValueError as refused:  # cuda_graphs: on where the step cannot be graphed says why
-                    if execution != "graphs":  # any other failure is one
+                    if settings.get("cuda_graphs") != "on":  # any other failure is one
                         raise
                     compared[execution][kind] = float("nan")
                     notes[kind] += f"; {execution}: not timed ({refused})"
                     print(f"    {execution}: not timed ({refused})", flush=True)
                     continue
                 print(f"    {execution}: {compared[execution][kind]:.2f} steps/s", flush=True)
-    table, totals = projection(jobs, rates, dev_seconds, test_seconds, gpus, one_time)
+    one_time, once = compilation_once(measured)
+    table, totals = projection(jobs, rates, dev_seconds, test_seconds, gpus, one_time, once)
     for execution, by_kind in compared.items():
         table[f"{execution}_steps_per_s"] = table.kind.map(by_kind)
     for column in SPEED_OF_LIGHT_COLUMNS if with_speed_of_light else ():
@@ -448,6 +492,7 @@ def run(
     print(
         f"total {totals['gpu_hours']:.1f} GPU-hours; on {gpus} card(s) {totals['wall_hours']:.1f} h "
         f"(longest chain {totals['longest_chain_hours']:.1f} h); every run at its planned length (an upper bound)"
+        + (f"; compilation charged once: {once:.0f} s" if once else "")
         + (f"; not counted, not timed here: {', '.join(untimed)}" if untimed else "")
     )
     print(

@@ -8,7 +8,8 @@ compute, whichever kernel ran), averaged over the first batches the loop draws. 
 second, that is the achieved rate; over the card's dense peak in the step's precision (:data:`PEAK_TFLOPS`, the
 vendor's datasheet figures), the fraction of the card's limit. On CUDA the step's kernels are counted too (the
 profiler's kernel launches of one eager step's forward and backward: what a CUDA graph replays; the optimizer's
-are not counted).
+are not counted), once as the model's layers run and once with their per-token chain compiled into fused kernels
+(:mod:`consert.train.fused`, ``compile: on`` under CUDA graphs): the kernels fusion saves.
 """
 
 from __future__ import annotations
@@ -44,10 +45,12 @@ def peak_tflops(device_name: str, dtype: str) -> float:
 @dataclass(frozen=True)
 class StepWork:
     """One training step's work: operations (matrix products and attention, forward and backward) and, on CUDA,
-    kernel launches (None elsewhere), each the mean over the batches counted."""
+    kernel launches as the model's layers run and with their per-token chain fused (None elsewhere), each the
+    mean over the batches counted."""
 
     flops: float
     kernels: float | None
+    fused_kernels: float | None = None
 
 
 def attention_flops(lengths: torch.Tensor, hidden_size: int, layers: int) -> int:
@@ -63,6 +66,7 @@ def step_work(config: TrainConfig, data: SentEvalData, batches: int = 2) -> Step
     kernels on CUDA only."""
     from consert.train.encoder import TrainedEncoder, set_seed
     from consert.train.execution import StepExecution
+    from consert.train.fused import fused_encoder
     from consert.train.loop import batches as loop_batches
     from consert.train.loop import loop_settings
     from consert.train.objectives import objective_for
@@ -84,7 +88,7 @@ def step_work(config: TrainConfig, data: SentEvalData, batches: int = 2) -> Step
 
     execution.packed_encoder = recording
     shape = encoder.model.config
-    flops, kernels = [], []
+    flops, kernels, fused_kernels = [], [], []
     for batch in itertools.islice(loop_batches(items, loop_settings(counted, "fp32")), batches):
         passes.clear()
         with FlopCounterMode(display=False) as counter:
@@ -94,9 +98,18 @@ def step_work(config: TrainConfig, data: SentEvalData, batches: int = 2) -> Step
         flops.append(products + attention)
         if torch.device(encoder.device).type == "cuda":
             kernels.append(_kernels(lambda batch=batch: objective.loss(batch).backward()))
+            execution.packed_encoder = fused_encoder()
+            objective.loss(batch).backward()  # compiles the chain (or loads it) before its kernels are counted
+            fused_kernels.append(_kernels(lambda batch=batch: objective.loss(batch).backward()))
+            execution.packed_encoder = recording
         for parameter in parameters:
             parameter.grad = None
-    return StepWork(sum(flops) / len(flops), sum(kernels) / len(kernels) if kernels else None)
+    return StepWork(sum(flops) / len(flops), _mean(kernels), _mean(fused_kernels))
+
+
+def _mean(counts: list[int]) -> float | None:
+    """The mean of ``counts``; None for none (no count on a CPU)."""
+    return sum(counts) / len(counts) if counts else None
 
 
 def _kernels(step) -> int:

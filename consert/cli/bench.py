@@ -15,6 +15,12 @@ if TYPE_CHECKING:
 
 NAME = "bench"
 HELP = "benchmark evaluation and training against their references; --config: what a workflow config's DAG costs"
+#: The ``--compare`` executions that run on CUDA only, and why.
+CUDA_EXECUTIONS = {
+    "compiled": "torch.compile on a CPU takes minutes",
+    "graphs": "CUDA graphs",
+    "fused": "CUDA graphs over compiled kernels",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=tuple(COMPARED_EXECUTIONS),
         default=(),
         help="--config: also time each kind without CUDA graphs or compilation (eager), with its forward compiled "
-        "(compiled; cuda only) and replayed as CUDA graphs where it can be (graphs; cuda only), in the same run",
+        "(compiled; cuda only), replayed as CUDA graphs where it can be (graphs; cuda only) and so with its layers' "
+        "per-token chain fused (fused; cuda only), in the same run",
     )
     parser.add_argument(
         "--speed-of-light",
@@ -89,10 +96,9 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error("--speed-of-light belongs to the cost table: pass --config FILE.yaml too")
     if args.compare and args.share:
         parser.error("--compare belongs to the cost table, --share replaces it: pass one of them")
-    if "compiled" in args.compare and args.device != "cuda":
-        parser.error("--compare compiled needs --device cuda (torch.compile on a CPU takes minutes)")
-    if "graphs" in args.compare and args.device != "cuda":
-        parser.error("--compare graphs needs --device cuda (CUDA graphs)")
+    for execution, why in CUDA_EXECUTIONS.items():
+        if execution in args.compare and args.device != "cuda":
+            parser.error(f"--compare {execution} needs --device cuda ({why})")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,7 +11,15 @@ import pandas as pd
 import pytest
 
 from consert.bench import execution_settings
-from consert.bench.paper_cost import PlannedJob, _timed_config, planned_jobs, projection, stop_after_peak
+from consert.bench.paper_cost import (
+    KindRate,
+    PlannedJob,
+    _timed_config,
+    compilation_once,
+    planned_jobs,
+    projection,
+    stop_after_peak,
+)
 from consert.cli import main as cli_main
 from consert.paper.workflow_config import read_workflow_config
 from tests.conftest import ROOT
@@ -86,6 +94,29 @@ def test_the_projection_adds_steps_evaluations_and_chains_by_hand():
     _, one_card = projection(jobs, rates, dev, test, gpus=1, one_time=once)
     assert one_card["wall_hours"] == pytest.approx(sum(seconds.values()) / 3600)
     assert by_kind.loc["large k2", "one_time_s"] == 30.0
+    _, with_compilation = projection(jobs, rates, dev, test, gpus=1, one_time=once, once_s=360.0)
+    assert with_compilation["gpu_hours"] == pytest.approx(one_card["gpu_hours"] + 0.1)  # once, not once a run
+    assert with_compilation["compile_once_s"] == 360.0
+
+
+def test_compilation_is_charged_once_a_model_shape_and_precision_not_once_a_run():
+    """The first BERT-base bf16 kind timed compiled (40 s), the next loaded the cache (6 s): each of their runs
+    pays the 6 s load, the other 34 s once. A group of one (BERT-base fp32) keeps its compilation per run (its
+    load was not seen); a kind that compiled nothing is unchanged."""
+    rates = [
+        KindRate("base unsup b96 L64", 40.0, 200, "", one_time_s=50.0, dtype="bf16", compile_s=40.0),
+        KindRate("base sup b96 L64", 30.0, 200, "", one_time_s=15.0, dtype="bf16", compile_s=6.0),
+        KindRate("base joint b96 L64", 20.0, 200, "", one_time_s=30.0, dtype="fp32", compile_s=25.0),
+        KindRate("large unsup b96 L64", 10.0, 200, "", one_time_s=5.0, dtype="bf16"),
+    ]
+    one_time, once = compilation_once({rate.kind: rate for rate in rates})
+    assert one_time == {
+        "base unsup b96 L64": 16.0,
+        "base sup b96 L64": 15.0,
+        "base joint b96 L64": 30.0,
+        "large unsup b96 L64": 5.0,
+    }
+    assert once == 34.0
 
 
 def test_a_kind_not_timed_is_left_out_of_the_totals_and_the_chains():
@@ -138,6 +169,7 @@ def test_the_command_times_every_kind_of_the_test_config_and_writes_its_table(tm
     achieved = table.gflop_per_step[~sgopt] * table.steps_per_s[~sgopt] / 1000  # TFLOP/s, 4 decimals a cell
     assert (achieved - table.achieved_tflops[~sgopt]).abs().max() < 1e-3
     assert table.peak_fraction.isna().all() and table.kernels_per_step.isna().all()
+    assert table.fused_kernels_per_step.isna().all()  # counted on CUDA only
     assert "GPU-hours; on 2 card(s)" in capsys.readouterr().out
 
 
@@ -146,6 +178,7 @@ def test_the_command_times_every_kind_of_the_test_config_and_writes_its_table(tm
     [
         (["--config", "CONFIG", "--compare", "compiled"], "--compare compiled needs --device cuda"),
         (["--config", "CONFIG", "--compare", "graphs"], "--compare graphs needs --device cuda"),
+        (["--config", "CONFIG", "--compare", "fused"], "--compare fused needs --device cuda"),
         (["--share", "base sgopt*"], "--compare and --share time a workflow config's job kinds"),
         (["--config", "CONFIG", "--share", "x", "--compare", "eager"], "--compare belongs to the cost table"),
         (["--speed-of-light"], "--speed-of-light belongs to the cost table"),
@@ -187,14 +220,16 @@ def test_jobs_of_a_kind_run_one_and_two_at_once_and_the_ratio_is_their_throughpu
 
 
 def test_an_execution_sets_what_the_config_has_and_applies_where_it_turns_nothing_missing_on(paper_plan):
-    """SG-OPT has no compiled execution (it never compiles) but an eager and a graphed one; the trainer all three."""
+    """SG-OPT has no compiled or fused execution (it never compiles) but an eager and a graphed one; the trainer all
+    four."""
     _, kinds = paper_plan
     trainer, sgopt = kinds["base unsup b96 L64"], kinds["base sgopt b16 L128"]
     assert execution_settings(trainer, "eager") == {"cuda_graphs": "off", "compile": "off"}
     assert execution_settings(trainer, "compiled") == {"cuda_graphs": "off", "compile": "on"}
-    assert execution_settings(trainer, "graphs") == {"cuda_graphs": "on"}
+    assert execution_settings(trainer, "graphs") == {"cuda_graphs": "on", "compile": "off"}
+    assert execution_settings(trainer, "fused") == {"cuda_graphs": "on", "compile": "on"}
     assert execution_settings(sgopt, "eager") == {"cuda_graphs": "off"}
-    assert execution_settings(sgopt, "compiled") is None
+    assert execution_settings(sgopt, "compiled") is None and execution_settings(sgopt, "fused") is None
     assert execution_settings(sgopt, "graphs") == {"cuda_graphs": "on"}
 
 
