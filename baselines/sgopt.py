@@ -198,6 +198,8 @@ class SgOptTrainer:
         self.graphed: GraphedStep | None = None
         if blocker is None:
             parameters = [*self.tuned.parameters(), *self.head.parameters()]
+            # no cast_once: the regulariser reads BERT_T's weights, whose distance to BERT_F's is far below what
+            # bf16 copies of them would resolve
             self.graphed = GraphedStep(self.packed_loss, parameters, self.device, self.precision.dtype, copies=1)
 
     def loss(self, texts: list[str]) -> torch.Tensor:

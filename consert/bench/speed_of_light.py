@@ -7,13 +7,15 @@ are counted apart, over each text's real tokens (:func:`attention_flops`: what a
 compute, whichever kernel ran), averaged over the first batches the loop draws. Times the measured steps per
 second, that is the achieved rate; over the card's dense peak in the step's precision (:data:`PEAK_TFLOPS`, the
 vendor's datasheet figures), the fraction of the card's limit. On CUDA the step's kernels are counted too (the
-profiler's kernel launches of one eager step's forward and backward: what a CUDA graph replays; the optimizer's
-are not counted), once as the model's layers run and once with their per-token chain compiled into fused kernels
-(:mod:`consert.train.fused`, ``compile: on`` under CUDA graphs): the kernels fusion saves.
+profiler's kernel launches of one eager step's forward and backward in the kind's precision: what a CUDA graph
+replays; the optimizer's are not counted), once as autocast runs the step (each weight cast at each use, the
+layers uncompiled) and once with the linear layers cast once (:mod:`consert.train.cast_once`) and the per-token
+chain compiled into fused kernels (:mod:`consert.train.fused`): what the graphs of ``compile: on`` replay.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -21,6 +23,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from consert.data.senteval import SentEvalData
+from consert.encode.precision import TORCH_DTYPES, autocast
 from consert.train.config import TrainConfig
 
 #: Dense peak TFLOP/s by card and precision (fp32 steps run as TF32 on these cards), from NVIDIA's datasheets
@@ -45,8 +48,8 @@ def peak_tflops(device_name: str, dtype: str) -> float:
 @dataclass(frozen=True)
 class StepWork:
     """One training step's work: operations (matrix products and attention, forward and backward) and, on CUDA,
-    kernel launches as the model's layers run and with their per-token chain fused (None elsewhere), each the
-    mean over the batches counted."""
+    kernel launches as autocast runs the step and with the linear layers cast once and the per-token chain fused
+    (None elsewhere), each the mean over the batches counted."""
 
     flops: float
     kernels: float | None
@@ -60,10 +63,12 @@ def attention_flops(lengths: torch.Tensor, hidden_size: int, layers: int) -> int
     return 3 * 4 * hidden_size * layers * int((lengths.long() ** 2).sum())
 
 
-def step_work(config: TrainConfig, data: SentEvalData, batches: int = 2) -> StepWork:
+def step_work(config: TrainConfig, data: SentEvalData, batches: int = 2, dtype: str = "fp32") -> StepWork:
     """The mean work of one step of ``config``'s objective over the first ``batches`` batches the loop draws (its
     order, its seed): eager, packed on the real tokens, in fp32 (the count does not depend on the precision);
-    kernels on CUDA only."""
+    kernels on CUDA only, in ``dtype`` (autocast's): as autocast runs the step, casting each weight at each use,
+    and with the linear layers cast once and the per-token chain fused."""
+    from consert.train.cast_once import CastOnce
     from consert.train.encoder import TrainedEncoder, set_seed
     from consert.train.execution import StepExecution
     from consert.train.fused import fused_encoder
@@ -97,14 +102,26 @@ def step_work(config: TrainConfig, data: SentEvalData, batches: int = 2) -> Step
         attention = sum(attention_flops(lengths, shape.hidden_size, shape.num_hidden_layers) for lengths in passes)
         flops.append(products + attention)
         if torch.device(encoder.device).type == "cuda":
-            kernels.append(_kernels(lambda batch=batch: objective.loss(batch).backward()))
+            kernels.append(_kernels(lambda batch=batch: _backward(objective.loss, batch, encoder.device, dtype)))
             execution.packed_encoder = fused_encoder()
-            objective.loss(batch).backward()  # compiles the chain (or loads it) before its kernels are counted
-            fused_kernels.append(_kernels(lambda batch=batch: objective.loss(batch).backward()))
+            cast = CastOnce(encoder.model, parameters, TORCH_DTYPES[dtype]) if dtype != "fp32" else None
+            fused_step = functools.partial(_backward, objective.loss, batch, encoder.device, dtype, cast)
+            fused_step()  # compiles the chain (or loads it) before its kernels are counted
+            fused_kernels.append(_kernels(fused_step))
             execution.packed_encoder = recording
         for parameter in parameters:
             parameter.grad = None
     return StepWork(sum(flops) / len(flops), _mean(kernels), _mean(fused_kernels))
+
+
+def _backward(loss_of, batch, device: str, dtype: str, cast=None) -> None:
+    """One step's forward and backward under ``dtype``'s autocast (as a graph records it: no cast cache), through
+    ``cast`` (a :class:`~consert.train.cast_once.CastOnce`) where given."""
+    with autocast(device, dtype, cache=False):
+        loss = cast.run(loss_of, batch) if cast else loss_of(batch)
+    loss.backward()
+    if cast:
+        cast.write_gradients()
 
 
 def _mean(counts: list[int]) -> float | None:

@@ -108,7 +108,12 @@ class StepExecution:
                 return graphed_loss(ids, mask, PackedPass(packing, encoder_of_graphs), *extras)
 
             self.graphed = GraphedStep(
-                loss_of, parameters, encoder.device, encoder.dtype, copies=objective.graph_copies
+                loss_of,
+                parameters,
+                encoder.device,
+                encoder.dtype,
+                copies=objective.graph_copies,
+                cast_once=encoder.model,
             )
             return
         self.compile_forward(planned_steps)

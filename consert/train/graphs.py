@@ -12,7 +12,8 @@ the authors' random ones; nothing is sorted by length.
 Inside a graph: the views' random draws (they advance the CUDA generator on every replay, as eager
 draws do), the packed forward, the loss, zeroing the gradients and the backward pass, which
 accumulates into gradient tensors that live outside every graph, so the optimizer (eager, unchanged)
-reads them in place. Gradient clipping and the optimizer step stay outside. fp16 (a gradient scaler
+reads them in place. In bf16 the model's linear layers are cast once a step in a multi-tensor copy
+(:mod:`consert.train.cast_once`). Gradient clipping and the optimizer step stay outside. fp16 (a gradient scaler
 that reads the loss on the host) is not supported: the trainer keeps it eager.
 """
 
@@ -25,7 +26,8 @@ from dataclasses import dataclass
 import torch
 
 from consert.encode.pooling import Pooling
-from consert.encode.precision import autocast
+from consert.encode.precision import TORCH_DTYPES, autocast
+from consert.train.cast_once import CastOnce
 from consert.train.packed import Packing, packed_pooled_forward
 
 #: Packed slots are rounded up to a multiple of this: about 2% of a paper-scale step's ~2,900 tokens
@@ -68,7 +70,8 @@ class GraphedStep:
     two views; 1: a pass over the rows as they are, as the NLI step's). ``extras``: more inputs of the step
     whose shape follows the batch's (the NLI labels). Only the parameters the step reaches get gradients (as in
     an eager backward, which leaves the others' ``.grad`` None); they are overwritten on every step, never
-    accumulated across steps, and must not be set to None by the caller.
+    accumulated across steps, and must not be set to None by the caller. ``cast_once``: a model whose linear
+    layers a reduced-precision step casts once a step (:class:`~consert.train.cast_once.CastOnce`).
     """
 
     def __init__(
@@ -79,6 +82,7 @@ class GraphedStep:
         dtype: str,
         token_bucket: int = TOKEN_BUCKET,
         copies: int = 2,
+        cast_once: torch.nn.Module | None = None,
     ):
         if torch.device(device).type != "cuda":
             raise ValueError(f"CUDA graphs need a CUDA device, got {device!r}")
@@ -87,7 +91,12 @@ class GraphedStep:
         self.loss_of, self.device, self.dtype, self.token_bucket = loss_of, device, dtype, token_bucket
         self.copies = copies
         self.parameters = [p for p in parameters if p.requires_grad]
+        # in bf16, the linear layers of this model cast once a step (CastOnce), not at each use
+        self.cast_once = (
+            CastOnce(cast_once, self.parameters, TORCH_DTYPES[dtype]) if cast_once and dtype != "fp32" else None
+        )
         self.gradients: list[torch.Tensor] | None = None  # allocated by the first capture
+        self.zeroed: list[torch.Tensor] = []  # the gradients a step zeroes first: those CastOnce does not write whole
         # One memory pool for all graphs, replayed in any order: safe because nothing a graph leaves in the
         # pool outlives its replay (the loss is cloned at once; gradients and inputs live outside the pool).
         self.pool = torch.cuda.graph_pool_handle()
@@ -114,11 +123,14 @@ class GraphedStep:
 
     def _body(self, captured: _Captured) -> torch.Tensor:
         """The step as the graph records it: zero the gradients, the loss, its backward."""
-        if self.gradients:
-            torch._foreach_zero_(self.gradients)
+        if self.zeroed:
+            torch._foreach_zero_(self.zeroed)
+        inputs = (captured.ids, captured.mask, captured.packing, *captured.extras)
         with autocast(self.device, self.dtype, cache=False):
-            loss = self.loss_of(captured.ids, captured.mask, captured.packing, *captured.extras)
+            loss = self.cast_once.run(self.loss_of, *inputs) if self.cast_once else self.loss_of(*inputs)
         loss.backward()
+        if self.cast_once:
+            self.cast_once.write_gradients()
         return loss.detach()
 
     def _capture(
@@ -147,6 +159,8 @@ class GraphedStep:
             for parameter in self.parameters:
                 parameter.grad = torch.zeros_like(parameter)
             self.gradients = [p.grad for p in self.parameters]
+            written = self.cast_once.written() if self.cast_once else set()
+            self.zeroed = [p.grad for p in self.parameters if id(p) not in written]
         with torch.cuda.graph(static.graph, pool=self.pool):
             static.loss = self._body(static)
         for parameter, gradient in zip(self.parameters, self.gradients, strict=True):
@@ -195,7 +209,7 @@ def graphed_probe_runner(
         # the packing covers the two views' rows, the batch twice (as the training step's)
         return packed_pooled_forward(model, ids.repeat(2, 1), packing, pooling).float().pow(2).mean()
 
-    step = GraphedStep(loss_of, list(model.parameters()), device, dtype)
+    step = GraphedStep(loss_of, list(model.parameters()), device, dtype, cast_once=model)
     ids, mask = ids[: len(ids) // 2], mask[: len(mask) // 2]  # the step doubles the rows (two views)
 
     def run() -> None:

@@ -137,6 +137,24 @@ def test_every_graphed_objectives_step_equals_its_eager_packed_step(tmp_path_fac
     assert_same_step(eager, graphed, 1e-4)
 
 
+@pytest.mark.parametrize(
+    "values",
+    [{"mode": "unsup"}, {"mode": "bertflow-nli", "batch_size": 16}, {"mode": "unsup", "compile": "on"}],
+    ids=["unsup", "bertflow-nli", "unsup fused"],
+)
+def test_a_graphed_bf16_step_equals_its_eager_packed_step(tmp_path_factory, tiny_tree, values):
+    """In bf16 the graphed step casts the linear layers once a step (consert.train.cast_once) and, under compile: on,
+    runs the fused per-token chain: through the trainer's parts, the eager packed bf16 step's loss and gradients
+    (the same kernels: to float rounding; fused: Inductor keeps some intermediates in fp32, so to bf16 rounding)."""
+    model_dir = random_bert(tmp_path_factory.mktemp("tiny-bert"), TINY_SHAPE)
+    common = {**values, "packed": "on", "dtype": "bf16"}
+    eager = objective_step(model_dir, tiny_tree, {**common, "cuda_graphs": "off", "compile": "off"}, device="cuda")
+    graphed = objective_step(model_dir, tiny_tree, {**common, "cuda_graphs": "on"}, device="cuda")
+    assert graphed[1] == 1 and eager[1] == 0
+    fused = values.get("compile") == "on"
+    assert_same_step(eager, graphed, 3e-2 if fused else 1e-3, loss_tolerance=2e-2 if fused else 1e-5)
+
+
 def test_augcses_graphed_step_equals_its_eager_packed_step(tmp_path_factory, tiny_tree):
     """AugCSE's step (its three texts in one packed pass, the batch-norm head, the discriminator behind the
     gradient reversal) replayed gives the eager packed step's loss and gradients. The batch is written here

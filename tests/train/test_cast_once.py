@@ -1,0 +1,95 @@
+"""A step whose linear layers are cast once (consert.train.cast_once) computes autocast's step to the bit."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from consert.encode.pooling import Pooling
+from consert.train.augment import AugmentationRatios
+from consert.train.cast_once import CastOnce
+from consert.train.losses import nt_xent
+from consert.train.packed import Packing
+from consert.train.views import PackedPass, two_view_forward
+from tests import fixtures
+
+
+def _model():
+    """A tiny BERT, dropout off, every parameter moved off the values bf16 holds exactly (LayerNorm's ones and
+    zeros would hide a LayerNorm cast to bf16 by mistake)."""
+    _, model = fixtures.tiny_bert(vocab_size=300, hidden_size=32, layers=2, heads=4, intermediate_size=64)
+    generator = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(torch.randn(parameter.shape, generator=generator) * 0.01)
+    return model.train()
+
+
+def _batch():
+    lengths = [9, 3, 14, 6]
+    generator = torch.Generator().manual_seed(1)
+    ids = torch.zeros(len(lengths), 16, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for row, n in enumerate(lengths):
+        ids[row, :n] = torch.randint(5, 300, (n,), generator=generator)
+        mask[row, :n] = 1
+    return ids, mask, Packing.of(mask.repeat(2, 1))
+
+
+def _loss_of(model):
+    def loss_of(ids, mask, packing):
+        views = two_view_forward(
+            model, ids, mask, ("none", "none"), Pooling.parse("mean"), AugmentationRatios(), packed=PackedPass(packing)
+        )
+        return nt_xent(*views, 0.1)
+
+    return loss_of
+
+
+def _gradients(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+
+
+def test_the_linear_layers_of_the_model_only_are_cast():
+    model = _model()
+    cast = CastOnce(model, list(model.parameters()), torch.bfloat16)
+    linear = {f"model.{name}" for name, m in model.named_modules() if isinstance(m, nn.Linear) for name in (name,)}
+    assert {name.rpartition(".")[0] for name in cast.names} == linear  # the pooler's included: it is a Linear
+    assert all(copy.dtype == torch.bfloat16 and copy.is_leaf for copy in cast.copies)
+    assert not any("LayerNorm" in name or "embeddings" in name for name in cast.names)
+    frozen = CastOnce(model, [p for n, p in model.named_parameters() if "layer.1." in n], torch.bfloat16)
+    assert frozen.names and all(".layer.1." in name for name in frozen.names)  # the trainable ones only
+
+
+def test_two_steps_cast_once_equal_autocasts_steps_to_the_bit():
+    """bf16 autocast on a CPU, the packed contrastive step: loss and every gradient equal, bit for bit; then the
+    weights move (as an optimizer moves them) and a second step equals autocast's again: the copies are cast anew
+    from the masters, and the gradients are written into the buffers the first step left, not added to them."""
+    model, (ids, mask, packing) = _model(), _batch()
+    loss_of = _loss_of(model)
+    cast = CastOnce(model, list(model.parameters()), torch.bfloat16)
+    generator = torch.Generator().manual_seed(5)
+    kept: dict[int, torch.Tensor] = {}  # the cast parameters' gradient buffers, kept across steps as GraphedStep does
+    for _ in range(2):
+        model.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", torch.bfloat16):
+            reference = loss_of(ids, mask, packing)
+        reference.backward()
+        expected = _gradients(model)
+        for parameter in model.parameters():
+            parameter.grad = kept.get(id(parameter))
+        with torch.autocast("cpu", torch.bfloat16):
+            loss = cast.run(loss_of, ids, mask, packing)
+        loss.backward()
+        cast.write_gradients()
+        assert torch.equal(loss, reference)
+        written = _gradients(model)
+        assert sorted(written) == sorted(expected)
+        for name, gradient in expected.items():
+            assert torch.equal(written[name], gradient), name
+        assert all(kept.get(id(p), p.grad) is p.grad for p in model.parameters())  # the buffers kept
+        kept = {id(p): p.grad for p in cast.masters}
+        assert all(copy.grad is None for copy in cast.copies)  # the next backward hands over fresh gradients
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter.add_(torch.randn(parameter.shape, generator=generator) * 0.01)
