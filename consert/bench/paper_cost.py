@@ -191,13 +191,17 @@ class KindRate:
     compile_s: float = 0.0
 
 
-def _timed_config(config, model: str, steps: int, device: str, workdir: Path, data_dir: str | None):
+def _timed_config(config, model: str, steps: int, device: str, workdir: Path, data: SentEvalData):
     """The kind's config for a timing run, and what was swapped: the random model, ``steps`` steps, no dev
     evaluation inside the timed steps, and inputs that are here (the STS texts for a missing text file;
-    SICK-E's pairs, the trainer's own fallback, for missing NLI files; AugCSE's augmentations that need no
-    parser when its spaCy model is not installed)."""
+    pairs of SNLI's and MultiNLI's stated lengths, written in ``workdir``, for missing NLI files
+    (:mod:`consert.bench.nli_lengths`); AugCSE's augmentations that need no parser when its spaCy model is not
+    installed)."""
     from baselines.sgopt import SgOptConfig
+    from consert.bench.nli_lengths import lengths_note, write_nli_files
     from consert.train.text_augment import WITHOUT_PARSER
+
+    data_dir = str(data.root)
 
     # epochs enough that max_steps, not a small data set, ends the timing run
     common = {"model": model, "max_steps": steps, "epochs": steps, "device": device, "output_dir": str(workdir / "out")}
@@ -213,8 +217,9 @@ def _timed_config(config, model: str, steps: int, device: str, workdir: Path, da
         changes["train_texts"] = "sts"
         swapped.append(f"STS texts for the missing {config.train_texts}")
     if supervised and config.nli_files and not all(Path(p).is_file() for p in config.nli_files):
-        changes.update(nli_source="sick-e", nli_files=[])
-        swapped.append("SICK-E's pairs for the missing NLI files")
+        files = write_nli_files(workdir / "nli", data.unlabeled_texts(), pairs=steps * config.batch_size)
+        changes.update(nli_source="snli+mnli", nli_files=[str(path) for path in files])
+        swapped.append(f"for the missing NLI files, {lengths_note()}")
     augcse = config.augcse
     if augcse.spacy_model and importlib.util.find_spec(augcse.spacy_model) is None:
         without = tuple(n for n in augcse.text_augmentations if n in WITHOUT_PARSER)
@@ -246,7 +251,7 @@ def measure_kind(
     torch._dynamo.reset()  # nothing compiled before: the kind compiles, or loads from the disk cache, as a run does
     compiled_before = _compile_seconds()
     with tempfile.TemporaryDirectory(prefix="consert-cost-") as scratch:
-        timed, swapped = _timed_config(config, model, steps, device, Path(scratch), str(data.root))
+        timed, swapped = _timed_config(config, model, steps, device, Path(scratch), data)
         try:
             if isinstance(timed, SgOptConfig):
                 result = train_sgopt(timed, data, progress=False, capture_steps=steps)
@@ -309,8 +314,8 @@ def speed_of_light(config, model: str, data: SentEvalData, device: str, rate: Ki
     if isinstance(config, SgOptConfig):
         return dict.fromkeys(SPEED_OF_LIGHT_COLUMNS, float("nan"))
     with tempfile.TemporaryDirectory(prefix="consert-sol-") as scratch:
-        timed, _ = _timed_config(config, model, 2, device, Path(scratch), str(data.root))
-        work = step_work(timed, data)
+        timed, _ = _timed_config(config, model, 2, device, Path(scratch), data)
+        work = step_work(timed, data, dtype=rate.dtype or "fp32")
     name = torch.cuda.get_device_name(torch.device(device)) if torch.device(device).type == "cuda" else "cpu"
     achieved = work.flops * rate.steps_per_s / 1e12
     return {

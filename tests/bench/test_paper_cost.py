@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -130,12 +131,21 @@ def test_a_kind_not_timed_is_left_out_of_the_totals_and_the_chains():
 
 
 def test_a_timing_run_swaps_only_what_its_stage_reads(paper_plan, tmp_path):
-    """The paper's NLI files and Wikipedia texts are not here: an NLI kind is timed on SICK-E's pairs, SimCSE on
-    the STS texts, and an unsupervised kind (which reads neither) says it ran as configured."""
+    """The paper's NLI files and Wikipedia texts are not here: an NLI kind is timed on pairs of SNLI's and
+    MultiNLI's stated lengths (written in the timing run's folder, read as the real files are), SimCSE on the STS
+    texts, and an unsupervised kind (which reads neither) says it ran as configured."""
+    from consert.bench.nli_lengths import lengths_note
+    from consert.data.senteval import load_senteval
+
+    data = load_senteval(write_senteval_tree(tmp_path / "senteval", pairs_per_file=12))
     _, kinds = paper_plan
-    notes = {kind: _timed_config(kinds[kind], "model", 6, "cpu", tmp_path, None)[1] for kind in kinds}
+    timed = {kind: _timed_config(kinds[kind], "model", 6, "cpu", tmp_path / "run", data) for kind in kinds}
+    notes = {kind: swapped for kind, (_, swapped) in timed.items()}
     assert notes["base unsup b96 L64"] == [] and notes["base sup-unsup b96 L64"] == []
-    assert notes["base sup b96 L64"] == ["SICK-E's pairs for the missing NLI files"]
+    assert notes["base sup b96 L64"] == [f"for the missing NLI files, {lengths_note()}"]
+    supervised = timed["base sup b96 L64"][0]
+    assert supervised.nli_source == "snli+mnli" and len(supervised.nli_files) == 2
+    assert all(Path(path).is_file() for path in supervised.nli_files)
     assert notes["base simcse b64 L32"] == ["STS texts for the missing data/wiki1m_for_simcse.txt"]
 
 
