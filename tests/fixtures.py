@@ -74,3 +74,17 @@ def tiny_bert(
         **rates,
     )
     return config, BertModel(config)
+
+
+def padded_batch(lengths: list[int], length: int = 16, vocab: int = 300, seed: int = 1):
+    """Token ids and attention mask (B x ``length``, torch longs) of rows of ``lengths`` real tokens, ids drawn in
+    [5, ``vocab``) by a generator seeded with ``seed``, padding zeros."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.zeros(len(lengths), length, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for row, n in enumerate(lengths):
+        ids[row, :n] = torch.randint(5, vocab, (n,), generator=generator)
+        mask[row, :n] = 1
+    return ids, mask

@@ -26,13 +26,7 @@ def _model():
 
 
 def _batch():
-    lengths = [9, 3, 14, 6]
-    generator = torch.Generator().manual_seed(1)
-    ids = torch.zeros(len(lengths), 16, dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    for row, n in enumerate(lengths):
-        ids[row, :n] = torch.randint(5, 300, (n,), generator=generator)
-        mask[row, :n] = 1
+    ids, mask = fixtures.padded_batch([9, 3, 14, 6])
     return ids, mask, Packing.of(mask.repeat(2, 1))
 
 

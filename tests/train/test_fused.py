@@ -29,13 +29,8 @@ def _tiny_bert(layers: int = 3):
     return model.double().train()
 
 
-def _packing(lengths: list[int], length: int = 16, seed: int = 1) -> tuple[torch.Tensor, Packing]:
-    generator = torch.Generator().manual_seed(seed)
-    ids = torch.zeros(len(lengths), length, dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    for row, n in enumerate(lengths):
-        ids[row, :n] = torch.randint(5, 500, (n,), generator=generator)
-        mask[row, :n] = 1
+def _packing(lengths: list[int]) -> tuple[torch.Tensor, Packing]:
+    ids, mask = fixtures.padded_batch(lengths, vocab=500)
     return ids, Packing.of(mask)
 
 

@@ -31,13 +31,7 @@ def _tiny_bert(dropout: bool = False):
 
 
 def _batch(lengths: list[int], length: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    generator = torch.Generator().manual_seed(seed)
-    ids = torch.zeros(len(lengths), length, dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    for row, n in enumerate(lengths):
-        ids[row, :n] = torch.randint(5, 300, (n,), generator=generator)
-        mask[row, :n] = 1
-    return ids, mask
+    return fixtures.padded_batch(lengths, length, seed=seed)
 
 
 def _loss_of(model, views):

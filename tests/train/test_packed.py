@@ -22,14 +22,7 @@ def tiny_bert():
 
 
 def _batch():
-    lengths = [9, 3, 14, 6]
-    ids = torch.zeros(len(lengths), 16, dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    generator = torch.Generator().manual_seed(1)
-    for row, n in enumerate(lengths):
-        ids[row, :n] = torch.randint(5, 500, (n,), generator=generator)
-        mask[row, :n] = 1
-    return ids, mask
+    return fixtures.padded_batch([9, 3, 14, 6], vocab=500)
 
 
 def test_packing_of_a_mask():
