@@ -102,7 +102,9 @@ def step_work(config: TrainConfig, data: SentEvalData, batches: int = 2, dtype: 
         attention = sum(attention_flops(lengths, shape.hidden_size, shape.num_hidden_layers) for lengths in passes)
         flops.append(products + attention)
         if torch.device(encoder.device).type == "cuda":
-            kernels.append(_kernels(lambda batch=batch: _backward(objective.loss, batch, encoder.device, dtype)))
+            eager_step = functools.partial(_backward, objective.loss, batch, encoder.device, dtype)
+            eager_step()  # anything lazily initialised in this precision, before the count
+            kernels.append(_kernels(eager_step))
             execution.packed_encoder = fused_encoder()
             cast = CastOnce(encoder.model, parameters, TORCH_DTYPES[dtype]) if dtype != "fp32" else None
             fused_step = functools.partial(_backward, objective.loss, batch, encoder.device, dtype, cast)
