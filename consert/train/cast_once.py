@@ -50,22 +50,49 @@ class CastOnce:
                 self.masters.append(parameter)
         self.copies = [torch.empty_like(p, dtype=dtype).requires_grad_() for p in self.masters]
         self.call = _Call(model)
+        self.reached: set[int] | None = None  # the masters the first step reached
 
     def written(self) -> set[int]:
         """The masters' ids: the parameters whose gradients :meth:`write_gradients` writes whole."""
         return {id(p) for p in self.masters}
 
     def run(self, loss_of: Callable[..., torch.Tensor], *args) -> torch.Tensor:
-        """``loss_of(*args)`` with the working copies, cast from the masters now, in the masters' places."""
+        """``loss_of(*args)`` with the working copies, cast from the masters now, in the masters' places. A step that
+        runs a linear layer twice is refused: its gradients would be summed in bf16, where autocast sums in fp32."""
         with torch.no_grad():
             torch._foreach_copy_(self.copies, [p.detach() for p in self.masters])
-        return functional_call(self.call, dict(zip(self.names, self.copies, strict=True)), (loss_of, *args))
+        calls: dict[str, int] = {}
+        handles = [
+            module.register_forward_pre_hook(lambda *_, name=name: calls.__setitem__(name, calls.get(name, 0) + 1))
+            for name, module in self.call.model.named_modules()
+            if isinstance(module, nn.Linear)
+        ]
+        try:
+            loss = functional_call(self.call, dict(zip(self.names, self.copies, strict=True)), (loss_of, *args))
+        finally:
+            for handle in handles:
+                handle.remove()
+        twice = sorted(name for name, count in calls.items() if count > 1)
+        if twice:
+            raise ValueError(f"cast_once: the step runs {twice[0]} {calls[twice[0]]} times; cast once a pass only")
+        return loss
 
     def write_gradients(self) -> None:
         """After the backward: each reached copy's gradient into its master's ``.grad`` (the buffer kept where one
         exists, else a new one), then the copies' gradients dropped, so the next backward hands over fresh ones
-        rather than accumulating into them."""
+        rather than accumulating into them. The first step's unreached layers (BERT's pooler under mean pooling)
+        are cast no more; a later step that reaches other layers is refused (a master left out of the step's
+        zeroing would keep a stale gradient)."""
         reached = [(m, c.grad) for m, c in zip(self.masters, self.copies, strict=True) if c.grad is not None]
+        ids = {id(m) for m, _ in reached}
+        if self.reached is None:
+            self.reached = ids
+            kept = [i for i, m in enumerate(self.masters) if id(m) in ids]
+            self.names = [self.names[i] for i in kept]
+            self.masters = [self.masters[i] for i in kept]
+            self.copies = [self.copies[i] for i in kept]
+        elif ids != self.reached:
+            raise RuntimeError("cast_once: this step reaches other linear layers than the first step did")
         for master, _ in reached:
             if master.grad is None:
                 master.grad = torch.empty_like(master)

@@ -43,6 +43,7 @@ class GraphableStep(Protocol):
 
     graphs_blocker: str | None  # why its step cannot run as CUDA graphs; None: it can
     graph_copies: int  # how often its packed pass repeats a batch's rows
+    graph_passes: int  # the encoder passes its step makes (one: the linear layers may be cast once)
     graphed_loss: GraphedLoss  # its step's loss with no host reads
 
 
@@ -113,7 +114,7 @@ class StepExecution:
                 encoder.device,
                 encoder.dtype,
                 copies=objective.graph_copies,
-                cast_once=encoder.model,
+                cast_once=encoder.model if objective.graph_passes == 1 else None,
             )
             return
         self.compile_forward(planned_steps)

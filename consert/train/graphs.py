@@ -93,7 +93,9 @@ class GraphedStep:
         self.parameters = [p for p in parameters if p.requires_grad]
         # in bf16, the linear layers of this model cast once a step (CastOnce), not at each use
         self.cast_once = (
-            CastOnce(cast_once, self.parameters, TORCH_DTYPES[dtype]) if cast_once and dtype != "fp32" else None
+            CastOnce(cast_once, self.parameters, TORCH_DTYPES[dtype])
+            if cast_once is not None and dtype != "fp32"
+            else None
         )
         self.gradients: list[torch.Tensor] | None = None  # allocated by the first capture
         self.zeroed: list[torch.Tensor] = []  # the gradients a step zeroes first: those CastOnce does not write whole

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -9,7 +10,7 @@ from consert.encode.pooling import Pooling
 from consert.train.augment import AugmentationRatios
 from consert.train.cast_once import CastOnce
 from consert.train.losses import nt_xent
-from consert.train.packed import Packing
+from consert.train.packed import Packing, packed_encoder
 from consert.train.views import PackedPass, two_view_forward
 from tests import fixtures
 
@@ -87,3 +88,47 @@ def test_two_steps_cast_once_equal_autocasts_steps_to_the_bit():
         with torch.no_grad():
             for parameter in model.parameters():
                 parameter.add_(torch.randn(parameter.shape, generator=generator) * 0.01)
+
+
+def test_a_step_that_runs_a_linear_layer_twice_is_refused():
+    """Two passes would sum each weight's two gradients in bf16 where autocast sums them in fp32 (about 2e-3 apart):
+    cast once a pass only."""
+    model, (ids, mask, packing) = _model(), _batch()
+    loss_of = _loss_of(model)
+    cast = CastOnce(model, list(model.parameters()), torch.bfloat16)
+    with (
+        torch.autocast("cpu", torch.bfloat16),
+        pytest.raises(ValueError, match="runs encoder.layer.0.attention.output.dense 2 times"),
+    ):
+        cast.run(lambda *a: loss_of(*a) + loss_of(*a), ids, mask, packing)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"mode": "unsup"},
+        {"mode": "simcse"},
+        {"mode": "sup"},
+        {"mode": "joint"},
+        {"mode": "bertflow-nli"},
+        {"mode": "augcse", "augcse": {"spacy_model": None, "text_augmentations": ["random_swap"]}},
+    ],
+    ids=["unsup", "simcse", "sup", "joint", "bertflow-nli", "augcse"],
+)
+def test_each_objective_declares_the_encoder_passes_of_its_packed_step(tiny_model_dir, tiny_tree, values, monkeypatch):
+    """The execution casts once only where an objective's ``graph_passes`` is 1: each graphable objective's packed
+    step, counted through the trainer's parts, makes the passes it declares."""
+    from consert.train import execution
+    from consert.train.config import TrainConfig
+    from consert.train.objectives import objective_for
+    from tests.train.test_packed import objective_step
+
+    passes = []
+
+    def counting(*args, **kwargs):
+        passes.append(1)
+        return packed_encoder(*args, **kwargs)
+
+    monkeypatch.setattr(execution, "packed_encoder", counting)
+    objective_step(tiny_model_dir, tiny_tree, {**values, "packed": "on"})
+    assert len(passes) == objective_for(TrainConfig.from_dict(values)).graph_passes

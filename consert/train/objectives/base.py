@@ -30,6 +30,10 @@ class Objective:
     graphs_blocker: str | None = "this objective's step has no graph-safe loss (it stays eager or compiled)"
     #: How often the graphed step's packed pass repeats a batch's rows (2: two views in one pass).
     graph_copies: ClassVar[int] = 2
+    #: The encoder passes the graphed step makes. With one, a bf16 step casts the linear layers once
+    #: (:mod:`consert.train.cast_once`); with more, each use's gradient would be summed in bf16, not fp32 as
+    #: autocast sums them, so the step keeps autocast's per-use casts.
+    graph_passes: ClassVar[int] = 1
 
     @classmethod
     def check(cls, config: TrainConfig) -> None:

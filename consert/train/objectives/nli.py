@@ -88,6 +88,7 @@ class JointNli(NliClassification):
 
     label = "joint"
     is_contrastive = True  # NT-Xent beside the NLI cross entropy
+    graph_passes = 2  # the classifier's pass, then the second view's over the same rows
 
     def __init__(self, config, encoder, execution):
         super().__init__(config, encoder, execution)
