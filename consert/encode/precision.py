@@ -53,6 +53,9 @@ ENGINES = ("auto", "torch", "onnxruntime")
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 #: Environment overrides of ``auto`` (an explicit argument still wins).
 DTYPE_ENV, ENGINE_ENV = "CONSERT_DTYPE", "CONSERT_ENGINE"
+#: The cache key's name of the graphed training probe; a new name when what it replays changes (the linear layers
+#: cast once a step in bf16), so that no measurement of the old step is reused.
+GRAPHED_PROBE = "cuda graphs, cast once"
 #: Environment variables that change which kernels run, hence part of the cache key.
 DISPATCH_ENV = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")
 #: A candidate this close to the fastest wins if it comes first in the order of preference.
@@ -386,7 +389,7 @@ def training_precision(
     if graphed_runner is None:
         return _choose(dtype, "torch", device, "training", model)
     probe = functools.partial(_probe, runner=graphed_runner)
-    return _choose(dtype, "torch", device, "training", model, probe, exclude=("fp16",), variant="cuda graphs")
+    return _choose(dtype, "torch", device, "training", model, probe, exclude=("fp16",), variant=GRAPHED_PROBE)
 
 
 def autocast(device: str, dtype: str, cache: bool = True):

@@ -225,7 +225,7 @@ def test_a_graphed_step_is_timed_by_its_own_runner_and_cached_apart(fresh_cache,
     assert set(built) == {("fp32", "torch"), ("bf16", "torch")}
     assert chosen.timings["fp32/torch"] > 3 * chosen.timings["bf16/torch"]
     (key,) = json.loads(fresh_cache.read_text())
-    assert "training (cuda graphs)" in key
+    assert f"training ({precision.GRAPHED_PROBE})" in key
     eager = training_precision("auto", "cpu", tiny_model)  # the eager probe is another entry, measured anew
     assert eager.how == "measured" and len(json.loads(fresh_cache.read_text())) == 2
 

@@ -21,6 +21,12 @@ from tests import fixtures
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def _own_compile_cache(monkeypatch, tmp_path):
+    """Each test's Inductor cache in its own folder, the variable restored after it (compiling sets it)."""
+    monkeypatch.setenv(INDUCTOR_CACHE_ENV, str(tmp_path / "inductor"))
+
+
 def _tiny_bert(layers: int = 3):
     """float64, dropout on (hidden 0.1, attention 0.1), training: the chain's every operation at work."""
     _, model = fixtures.tiny_bert(
@@ -76,7 +82,7 @@ def test_one_compilation_serves_every_layer_and_token_count():
 
 def test_the_compile_cache_lives_in_the_harness_cache_folder_unless_the_user_placed_it(monkeypatch, tmp_path):
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
-    monkeypatch.delenv(INDUCTOR_CACHE_ENV, raising=False)
+    monkeypatch.delenv(INDUCTOR_CACHE_ENV)
     assert use_compile_cache() == tmp_path / "cache" / "inductor"
     assert os.environ[INDUCTOR_CACHE_ENV] == str(tmp_path / "cache" / "inductor")  # what Inductor and child jobs read
     monkeypatch.setenv(INDUCTOR_CACHE_ENV, default_cache_dir())  # what Inductor writes there once it has looked
