@@ -9,8 +9,9 @@ step one ``_foreach_copy_`` casts the fp32 masters into them, the step runs with
 (``torch.func.functional_call``), their gradients arrive in bf16 without a cast or an accumulation, and one more
 ``_foreach_copy_`` writes them into the masters' fp32 gradient buffers. The values are autocast's: it casts these
 tensors to the same bf16 at each use, its matrix products read them the same, and the gradient it casts back is
-the same bf16 product (a test, to the bit). LayerNorm and the embeddings, which autocast runs in fp32, keep their
-fp32 parameters.
+the same bf16 product (a test, to the bit), for a step that runs each layer once: a second use would sum the
+two gradients in bf16 where autocast sums them in fp32, so :meth:`CastOnce.run` refuses it. LayerNorm and the
+embeddings, which autocast runs in fp32, keep their fp32 parameters.
 """
 
 from __future__ import annotations
