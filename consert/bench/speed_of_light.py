@@ -106,7 +106,8 @@ def step_work(config: TrainConfig, data: SentEvalData, batches: int = 2, dtype: 
             eager_step()  # anything lazily initialised in this precision, before the count
             kernels.append(_kernels(eager_step))
             execution.packed_encoder = fused_encoder()
-            cast = CastOnce(encoder.model, parameters, TORCH_DTYPES[dtype]) if dtype != "fp32" else None
+            model = execution.cast_once_model(objective)  # the graphed step's rule: one encoder pass only
+            cast = CastOnce(model, parameters, TORCH_DTYPES[dtype]) if model is not None and dtype != "fp32" else None
             fused_step = functools.partial(_backward, objective.loss, batch, encoder.device, dtype, cast)
             fused_step()  # compiles the chain (or loads it) before its kernels are counted
             fused_kernels.append(_kernels(fused_step))
@@ -120,9 +121,9 @@ def _backward(loss_of, batch, device: str, dtype: str, cast=None) -> None:
     """One step's forward and backward under ``dtype``'s autocast (as a graph records it: no cast cache), through
     ``cast`` (a :class:`~consert.train.cast_once.CastOnce`) where given."""
     with autocast(device, dtype, cache=False):
-        loss = cast.run(loss_of, batch) if cast else loss_of(batch)
+        loss = cast.run(loss_of, batch) if cast is not None else loss_of(batch)
     loss.backward()
-    if cast:
+    if cast is not None:
         cast.write_gradients()
 
 

@@ -114,10 +114,15 @@ class StepExecution:
                 encoder.device,
                 encoder.dtype,
                 copies=objective.graph_copies,
-                cast_once=encoder.model if objective.graph_passes == 1 else None,
+                cast_once=self.cast_once_model(objective),
             )
             return
         self.compile_forward(planned_steps)
+
+    def cast_once_model(self, objective: GraphableStep) -> nn.Module | None:
+        """The model whose linear layers a reduced-precision step of ``objective`` casts once
+        (:mod:`consert.train.cast_once`): the encoder's where the step makes one encoder pass, else None."""
+        return self.encoder.model if objective.graph_passes == 1 else None
 
     def graphed_encoder(self) -> Callable[..., torch.Tensor]:
         """The packed encoder the CUDA graphs record: with each layer's per-token chain compiled into fused

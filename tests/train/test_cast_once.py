@@ -132,3 +132,16 @@ def test_each_objective_declares_the_encoder_passes_of_its_packed_step(tiny_mode
     monkeypatch.setattr(execution, "packed_encoder", counting)
     objective_step(tiny_model_dir, tiny_tree, {**values, "packed": "on"})
     assert len(passes) == objective_for(TrainConfig.from_dict(values)).graph_passes
+
+
+def test_the_execution_casts_once_for_a_one_pass_step_only():
+    """The one rule the graphed step and the speed-of-light count both read (a two-pass step raised in the count)."""
+    from types import SimpleNamespace
+
+    from consert.train.execution import StepExecution
+
+    model = nn.Linear(2, 2)
+    encoder = SimpleNamespace(config=SimpleNamespace(packed="off"), model=model, train_pooling=Pooling.parse("mean"))
+    execution = StepExecution(encoder)
+    assert execution.cast_once_model(SimpleNamespace(graph_passes=1)) is model
+    assert execution.cast_once_model(SimpleNamespace(graph_passes=2)) is None
