@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 
-from consert.data.senteval import SICK_SPLITS, STS_YEAR_SUBSETS
+from consert.data.senteval import SICK_SPLITS, STS_YEAR_SUBSETS, SentEvalData
 
 _WORDS = (
     "a man woman dog cat is are playing running eating guitar piano ball park street the on in with "
@@ -88,3 +89,16 @@ def padded_batch(lengths: list[int], length: int = 16, vocab: int = 300, seed: i
         ids[row, :n] = torch.randint(5, vocab, (n,), generator=generator)
         mask[row, :n] = 1
     return ids, mask
+
+
+def first_pairs(data: SentEvalData, count: int) -> SentEvalData:
+    """``data`` cut to the first ``count`` pairs of each group (subset or split) of every set, its texts those
+    pairs' sentences: the real sets' protocol on fewer pairs, for tests whose point is an equality of two paths
+    rather than the scores themselves."""
+    sets = {}
+    for name, sts in data.sets.items():
+        groups = {group: pairs[:count] for group, pairs in sts.groups.items()}
+        texts = [text for pairs in groups.values() for pair in pairs for text in (pair.sent1, pair.sent2)]
+        nli = {group: pairs[:count] for group, pairs in sts.nli.items()}
+        sets[name] = replace(sts, groups=groups, texts=texts, nli=nli)
+    return replace(data, sets=sets)
