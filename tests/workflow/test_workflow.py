@@ -18,7 +18,6 @@ import yaml
 
 from consert.cli import main as cli_main
 from consert.configs import read_yaml
-from consert.paper import artifacts
 from consert.paper.summary import primary_summary
 from tests.conftest import ROOT
 from tests.fixtures import write_senteval_tree
@@ -357,9 +356,16 @@ def _wait_for(predicate, process: subprocess.Popen, timeout: float = 600) -> Non
         time.sleep(0.2)
 
 
+#: The resumed run's target: Table 2's part of the DAG (19 of its 88 jobs), every kind of job the run can be
+#: killed in (ConSERT and SG-OPT training, the corpus encoding, whitening, flow, pooling and GloVe evaluations,
+#: the table), at a quarter of the whole DAG's time.
+RESUMED_TARGET = "results/table2_unsup.csv"
+
+
 def _interrupt_when(workdir: Path, data: Path, running) -> None:
-    """Start the DAG, send SIGTERM to its process group once ``running(workdir)`` is true, wait."""
-    command, env = snakemake_command(workdir, "--config", f"data_dir={data}")
+    """Start the DAG up to :data:`RESUMED_TARGET`, send SIGTERM to its process group once ``running(workdir)``
+    is true, wait."""
+    command, env = snakemake_command(workdir, RESUMED_TARGET, "--config", f"data_dir={data}")
     process = subprocess.Popen(
         command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
@@ -378,8 +384,12 @@ def _training_running(workdir: Path) -> bool:
 
 
 def _evaluation_running(workdir: Path) -> bool:
-    log = workdir / "logs" / "baselines" / "base" / "whitening-mean_1_-1-k16.log"
-    return log.exists() and not (workdir / artifacts.whitening_eval("base", "mean:1,-1", 16)).exists()
+    """A whitening evaluation has started (its log is there) and not finished (its CSV is not)."""
+    logs = workdir / "logs" / "baselines" / "base"
+    return any(
+        not (workdir / "results" / "evals" / "baselines" / "base" / f"{log.stem}.csv").exists()
+        for log in (logs.glob("whitening-*.log") if logs.is_dir() else [])
+    )
 
 
 @pytest.mark.slow
@@ -391,15 +401,11 @@ def test_interrupted_runs_resume_and_match_an_uninterrupted_run(dag_run, tmp_pat
     # nothing half-written: no partial model folders or CSVs left in place of outputs
     assert not list((tmp_path / "runs").glob("*/.model.*")) and not list((tmp_path / "results").rglob("*.tmp"))
     _interrupt_when(tmp_path, data, _evaluation_running)
-    snakemake(tmp_path, "--config", f"data_dir={data}")
+    snakemake(tmp_path, RESUMED_TARGET, "--config", f"data_dir={data}")
     for path, mtime in finished.items():  # finished jobs were not redone
         assert path.stat().st_mtime_ns == mtime, path
-    for name in ARTIFACTS:  # and the results equal those of the uninterrupted run (same seeds)
-        if name == "comparison":
-            continue
-        assert (tmp_path / "results" / f"{name}.csv").read_text() == (
-            reference / "results" / f"{name}.csv"
-        ).read_text(), name
+    # and the table equals the uninterrupted run's (same seeds)
+    assert (tmp_path / RESUMED_TARGET).read_text() == (reference / RESUMED_TARGET).read_text()
 
 
 def _snakemake_in_root(*args: str) -> subprocess.CompletedProcess:
