@@ -1,4 +1,11 @@
+localrules:
+    table1,  # pair counts of the data files: seconds of CPU, not worth a cluster job and its queue
+
+
 if FOUND_DATA is None:  # only then: a forced rerun never touches a data folder the workflow did not download
+
+    localrules:
+        senteval_data,  # a download: where the workflow runs has the network, a cluster's compute nodes often do not
 
     rule senteval_data:
         """SentEval's STS sets, downloaded into the default data folder when none was found on disk (needs

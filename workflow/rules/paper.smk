@@ -1,3 +1,10 @@
+localrules:
+    paper_table,  # tables and figures from result CSVs: seconds of CPU, not worth a cluster job and its queue
+    recipe,
+    paper_figure,
+    diagnostic_figure,
+
+
 rule paper_table:
     input:
         lambda wc: artifacts.inputs(TABLES[wc.name], CONFIG),

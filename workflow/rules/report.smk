@@ -1,3 +1,12 @@
+localrules:
+    comparison,  # the verdicts and the report from result CSVs: seconds of CPU, not worth a cluster job
+    check_published,
+    claims,
+    comparison_forest,
+    cost,
+    summary,
+
+
 rule comparison:
     """Every reproduced cell next to its published value (never fails: see check_published)."""
     input:
