@@ -740,7 +740,9 @@ def test_the_test_dag_runs_on_a_real_slurm_cluster_and_survives_a_scancel(dag_ru
     )
     log = tmp_path / "snakemake-slurm.log"
     with log.open("w") as out:
-        process = subprocess.Popen(command, env={**run_env, **env}, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(  # the run's PATH (the venv first), the cluster's SLURM_CONF
+            command, env={**run_env, "SLURM_CONF": env["SLURM_CONF"]}, stdout=out, stderr=subprocess.STDOUT
+        )
         try:
             cancelled = None
             deadline = time.time() + 900
