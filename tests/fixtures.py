@@ -94,11 +94,11 @@ def padded_batch(lengths: list[int], length: int = 16, vocab: int = 300, seed: i
 def first_pairs(data: SentEvalData, count: int) -> SentEvalData:
     """``data`` cut to the first ``count`` pairs of each group (subset or split) of every set, its texts those
     pairs' sentences: the real sets' protocol on fewer pairs, for tests whose point is an equality of two paths
-    rather than the scores themselves."""
+    rather than the scores themselves. Its fingerprint names the cut, so no vector cache of the whole sets fits it."""
     sets = {}
     for name, sts in data.sets.items():
         groups = {group: pairs[:count] for group, pairs in sts.groups.items()}
         texts = [text for pairs in groups.values() for pair in pairs for text in (pair.sent1, pair.sent2)]
         nli = {group: pairs[:count] for group, pairs in sts.nli.items()}
         sets[name] = replace(sts, groups=groups, texts=texts, nli=nli)
-    return replace(data, sets=sets)
+    return replace(data, sets=sets, file_hashes={**data.file_hashes, "first_pairs": str(count)})

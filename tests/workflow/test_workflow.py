@@ -18,6 +18,7 @@ import yaml
 
 from consert.cli import main as cli_main
 from consert.configs import read_yaml
+from consert.paper import artifacts
 from consert.paper.summary import primary_summary
 from tests.conftest import ROOT
 from tests.fixtures import write_senteval_tree
@@ -360,10 +361,10 @@ def _wait_for(predicate, process: subprocess.Popen, timeout: float = 600) -> Non
 #: DAG and a two-stage run, 23 of its 88 jobs: ConSERT's one- and two-stage training (the stage-1 model a temp folder
 #: the second job reads), SG-OPT's, the corpus encoding, the whitening, flow, pooling and GloVe evaluations and the
 #: table, at about a third of the whole's time. Not among them: BERT-flow on NLI runs, top-k, predictions, figures.
-SUB_DAG = ("results/table2_unsup.csv", "results/evals/consert/base-sup-unsup-seed1.csv")
+SUB_DAG = ("results/table2_unsup.csv", artifacts.consert_eval("base-sup-unsup-seed1"))
 #: Table 2's ConSERT runs, scheduled first in the resumed test's first run: both of its slots train when it is
 #: killed, so that its second run has every evaluation still to do.
-TABLE2_TRAINING = ("results/evals/consert/base-unsup-seed1.csv", "results/evals/consert/base-unsup-seed2.csv")
+TABLE2_TRAINING = (artifacts.consert_eval("base-unsup-seed1"), artifacts.consert_eval("base-unsup-seed2"))
 
 
 def _interrupt_when(workdir: Path, data: Path, running, *options: str) -> None:
@@ -382,6 +383,17 @@ def _interrupt_when(workdir: Path, data: Path, running, *options: str) -> None:
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
+
+
+def _assert_sub_dag_equal(workdir: Path, reference: Path) -> None:
+    """:data:`SUB_DAG`'s results in ``workdir`` equal the whole DAG's run (same seeds, one thread per job): the table
+    byte for byte, the two-stage run's correlations (its CSV's provenance columns differ)."""
+    table, two_stage = SUB_DAG
+    assert (workdir / table).read_text() == (reference / table).read_text()
+    columns = ["dataset", "subset", "spearman", "pearson"]
+    pd.testing.assert_frame_equal(
+        pd.read_csv(workdir / two_stage)[columns], pd.read_csv(reference / two_stage)[columns]
+    )
 
 
 def _started_unfinished(logs: Path, pattern: str, outputs: Path, since: float) -> bool:
@@ -429,13 +441,7 @@ def test_interrupted_runs_resume_and_match_an_uninterrupted_run(dag_run, tmp_pat
     assert results / "cache" / "base.npz" in finished  # what the killed whitening job read
     snakemake(tmp_path, *SUB_DAG, "--config", f"data_dir={data}")
     unchanged(finished)
-    # and the results equal the uninterrupted run's (same seeds)
-    table, two_stage = SUB_DAG
-    assert (tmp_path / table).read_text() == (reference / table).read_text()
-    columns = ["dataset", "subset", "spearman", "pearson"]
-    pd.testing.assert_frame_equal(
-        pd.read_csv(tmp_path / two_stage)[columns], pd.read_csv(reference / two_stage)[columns]
-    )
+    _assert_sub_dag_equal(tmp_path, reference)
 
 
 def _snakemake_in_root(*args: str) -> subprocess.CompletedProcess:
@@ -803,10 +809,4 @@ def test_the_test_dag_runs_on_a_real_slurm_cluster_and_survives_a_scancel(dag_ru
     assert len(resubmitted) == 1 and states[resubmitted[0]] == "COMPLETED"  # resubmitted once, not lost
     assert f"SLURM-job '{cancelled}' failed, SLURM status is: 'CANCELLED'" in text  # and reported
     assert "localrule paper_table:" in text  # the table was built where snakemake runs
-    # the same results as the local run's (same seeds, one thread per job)
-    table, two_stage = SUB_DAG
-    assert (tmp_path / table).read_text() == (reference / table).read_text()
-    columns = ["dataset", "subset", "spearman", "pearson"]
-    pd.testing.assert_frame_equal(
-        pd.read_csv(tmp_path / two_stage)[columns], pd.read_csv(reference / two_stage)[columns]
-    )
+    _assert_sub_dag_equal(tmp_path, reference)
