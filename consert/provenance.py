@@ -46,6 +46,17 @@ def package_versions() -> str:
     return ";".join(found)
 
 
+def utc_timestamp() -> str:
+    """Now, in UTC, to the second (ISO 8601): the ``timestamp`` of a result row."""
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def made_where_and_when(device: str) -> dict[str, str]:
+    """The ``hardware``, ``harness_commit`` and ``timestamp`` columns of a result that has no fuller provenance
+    (a top-k curve, a file of pair predictions): enough for a figure to name where and when it was computed."""
+    return {"hardware": hardware_summary(device), "harness_commit": git_commit(), "timestamp": utc_timestamp()}
+
+
 def provenance(
     *,
     model: str,
@@ -89,5 +100,5 @@ def provenance(
         **extra,
         "harness_commit": git_commit(),
         "packages": package_versions(),
-        "timestamp": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "timestamp": utc_timestamp(),
     }

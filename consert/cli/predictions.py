@@ -24,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from consert.data.senteval import load_senteval
     from consert.evaluate.protocol import pair_predictions
     from consert.io import write_csv
+    from consert.provenance import made_where_and_when
 
     data = load_senteval(args.data)
     encoder = load_encoder(args)
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         matrix = encoder.encode(sentences, args.pooling)
     vectors = dict(zip(sentences, matrix, strict=True))
     frame = pair_predictions(data, vectors, args.dataset).assign(
-        model=args.model, pooling=args.pooling, setting=encoder.resolved.setting
+        model=args.model, pooling=args.pooling, setting=encoder.resolved.setting, **made_where_and_when(encoder.device)
     )
     print(f"wrote {write_csv(frame, args.output)} ({len(frame)} pairs)")
     return 0

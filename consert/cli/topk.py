@@ -25,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from baselines.topk import topk_curve
     from consert.data.senteval import load_senteval
     from consert.io import write_csv
+    from consert.provenance import made_where_and_when
 
     data = load_senteval(args.data)
     encoder = load_encoder(args)
@@ -35,5 +36,6 @@ def run(args: argparse.Namespace) -> int:
     average = curve[curve.dataset == "Avg"][["k", "spearman", "removed_tokens"]]
     print(average.to_string(index=False, float_format=lambda v: f"{v:6.2f}"))
     if args.output:
-        print(f"\nwrote {write_csv(curve.assign(model=args.model, setting=encoder.resolved.setting), args.output)}")
+        curve = curve.assign(model=args.model, setting=encoder.resolved.setting, **made_where_and_when(encoder.device))
+        print(f"\nwrote {write_csv(curve, args.output)}")
     return 0

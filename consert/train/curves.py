@@ -34,12 +34,15 @@ def training_curve(log: Sequence[dict], exported_step: int) -> pd.DataFrame:
 
 def write_curve(model_dir: str | Path, path: str | Path) -> Path:
     """Write the curve of the model exported to ``model_dir`` (its training log and record) to ``path``,
-    with the run's ``setting`` (paper, rehearsal or stand-in) on every row."""
+    with the run's ``setting`` (paper, rehearsal or stand-in), the ``hardware`` and ``harness_commit`` it
+    trained on, and the ``timestamp`` of this writing (the end of its training job) on every row."""
     from consert.io import write_csv
+    from consert.provenance import utc_timestamp
     from consert.train.export import TRAINING_LOG, TRAINING_RECORD
 
     folder = Path(model_dir)
     log = json.loads((folder / TRAINING_LOG).read_text())
     record = json.loads((folder / TRAINING_RECORD).read_text())
     exported = record.get("exported_step", record["best_step"])
-    return write_csv(training_curve(log, exported).assign(setting=record.get("setting", "")), path)
+    made = {key: record.get(key, "") for key in ("setting", "hardware", "harness_commit")}
+    return write_csv(training_curve(log, exported).assign(**made, timestamp=utc_timestamp()), path)

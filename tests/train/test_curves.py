@@ -34,7 +34,12 @@ def test_a_curve_has_one_row_per_step_with_dev_scores_where_evaluated():
 
 def test_write_curve_reads_the_export_and_marks_its_exported_step(tmp_path):
     (tmp_path / TRAINING_LOG).write_text(json.dumps(LOG))
-    (tmp_path / TRAINING_RECORD).write_text(json.dumps({"best_step": 2, "exported_step": 4, "setting": "stand-in"}))
+    record = {"best_step": 2, "exported_step": 4, "setting": "stand-in", "hardware": "A CPU; 2 threads",
+              "harness_commit": "c0ffee"}  # fmt: skip
+    (tmp_path / TRAINING_RECORD).write_text(json.dumps(record))
     curve = pd.read_csv(write_curve(tmp_path, tmp_path / "curves" / "run.csv"))
     assert curve[curve.selected].step.tolist() == [4]  # final_state "last": the exported state, not the best
     assert set(curve.setting) == {"stand-in"}
+    # where the run trained (its seconds were timed there) and when the curve was written: a figure's stamp
+    assert set(curve.hardware) == {"A CPU; 2 threads"} and set(curve.harness_commit) == {"c0ffee"}
+    assert curve.timestamp.nunique() == 1 and curve.timestamp[0].endswith("+00:00")
