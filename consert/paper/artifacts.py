@@ -7,7 +7,7 @@ inputs and the builders' reads cannot drift apart. Every builder reads evaluatio
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -258,6 +258,11 @@ def inputs(artifact: str, config: WorkflowConfig) -> list[str]:
     return list(dict.fromkeys(path for _, path, _ in SOURCES[artifact](config)))
 
 
+def evaluation_inputs(artifact_keys: Iterable[str], config: WorkflowConfig) -> list[str]:
+    """The evaluation files behind several artifacts (those built from evaluations), each once."""
+    return list(dict.fromkeys(path for key in artifact_keys if key in SOURCES for path in inputs(key, config)))
+
+
 def build(artifact: str, config: WorkflowConfig) -> pd.DataFrame:
     """Assemble one artifact's table from its evaluation CSVs."""
     sources = SOURCES[artifact](config)
@@ -306,6 +311,7 @@ def write_artifact(
     from consert.io import write_csv
     from consert.paper.figures import DRAW
     from consert.paper.marks import PublishedMarks
+    from consert.paper.stamp import figure_stamp
 
     table = build(artifact, config)
     marks = PublishedMarks.load(published) if published else None
@@ -313,4 +319,4 @@ def write_artifact(
         table = marks.beside_table4(table)
     write_csv(table, csv_path)
     if figure_paths:
-        DRAW[artifact](table, figure_paths, marks)
+        DRAW[artifact](table, figure_paths, marks, stamp=figure_stamp(inputs(artifact, config)))

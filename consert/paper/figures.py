@@ -1,6 +1,8 @@
 """The paper's figures drawn from the artifact tables (seaborn/matplotlib), saved as PNG and PDF.
 
-Every title names the setting, so a figure made with the offline stand-in says so on its face. Each
+Every title names the setting, so a figure made with the offline stand-in says so on its face; below it, the
+stamp the workflow passes (:mod:`consert.paper.stamp`) names when, on which hardware and by which commit its
+numbers were computed, and when it was drawn (also in the PNG's ``Description`` and the PDF's ``Subject``). Each
 function returns the (closed) figure, whose artists hold the plotted data (tests read them back).
 """
 
@@ -24,16 +26,29 @@ from consert.paper.marks import PublishedMarks
 from consert.paper.plan import AUGMENTATION_LABELS  # noqa: E402
 from consert.paper.tables import heatmap_matrix
 
+#: Inches between a figure's lowest text and its stamp.
+STAMP_GAP = 0.08
+
 
 def _setting_line(table: pd.DataFrame) -> str:
     settings = sorted({str(s) for s in table.get("setting", pd.Series(dtype=str)).dropna() if str(s)})
     return "; ".join(settings) if settings else "setting unknown"
 
 
-def _save(figure: plt.Figure, paths: Sequence[str | Path]) -> None:
+def _save(figure: plt.Figure, paths: Sequence[str | Path], stamp: str = "") -> None:
+    """Save ``figure`` to each of ``paths`` (the format by suffix) and close it; a ``stamp``
+    (:func:`consert.paper.stamp.figure_stamp`) is drawn below everything else and kept in the file's metadata."""
+    if stamp:
+        figure.draw_without_rendering()  # lay the figure out, so that its extent is final
+        box = figure.get_tightbbox()  # inches
+        below = (box.y0 - STAMP_GAP) / figure.get_figheight()
+        figure.text(box.x0 / figure.get_figwidth(), below, stamp, ha="left", va="top", fontsize=6, color="0.35",
+                    gid="stamp")  # fmt: skip
     for path in paths:
+        kind = Path(path).suffix.lstrip(".")
+        metadata = {"png": {"Description": stamp}, "pdf": {"Subject": stamp}}.get(kind) if stamp else None
         with atomic_path(path) as temporary:
-            figure.savefig(temporary, format=Path(path).suffix.lstrip("."), bbox_inches="tight", dpi=150)
+            figure.savefig(temporary, format=kind, bbox_inches="tight", dpi=150, metadata=metadata)
     plt.close(figure)
 
 
@@ -66,7 +81,9 @@ def _log_ticks(axis: plt.Axes, ticks: Sequence[float], labels: Sequence[str] | N
             axis.tick_params(axis="x", labelrotation=90)
 
 
-def figure1(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None) -> plt.Figure:
+def figure1(
+    table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None, *, stamp: str = ""
+) -> plt.Figure:
     """Gold score vs predicted cosine on STS-B test, one panel per model."""
     models = list(dict.fromkeys(table.model))
     figure, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4.2), sharey=True, squeeze=False)
@@ -75,11 +92,13 @@ def figure1(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMa
         sns.scatterplot(data=part, x="gold", y="cosine", s=6, alpha=0.4, linewidth=0, ax=axis)
         axis.set(title=model, xlabel="gold similarity (STS-B test)", ylabel="cosine similarity")
     figure.suptitle(f"Figure 1: gold vs cosine\n{_setting_line(table)}", fontsize=9, y=1.04)
-    _save(figure, paths)
+    _save(figure, paths, stamp)
     return figure
 
 
-def figure4(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None) -> plt.Figure:
+def figure4(
+    table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None, *, stamp: str = ""
+) -> plt.Figure:
     """Average Spearman vs number of most frequent tokens removed from the average; the paper's stated
     BERT-base points (nothing removed; its best k) as published marks."""
     figure, axis = plt.subplots(figsize=(6, 4))
@@ -93,11 +112,13 @@ def figure4(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMa
         ylabel="avg Spearman x 100",
     )
     axis.set_title(f"Figure 4: top-k frequency masking\n{_setting_line(table)}", fontsize=9)
-    _save(figure, paths)
+    _save(figure, paths, stamp)
     return figure
 
 
-def figure5(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None) -> plt.Figure:
+def figure5(
+    table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None, *, stamp: str = ""
+) -> plt.Figure:
     """5 x 5 heatmap of average Spearman: row = first view's augmentation, column = second's; the
     paper's None-None and best cells outlined, with their published values."""
     order = [a for a in AUGMENTATION_LABELS if a in set(table.view1) | set(table.view2)]
@@ -123,11 +144,13 @@ def figure5(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMa
     mirrored = (table.trained_as != table.view1 + "+" + table.view2).any() if "trained_as" in table else False
     note = "; each unordered pair trained once, shown in both cells" if mirrored else ""
     axis.set_title(f"Figure 5: augmentation pairs{note}\n{_setting_line(table)}", fontsize=9)
-    _save(figure, paths)
+    _save(figure, paths, stamp)
     return figure
 
 
-def figure6(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None) -> plt.Figure:
+def figure6(
+    table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None, *, stamp: str = ""
+) -> plt.Figure:
     """Average Spearman vs number of unlabeled training texts, unsupervised and supervised (the paper
     states no value of Figure 6 in its text: nothing published is drawn)."""
     data = table.copy()
@@ -144,11 +167,13 @@ def figure6(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMa
     _log_ticks(axis, ticks, ["all" if t == all_position else f"{t:g}" for t in ticks])
     axis.set(xlabel="unlabeled texts", ylabel="avg Spearman x 100")
     axis.set_title(f"Figure 6: few-shot\n{_setting_line(table)}", fontsize=9)
-    _save(figure, paths)
+    _save(figure, paths, stamp)
     return figure
 
 
-def figure7(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None) -> plt.Figure:
+def figure7(
+    table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None, *, stamp: str = ""
+) -> plt.Figure:
     """Average Spearman vs NT-Xent temperature; the paper's stated best range shaded."""
     figure, axis = plt.subplots(figsize=(6, 4))
     sns.lineplot(data=table.sort_values("temperature"), x="temperature", y="Avg", marker="o", ax=axis)
@@ -162,11 +187,13 @@ def figure7(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMa
     _log_ticks(axis, sorted(set(table.temperature)))
     axis.set(xlabel="temperature tau", ylabel="avg Spearman x 100")
     axis.set_title(f"Figure 7: temperature\n{_setting_line(table)}", fontsize=9)
-    _save(figure, paths)
+    _save(figure, paths, stamp)
     return figure
 
 
-def diagnostics(table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None) -> plt.Figure:
+def diagnostics(
+    table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None, *, stamp: str = ""
+) -> plt.Figure:
     """The collapse, measured: anisotropy per model (Avg over the sets), alignment against uniformity on
     STS-B test, and STS-B's cosine by gold bin for untrained BERT and the Table 2 ConSERT runs."""
     from consert.evaluate.diagnostics import GOLD_BINS
@@ -197,7 +224,7 @@ def diagnostics(table: pd.DataFrame, paths: Sequence[str | Path], marks: Publish
                 title="STS-B test: cosine by gold bin")  # fmt: skip
     axes[2].legend(fontsize=6, frameon=False)
     figure.suptitle(f"Representation diagnostics\n{_setting_line(table)}", fontsize=9)
-    _save(figure, paths)
+    _save(figure, paths, stamp)
     return figure
 
 
@@ -206,7 +233,7 @@ CURVE_COLUMNS = 3
 
 
 def training_curves(
-    table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None
+    table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None, *, stamp: str = ""
 ) -> plt.Figure:
     """Dev Spearman (top) and training loss (below it) against step, one panel pair per group of runs
     (Table 2, Table 3, each sweep, SG-OPT) in a grid :data:`CURVE_COLUMNS` wide, the exported checkpoint of
@@ -240,7 +267,7 @@ def training_curves(
         axes[2 * row][column].set_visible(False)
         axes[2 * row + 1][column].set_visible(False)
     figure.suptitle(f"Training curves (star: the exported checkpoint)\n{_setting_line(table)}", fontsize=10)
-    _save(figure, paths)
+    _save(figure, paths, stamp)
     return figure
 
 
@@ -263,7 +290,7 @@ FOREST_COLOURS = {"reproduced": "tab:green", "not reproduced": "tab:red", "incon
 FOREST_RANGE = 4.0
 
 
-def comparison_forest(comparison: pd.DataFrame, paths: Sequence[str | Path]) -> plt.Figure:
+def comparison_forest(comparison: pd.DataFrame, paths: Sequence[str | Path], *, stamp: str = "") -> plt.Figure:
     """Every compared Spearman cell as reproduced - published with the interval that decided it.
 
     The first panel holds the primary cells (one per published row, and the shared shift of the trained
@@ -310,7 +337,7 @@ def comparison_forest(comparison: pd.DataFrame, paths: Sequence[str | Path]) -> 
     figure.legend(handles=handles, loc="upper right", fontsize=7, frameon=False, ncols=len(handles) or 1)
     figure.suptitle(f"Comparison with the published numbers\n{_setting_line(cells)}", fontsize=9, x=0.02, ha="left")
     figure.tight_layout()
-    _save(figure, paths)
+    _save(figure, paths, stamp)
     return figure
 
 

@@ -136,9 +136,44 @@ def test_no_figure_of_the_run_draws_text_over_text(dag_run, tmp_path):
     assert {path.stem for path in (workdir / "figures").glob("*.png")} == {*drawn, "comparison_forest"}
     for stem, key in drawn.items():
         table = pd.read_csv(results / f"{stem}.csv", keep_default_na=False, na_values=[""])
-        assert overlapping_texts(figures.DRAW[key](table, [tmp_path / f"{stem}.png"], marks)) == [], stem
+        figure = figures.DRAW[key](table, [tmp_path / f"{stem}.png"], marks, stamp=_stamp_of(workdir, stem))
+        assert overlapping_texts(figure) == [], stem
     comparison = pd.read_csv(results / "comparison.csv", keep_default_na=False, na_values=[""])
-    assert overlapping_texts(figures.comparison_forest(comparison, [tmp_path / "forest.png"])) == []
+    forest = figures.comparison_forest(
+        comparison, [tmp_path / "forest.png"], stamp=_stamp_of(workdir, "comparison_forest")
+    )
+    assert overlapping_texts(forest) == []
+
+
+def _stamp_of(workdir: Path, stem: str) -> str:
+    """The stamp the run wrote into a figure's PNG (its ``Description``)."""
+    from PIL import Image
+
+    return Image.open(workdir / "figures" / f"{stem}.png").info["Description"]
+
+
+def test_every_figure_names_when_where_and_by_which_commit_its_numbers_were_computed(dag_run):
+    """Each figure's stamp, as the run wrote it into the PNG and the PDF: the day, hardware and commit its result
+    files record (every one records them: evaluations, top-k curves, pair predictions, training curves), and
+    when it was drawn by which commit."""
+    workdir, _ = dag_run
+    files = [*(workdir / "results" / "evals").rglob("*.csv"), *(workdir / "results" / "curves").glob("*.csv")]
+    made = pd.concat([pd.read_csv(path, dtype=str).assign(file=str(path)) for path in files], ignore_index=True)
+    assert made.groupby("file")[["hardware", "harness_commit", "timestamp"]].count().min().min() > 0
+    days, machines = set(made.timestamp.str[:10]), set(made.hardware)
+    commit = made.harness_commit.iloc[0]
+    assert set(made.harness_commit) == {commit}
+    stems = {path.stem for path in (workdir / "figures").glob("*.png")}
+    assert len(stems) == 8
+    for stem in stems:
+        lines = _stamp_of(workdir, stem).replace("\n    ", " ").splitlines()
+        assert len(lines) == 2, (stem, lines)  # no input file without a record
+        computed = re.fullmatch(r"numbers computed (\S+)(?: to (\S+))? by harness (\S+) on (.+)", lines[0])
+        assert computed and {d for d in computed.group(1, 2) if d} <= days, (stem, lines[0])
+        assert computed.group(3) == commit[:12] + ("-dirty" if commit.endswith("-dirty") else "")
+        assert set(computed.group(4).split(" + ")) <= machines, (stem, lines[0])
+        assert re.fullmatch(r"drawn \d{4}-\d\d-\d\d \d\d:\d\d UTC by harness \S+", lines[1]), (stem, lines[1])
+        assert b"/Subject (numbers computed " in (workdir / "figures" / f"{stem}.pdf").read_bytes(), stem
 
 
 def test_every_trained_run_keeps_its_curve_and_the_curves_figure_draws_each(dag_run):

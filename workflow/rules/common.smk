@@ -83,8 +83,11 @@ FIGURES = registry.stems("figure", CONFIG)
 DIAGNOSTIC_FIGURES = registry.stems("diagnostic", CONFIG)
 #: Table 1: counted from the STS files.
 TABLE1 = f"results/{registry.TABLE1.csv}"
-#: The artifact CSVs the comparison reads (those this config builds).
-COMPARED = [f"results/{a.csv}" for a in registry.ARTIFACTS if a.csv in ARTIFACT_FILES and a.runs_in(CONFIG)]
+#: The artifacts the comparison reads (those this config builds), and their CSVs.
+COMPARED_ARTIFACTS = [a for a in registry.ARTIFACTS if a.csv in ARTIFACT_FILES and a.runs_in(CONFIG)]
+COMPARED = [f"results/{a.csv}" for a in COMPARED_ARTIFACTS]
+#: The evaluation files behind them: the forest plot's stamp names where and when they were computed.
+COMPARED_EVALUATIONS = artifacts.evaluation_inputs([a.key for a in COMPARED_ARTIFACTS], CONFIG)
 
 
 #: On a box with several GPUs each job that may use one claims a card of this pool (consert.gpu_pool): a job

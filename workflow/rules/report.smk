@@ -61,9 +61,11 @@ rule claims:
 
 
 rule comparison_forest:
-    """Reproduced - published for every compared cell, with its interval."""
+    """Reproduced - published for every compared cell, with its interval; stamped with where and when the
+    evaluations behind the cells were computed."""
     input:
-        "results/comparison.csv",
+        comparison="results/comparison.csv",
+        evaluations=COMPARED_EVALUATIONS,
     output:
         png=report("figures/comparison_forest.png", caption="../report/forest.rst", category="Comparison"),
         pdf="figures/comparison_forest.pdf",
