@@ -16,7 +16,8 @@ from consert.provenance import git_commit, utc_timestamp
 
 #: The columns of a result file that say where and when it was computed.
 STAMP_COLUMNS = ("hardware", "harness_commit", "timestamp")
-#: A stamp's lines are wrapped at this many characters (the narrowest figure is about 8 inches wide).
+#: A stamp's lines are wrapped at this many characters: about 6 inches at 6 pt, the width of the narrowest
+#: figures (Figures 4 and 7).
 STAMP_WIDTH = 130
 
 
@@ -27,7 +28,7 @@ def short_commit(commit: str) -> str:
 
 
 def _date_span(timestamps: Iterable[str]) -> str:
-    days = sorted({str(stamp)[:10] for stamp in timestamps})
+    days = sorted({stamp[:10] for stamp in timestamps})
     return days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
 
 
@@ -41,7 +42,7 @@ def figure_stamp(sources: Iterable[str | Path], drawn_at: str | None = None, dra
     for path in dict.fromkeys(str(source) for source in sources):
         files += 1
         frame = pd.read_csv(path, usecols=lambda column: column in STAMP_COLUMNS, dtype=str, keep_default_na=False)
-        if frame.empty or not set(STAMP_COLUMNS) & set(frame.columns):
+        if frame.empty:  # none of the columns, or no rows
             unrecorded += 1
             continue
         for column in frame.columns:
