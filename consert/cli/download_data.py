@@ -1,4 +1,4 @@
-"""``consert download-data``: download SentEval's STS data (needs network)."""
+"""``consert download-data``: fetch what the paper config reads from its official sources (needs network)."""
 
 from __future__ import annotations
 
@@ -6,35 +6,81 @@ import argparse
 from pathlib import Path
 
 NAME = "download-data"
-HELP = "download SentEval's STS data (needs network)"
+HELP = "download SentEval's STS sets and the paper config's other inputs (needs network)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of ``consert download-data``."""
-    parser.add_argument("--dest", default="data/senteval", metavar="DIR")
+    """The arguments of ``consert download-data``: one flag per input, each with the place the paper config names
+    (``config/config.yaml``); no flag fetches the STS sets."""
+    from consert.data.download import SOURCES, SPACY_MODEL
+
     parser.add_argument(
-        "--wiki1m",
-        nargs="?",
-        const="data/wiki1m_for_simcse.txt",
-        default=None,
-        metavar="FILE",
-        help="also fetch SimCSE's 1M Wikipedia sentences (SimCSE/AugCSE training text; default path "
-        "data/wiki1m_for_simcse.txt)",
+        "--sts", action="store_true", help="SentEval's seven STS sets into --dest (what no flag fetches)"
     )
+    parser.add_argument("--dest", default="data/senteval", metavar="DIR", help="the STS sets' folder")
+    for source in SOURCES.values():
+        what = "file" if not source.members else "folder"
+        parser.add_argument(
+            f"--{source.name}",
+            nargs="?",
+            const=source.default,
+            default=None,
+            metavar=what.upper(),
+            help=f"{source.title} from {source.url} (default {what} {source.default})",
+        )
+    parser.add_argument(
+        "--nli",
+        nargs="?",
+        const=SOURCES["snli"].default,
+        default=None,
+        metavar="FOLDER",
+        help=f"SNLI and MultiNLI into one folder (default {SOURCES['snli'].default})",
+    )
+    parser.add_argument(
+        "--spacy",
+        nargs="?",
+        const=SPACY_MODEL,
+        default=None,
+        metavar="MODEL",
+        help=f"a spaCy pipeline, installed by `python -m spacy download` (default {SPACY_MODEL})",
+    )
+    parser.add_argument("--all", action="store_true", help="everything the paper config reads, at its places")
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``consert download-data`` on parsed ``args``; return its exit status."""
-    from consert.data.download import download_senteval, download_wiki1m
-    from consert.data.senteval import DATA_ENV_VAR
+    from consert.data.download import SOURCES, SPACY_MODEL, download_senteval, download_spacy_model
+    from consert.data.senteval import ALLOW_UNVERIFIED_ENV_VAR, DATA_ENV_VAR
 
-    try:
-        print(f"SentEval data ready in {download_senteval(Path(args.dest))}")
-    except OSError as err:  # no network: URLError is an OSError
-        raise OSError(
-            f"downloading SentEval's STS files failed ({str(err).splitlines()[0]}); without network, put a SentEval "
-            f"data folder at {args.dest} or name one with ${DATA_ENV_VAR} (a workflow: --config data_dir=DIR)"
-        ) from None
-    if args.wiki1m:
-        print(f"SimCSE's Wikipedia sentences ready in {download_wiki1m(Path(args.wiki1m))}")
+    wanted = {name: getattr(args, name) for name in SOURCES}
+    if args.nli:
+        wanted.update(snli=wanted["snli"] or args.nli, multinli=wanted["multinli"] or args.nli)
+    if args.all:
+        wanted = {name: wanted[name] or source.default for name, source in SOURCES.items()}
+    spacy_model = args.spacy or (SPACY_MODEL if args.all else None)
+    if args.sts or args.all or not (any(wanted.values()) or spacy_model):
+        try:
+            differing = download_senteval(Path(args.dest))
+        except OSError as err:  # no network: URLError is an OSError
+            raise OSError(
+                f"downloading SentEval's STS files failed ({str(err).splitlines()[0]}); without network, put a "
+                f"SentEval data folder at {args.dest} or name one with ${DATA_ENV_VAR} (a workflow: --config "
+                "data_dir=DIR)"
+            ) from None
+        print(f"SentEval's STS sets ready in {args.dest}")
+        if differing:
+            print(
+                f"{len(differing)} files differ from SentEval's prepared files (the sha256 manifest "
+                f"consert/data/manifests/senteval_sts.json); evaluations refuse them unless "
+                f"{ALLOW_UNVERIFIED_ENV_VAR}=1, and their rows then say data_verified = False:\n  "
+                + "\n  ".join(differing)
+            )
+    for name, dest in wanted.items():
+        if dest:
+            source = SOURCES[name]
+            outputs = source.download(dest)
+            print(f"{source.title} ready: {', '.join(str(path) for path in outputs)}")
+    if spacy_model:
+        download_spacy_model(spacy_model)
+        print(f"spaCy's {spacy_model} installed")
     return 0

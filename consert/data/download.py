@@ -1,22 +1,43 @@
-"""Download the STS sets from their original sources into SentEval's layout (needs network).
+"""What the harness reads from outside, fetched from its official sources (needs network).
 
-This mirrors what SentEval's ``data/downstream/get_transfer_data.bash`` does for the STS tasks:
-fetch the official archives, rename files to ``STS.input.*`` / ``STS.gs.*``, and Moses-tokenize the
-sentence columns (here with ``sacremoses``, the Python port of the Moses tokenizer, lowercased as
-SentEval's prepared files are). Nothing else in the harness ever calls this: a data directory that
-is already on disk is read in place. Byte-level differences from SentEval's prepared files are
-possible; the evaluation records the sha256 of every file it reads so such differences are visible.
+* SentEval's seven STS sets, as ``data/downstream/get_transfer_data.bash`` makes them: the official archives,
+  their files renamed to ``STS.input.*`` / ``STS.gs.*`` (the gold standard; STS13's ``STS.output.*`` are sample
+  system outputs, its readme says), the sentence columns Moses-tokenized (``sacremoses``, the Python port) and
+  lowercased. Byte differences from SentEval's prepared files are possible: what was written is checked against
+  the shipped sha256 manifest, and every file that differs is named (the evaluations refuse such files unless
+  allowed, and mark their rows ``data_verified = False``).
+* :data:`SOURCES`: SNLI 1.0 and MultiNLI 1.0 (Table 3's supervision), GloVe 840B (Table 2's GloVe row), SimCSE's
+  1M Wikipedia sentences (the contrastive family's training text) and WordNet 3.0 (AugCSE's antonym switch), each
+  from its authors' archive into the place the paper config names.
+* spaCy's ``en_core_web_sm`` (AugCSE's parser-based augmentations) through spaCy's own ``spacy download``.
+
+Every download goes to ``<name>.partial`` beside its target with a progress bar; a broken connection is resumed
+with an HTTP ``Range`` request, in the same run (:data:`ATTEMPTS` tries) or the next (the partial file stays);
+the size is checked against what the server announced, then the file is renamed into place. Archives are
+unpacked into ``.partial`` names and renamed, then deleted: a crash leaves no half-written input where a run
+would read it. Nothing in the harness downloads what is already on disk.
+
+``$CONSERT_TEST_MIRROR`` (tests only) serves every official URL from a local server: ``http://HOST/PATH`` is
+fetched as ``$CONSERT_TEST_MIRROR/HOST/PATH``.
 """
 
 from __future__ import annotations
 
-import io
+import contextlib
+import hashlib
+import http.client
+import os
 import shutil
+import subprocess
+import sys
 import tarfile
-import tempfile
+import urllib.error
+import urllib.parse
 import urllib.request
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from consert.data.senteval import (
     BESIDE_CHECKOUT,
@@ -26,11 +47,20 @@ from consert.data.senteval import (
     STS_YEAR_SUBSETS,
     DataFormatError,
     find_data_dir,
+    manifest_mismatches,
     resolve_data_dir,
 )
 
 #: How the workflow names a data folder (the hint of its data errors).
 WORKFLOW_FLAG = "--config data_dir=DIR"
+#: Tests only: the base URL of a local server that serves each official URL under ``/HOST/PATH``.
+MIRROR_ENV = "CONSERT_TEST_MIRROR"
+#: Tries per file before a download gives up (each after the first resumes where the last one broke off).
+ATTEMPTS = 3
+#: Bytes read from the network at a time.
+CHUNK = 1 << 20
+#: Where archives wait, below the folder they are unpacked into, until they are.
+ARCHIVES = ".download"
 
 _STS_ARCHIVES = {
     "STS12": ("http://ixa2.si.ehu.es/stswiki/images/4/40/STS2012-en-test.zip", "test-gold"),
@@ -43,18 +73,214 @@ _STSB_ARCHIVE = "http://ixa2.si.ehu.es/stswiki/images/4/48/Stsbenchmark.tar.gz"
 _SICK_URL = "https://raw.githubusercontent.com/alvations/stasis/master/SICK-data/{name}"
 
 
-def _fetch(url: str) -> bytes:
-    """The body of ``url``, with a progress bar of the bytes received."""
+class DownloadError(OSError):
+    """A download that did not complete; the message says what arrived and how to resume."""
+
+
+def official(url: str) -> str:
+    """``url``, or its copy on the test mirror when ``$CONSERT_TEST_MIRROR`` is set."""
+    mirror = os.environ.get(MIRROR_ENV, "").rstrip("/")
+    if not mirror:
+        return url
+    parts = urllib.parse.urlsplit(url)
+    return f"{mirror}/{parts.netloc}{parts.path}"
+
+
+def _announced_total(response: http.client.HTTPResponse, have: int) -> int | None:
+    """The whole file's size the server announced: ``Content-Range``'s total for a resumed (206) response,
+    else ``Content-Length``; ``None`` when it announced none."""
+    content_range = response.headers.get("Content-Range", "")
+    if response.status == 206 and "/" in content_range and not content_range.endswith("*"):
+        return int(content_range.rsplit("/", 1)[1])
+    length = response.headers.get("Content-Length")
+    return int(length) + have if length else None
+
+
+def fetch(url: str, target: Path, progress: bool = True) -> Path:
+    """Download ``url`` to ``target`` (kept when already there): into ``target.partial``, resumed with an HTTP
+    ``Range`` request from where an earlier try (this run's or a killed one's) broke off, the size checked
+    against the server's, then renamed onto ``target``. A :class:`DownloadError` after :data:`ATTEMPTS` tries."""
     from tqdm.auto import tqdm
 
-    with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 - fixed official URLs
-        total = int(response.headers.get("Content-Length") or 0) or None
-        chunks = []
-        with tqdm(total=total, unit="B", unit_scale=True, desc=url.rsplit("/", 1)[-1]) as bar:
-            for chunk in iter(lambda: response.read(1 << 16), b""):
-                chunks.append(chunk)
-                bar.update(len(chunk))
-        return b"".join(chunks)
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    problem = ""
+    for _ in range(ATTEMPTS):
+        have = partial.stat().st_size if partial.is_file() else 0
+        request = urllib.request.Request(official(url), headers={"Range": f"bytes={have}-"} if have else {})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 - official URLs
+                if have and response.status != 206:  # the server ignored the range: start again
+                    have = 0
+                total = _announced_total(response, have)
+                with (
+                    partial.open("ab" if have else "wb") as out,
+                    tqdm(
+                        total=total, initial=have, unit="B", unit_scale=True, desc=target.name, disable=not progress
+                    ) as bar,
+                ):
+                    for chunk in iter(lambda: response.read(CHUNK), b""):
+                        out.write(chunk)
+                        bar.update(len(chunk))
+        except urllib.error.HTTPError as err:
+            if err.code == 416 and have:  # nothing left to send: an earlier try got every byte
+                total = have
+            else:
+                raise DownloadError(f"{url}: the server answered {err.code} {err.reason}") from None
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
+            problem = " ".join(str(getattr(err, "reason", err)).split()) or type(err).__name__
+            continue
+        size = partial.stat().st_size
+        if total is None or size == total:
+            partial.replace(target)
+            return target
+        if size > total:
+            partial.unlink()
+            raise DownloadError(f"{url}: {size} bytes arrived where the server announced {total}; run it again")
+        problem = f"the connection broke off after {size:,} of {total:,} bytes"
+    received = partial.stat().st_size if partial.is_file() else 0
+    raise DownloadError(
+        f"{url}: {problem} ({ATTEMPTS} tries); {partial} keeps the {received:,} bytes received: run the same "
+        "command again to resume"
+    )
+
+
+def _archive(url: str, folder: Path) -> Path:
+    """Where the archive of ``url`` waits below ``folder`` until it is unpacked."""
+    return folder / ARCHIVES / url.rsplit("/", 1)[-1]
+
+
+def _unpack(member: BinaryIO, target: Path) -> None:
+    """Stream one archive member to ``target`` (through ``target.partial``)."""
+    partial = target.with_name(target.name + ".partial")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with partial.open("wb") as out:
+        shutil.copyfileobj(member, out, CHUNK)
+    partial.replace(target)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input from outside the STS sets: its official archive (or file), and what it leaves on disk.
+
+    ``members`` maps an archive member to its path below the destination folder; a member ending in ``/`` is a
+    folder whose files all go there. With no members the download is the file itself (then the destination is
+    a file path)."""
+
+    name: str  # the command's flag and the workflow's rule: `consert download-data --NAME`, rule NAME_data
+    title: str
+    url: str
+    default: str  # the destination the paper config names (a folder; the file for a plain download)
+    members: tuple[tuple[str, str], ...] = ()
+
+    def outputs(self, dest: str | Path | None = None) -> list[Path]:
+        """The files (a folder's: the folder) it leaves below ``dest`` (default: :attr:`default`)."""
+        dest = Path(dest or self.default)
+        if not self.members:
+            return [dest]
+        return [dest / below if below else dest for _, below in self.members]
+
+    def present(self, dest: str | Path | None = None) -> bool:
+        """Whether everything it leaves is already on disk."""
+        return all(path.exists() for path in self.outputs(dest))
+
+    def download(self, dest: str | Path | None = None, progress: bool = True) -> list[Path]:
+        """Fetch and unpack into ``dest`` whatever of it is missing; return its outputs."""
+        dest = Path(dest or self.default)
+        if self.present(dest):
+            return self.outputs(dest)
+        if not self.members:
+            return [fetch(self.url, dest, progress)]
+        archive = fetch(self.url, _archive(self.url, dest.parent), progress)  # beside dest: a folder may be dest
+        with zipfile.ZipFile(archive) as unzipped:
+            names = unzipped.namelist()
+            for member, below in self.members:
+                target = dest / below if below else dest
+                if target.exists():
+                    continue
+                if member.endswith("/"):  # a folder: every file below it, renamed into place together
+                    staging = target.with_name(target.name + ".partial")
+                    shutil.rmtree(staging, ignore_errors=True)
+                    files = [n for n in names if n.startswith(member) and not n.endswith("/")]
+                    if not files:
+                        raise DownloadError(f"{self.url}: the archive has no folder {member}")
+                    for name in files:
+                        with unzipped.open(name) as handle:
+                            _unpack(handle, staging / name[len(member) :])
+                    staging.rename(target)
+                elif member in names:
+                    with unzipped.open(member) as handle:
+                        _unpack(handle, target)
+                else:
+                    raise DownloadError(f"{self.url}: the archive has no {member}")
+        archive.unlink()
+        with contextlib.suppress(OSError):  # the archives' folder, once no other archive waits in it
+            archive.parent.rmdir()
+        return self.outputs(dest)
+
+
+def _zip_files(prefix: str, names: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """Members ``prefix/NAME`` unpacked as ``prefix/NAME`` (the archive's own layout)."""
+    return tuple((f"{prefix}/{name}", f"{prefix}/{name}") for name in names)
+
+
+#: SimCSE's training text (1M English Wikipedia sentences), from the authors' data/download_wiki.sh.
+WIKI1M_URL = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/wiki1m_for_simcse.txt"
+#: Every input of the paper config beside the STS sets that a download can fetch, by name.
+SOURCES: dict[str, Source] = {
+    source.name: source
+    for source in (
+        Source(
+            "snli",
+            "SNLI 1.0",
+            "https://nlp.stanford.edu/projects/snli/snli_1.0.zip",  # nlp.stanford.edu/projects/snli
+            "data/nli",
+            _zip_files("snli_1.0", ("snli_1.0_train.jsonl", "snli_1.0_dev.jsonl", "snli_1.0_test.jsonl")),
+        ),
+        Source(
+            "multinli",
+            "MultiNLI 1.0",
+            "https://cims.nyu.edu/~sbowman/multinli/multinli_1.0.zip",  # cims.nyu.edu/~sbowman/multinli
+            "data/nli",
+            _zip_files(
+                "multinli_1.0",
+                ("multinli_1.0_train.jsonl", "multinli_1.0_dev_matched.jsonl", "multinli_1.0_dev_mismatched.jsonl"),
+            ),
+        ),
+        Source(
+            "glove",
+            "GloVe 840B (300d)",
+            "https://nlp.stanford.edu/data/glove.840B.300d.zip",  # nlp.stanford.edu/projects/glove
+            "data/glove",
+            (("glove.840B.300d.txt", "glove.840B.300d.txt"),),
+        ),
+        Source("wiki1m", "SimCSE's 1M Wikipedia sentences", WIKI1M_URL, "data/wiki1m_for_simcse.txt"),
+        Source(
+            "wordnet",
+            "WordNet 3.0",
+            # NLTK's data index (raw.githubusercontent.com/nltk/nltk_data/gh-pages/index.xml)
+            "https://raw.githubusercontent.com/nltk/nltk_data/gh-pages/packages/corpora/wordnet.zip",
+            "data/wordnet",
+            (("wordnet/", ""),),
+        ),
+    )
+}
+#: The spaCy pipeline AugCSE's parser-based augmentations use (NL-Augmenter's initialize.py).
+SPACY_MODEL = "en_core_web_sm"
+
+
+def spacy_download_command(model: str = SPACY_MODEL) -> list[str]:
+    """spaCy's own download of ``model`` (it installs the package with pip): the command ``--spacy`` runs."""
+    return [sys.executable, "-m", "spacy", "download", model]
+
+
+def download_spacy_model(model: str = SPACY_MODEL) -> None:
+    """Install ``model`` with spaCy's own download (needs network); a :class:`DownloadError` when it fails."""
+    result = subprocess.run(spacy_download_command(model), check=False)
+    if result.returncode != 0:
+        raise DownloadError(f"`{' '.join(spacy_download_command(model)[1:])}` failed (exit {result.returncode})")
 
 
 def _tokenizer():
@@ -67,63 +293,66 @@ def _tokenizer():
 
 
 def _find(folder: Path, name: str) -> Path:
-    matches = list(folder.rglob(name))
+    matches = sorted(folder.rglob(name))
     if not matches:
-        raise RuntimeError(f"{name} not found in the downloaded archive under {folder}")
+        raise DownloadError(f"{name} not found in the downloaded archive under {folder}")
     return matches[0]
 
 
-def download_senteval(dest: Path) -> Path:
-    """Fill ``dest/downstream`` with STS12-16, STS-B and SICK; return ``dest``. Writes atomically."""
+def _sts_year(tokenize, year: str, archive_path: Path, scratch: Path, staging: Path) -> None:
+    """One STS year's archive into ``staging/STS/<year>-en-test``: inputs tokenized, the gold standard as it is."""
+    unpacked = scratch / year
+    with zipfile.ZipFile(archive_path) as archive:
+        archive.extractall(unpacked)
+    target = staging / "STS" / f"{year}-en-test"
+    target.mkdir(parents=True)
+    for subset in STS_YEAR_SUBSETS[year]:
+        source_input = _find(unpacked, f"STS*.input.{subset}.txt")  # STS2016.input.* in STS16's archive
+        shutil.copy(_find(unpacked, f"STS*.gs.{subset}.txt"), target / f"STS.gs.{subset}.txt")
+        rows = source_input.read_text(encoding="utf-8").splitlines()
+        tokenized = ["\t".join(tokenize(col) for col in row.split("\t")[:2]) for row in rows]
+        (target / f"STS.input.{subset}.txt").write_text("\n".join(tokenized) + "\n", encoding="utf-8")
+
+
+def download_senteval(dest: Path, progress: bool = True) -> list[str]:
+    """Fill ``dest/downstream`` with STS12-16, STS-B and SICK (kept when ``STS/`` is there); return the files that
+    differ from SentEval's prepared ones (the shipped manifest), each ``"PATH: why"``. Writes atomically: the
+    folder appears whole or not at all; archives wait in ``dest/.download`` until every one has arrived."""
     tokenize = _tokenizer()
     final = dest / "downstream"
     if (final / "STS").is_dir():
-        return dest
-    with tempfile.TemporaryDirectory(dir=dest.parent if dest.parent.exists() else None) as scratch:
-        staging = Path(scratch) / "downstream"
-        for year, (url, _) in _STS_ARCHIVES.items():
-            unpacked = Path(scratch) / year
-            zipfile.ZipFile(io.BytesIO(_fetch(url))).extractall(unpacked)
-            target = staging / "STS" / f"{year}-en-test"
-            target.mkdir(parents=True)
-            for subset in STS_YEAR_SUBSETS[year]:
-                source_input = _find(unpacked, f"STS*.input.{subset}.txt")
-                gold_name = f"STS.output.{subset}.txt" if year == "STS13" else f"STS*.gs.{subset}.txt"
-                shutil.copy(_find(unpacked, gold_name), target / f"STS.gs.{subset}.txt")
-                rows = source_input.read_text(encoding="utf-8").splitlines()
-                tokenized = ["\t".join(tokenize(col) for col in row.split("\t")[:2]) for row in rows]
-                (target / f"STS.input.{subset}.txt").write_text("\n".join(tokenized) + "\n", encoding="utf-8")
-        stsb = Path(scratch) / "stsb"
-        tarfile.open(fileobj=io.BytesIO(_fetch(_STSB_ARCHIVE))).extractall(stsb, filter="data")
-        (staging / "STS" / "STSBenchmark").mkdir(parents=True)
-        for split in ("train", "dev", "test"):
-            rows = _find(stsb, f"sts-{split}.csv").read_text(encoding="utf-8").splitlines()
-            out = []
-            for row in rows:
-                fields = row.split("\t")
-                out.append("\t".join(fields[:5] + [tokenize(fields[5]), tokenize(fields[6])]))
-            (staging / "STS" / "STSBenchmark" / f"sts-{split}.csv").write_text("\n".join(out) + "\n", encoding="utf-8")
-        (staging / "SICK").mkdir(parents=True)
-        for filename in SICK_SPLITS.values():
-            (staging / "SICK" / filename).write_bytes(_fetch(_SICK_URL.format(name=filename)))
-        dest.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(staging), final)
-    return dest
-
-
-#: SimCSE's training text (1M English Wikipedia sentences), from the authors' data/download_wiki.sh.
-WIKI1M_URL = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/wiki1m_for_simcse.txt"
-
-
-def download_wiki1m(path: Path) -> Path:
-    """Fetch SimCSE's ``wiki1m_for_simcse.txt`` to ``path`` (atomically; kept when already there)."""
-    if path.is_file():
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(_fetch(WIKI1M_URL))
-    partial.replace(path)
-    return path
+        return []
+    dest.mkdir(parents=True, exist_ok=True)
+    archives = [*(url for url, _ in _STS_ARCHIVES.values()), _STSB_ARCHIVE]
+    for url in archives:  # every archive first: a broken connection resumes without unpacking again
+        fetch(url, _archive(url, dest), progress)
+    scratch = dest / ".unpacking"
+    shutil.rmtree(scratch, ignore_errors=True)
+    staging = scratch / "downstream"
+    for year, (url, _) in _STS_ARCHIVES.items():
+        _sts_year(tokenize, year, _archive(url, dest), scratch, staging)
+    stsb = scratch / "stsb"
+    with tarfile.open(_archive(_STSB_ARCHIVE, dest)) as archive:
+        archive.extractall(stsb, filter="data")
+    (staging / "STS" / "STSBenchmark").mkdir(parents=True)
+    for split in ("train", "dev", "test"):
+        rows = _find(stsb, f"sts-{split}.csv").read_text(encoding="utf-8").splitlines()
+        out = []
+        for row in rows:
+            fields = row.split("\t")
+            out.append("\t".join(fields[:5] + [tokenize(fields[5]), tokenize(fields[6])]))
+        (staging / "STS" / "STSBenchmark" / f"sts-{split}.csv").write_text("\n".join(out) + "\n", encoding="utf-8")
+    for filename in SICK_SPLITS.values():
+        fetch(_SICK_URL.format(name=filename), staging / "SICK" / filename, progress)
+    written = {
+        str(path.relative_to(staging)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(staging.rglob("*"))
+        if path.is_file()
+    }
+    staging.rename(final)
+    shutil.rmtree(scratch, ignore_errors=True)
+    shutil.rmtree(dest / ARCHIVES, ignore_errors=True)
+    return manifest_mismatches(written)
 
 
 def find_senteval(configured: str | Path, checkout: Path) -> Path | None:
@@ -149,7 +378,8 @@ def locate_senteval(configured: str | Path, checkout: Path, download: bool = Tru
     configured = Path(configured)
     if download:
         try:
-            return resolve_data_dir(download_senteval(configured))
+            download_senteval(configured)
+            return resolve_data_dir(configured)
         except (OSError, RuntimeError) as err:  # no network (URLError is an OSError), no sacremoses
             reason = f"the download failed: {str(err).splitlines()[0]}"
     else:
