@@ -45,7 +45,7 @@ from consert.data.senteval import dev_pairs as dev_task_pairs
 from consert.paper.artifacts import sgopt_run
 from consert.paper.card import NLI_PAIRS, STS_TEXTS
 from consert.paper.plan import plan_runs, unique_runs
-from consert.paper.run_configs import consert_run_config, sgopt_run_config
+from consert.paper.run_configs import consert_train_config, sgopt_run_config
 from consert.train.config import TrainConfig
 from consert.train.export import TRAINING_RECORD
 from consert.train.loop import evaluation_grid, loop_settings, planned_step_count
@@ -149,7 +149,7 @@ def planned_jobs(workflow: WorkflowConfig, data: SentEvalData) -> tuple[list[Pla
 
     jobs, kinds, peaks = [], {}, published_peaks()
     for run_id, spec in unique_runs(plan_runs(workflow)).items():
-        config = TrainConfig.from_dict(consert_run_config(run_id, spec, workflow), source=run_id)
+        config = consert_train_config(run_id, spec, workflow)
         kind = f"{spec.size} {spec.mode} b{config.batch_size} L{config.max_length}"
         kinds.setdefault(kind, config)
         items, settings = _items(config), loop_settings(config, "fp32")

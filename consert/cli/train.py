@@ -25,10 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``consert train`` on parsed ``args``; return its exit status."""
+    from consert.configs import ConfigError
+    from consert.data.inputs import missing_message
     from consert.data.senteval import load_senteval
     from consert.train.config import load_train_config
     from consert.train.export import check_export_target
-    from consert.train.objectives import check_objective
+    from consert.train.objectives import check_objective, run_inputs
     from consert.train.recipes import FIRST_STAGE
     from consert.train.trainer import train
 
@@ -42,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     config = load_train_config(args.config, args.set)
     check_objective(config)
+    if any(not item.present for item in run_inputs(config)):  # every missing input named, before any work
+        raise ConfigError(missing_message(run_inputs(config)))
     for stage in (config.first_stage(),) if config.mode in FIRST_STAGE and not config.stage1_model else ():
         check_export_target(stage.output_dir, args.overwrite)
     check_export_target(config.output_dir, args.overwrite)

@@ -217,7 +217,7 @@ def _used_keys(config: TrainConfig) -> set[str]:
         keys |= {rate for rate in EMBEDDING_AUGMENTATIONS if rate in config.views}
     for name, settings_keys in own.items():  # a method's own settings, where they do anything in this run
         if getattr(config, name).in_use:
-            keys |= settings_keys
+            keys |= settings_keys & set(COMPARED)  # its recipe values (not where its data lies: WordNet's folder)
     if not supervised:
         keys -= {"classifier_features"}
     if supervised:

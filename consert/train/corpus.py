@@ -5,8 +5,14 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from consert.data.inputs import ExternalInput, file_input
 from consert.data.senteval import SentEvalData
 from consert.train.config import TrainConfig
+
+
+def corpus_inputs(config: TrainConfig) -> list[ExternalInput]:
+    """The corpus file an unsupervised stage reads ([] for the STS texts, read with the sets)."""
+    return [] if config.train_texts == "sts" else [file_input(config.train_texts, "train_texts")]
 
 
 def training_texts(config: TrainConfig, data: SentEvalData) -> list[str]:

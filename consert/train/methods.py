@@ -53,6 +53,11 @@ class AugCseSettings:
     )
     spacy_model: str | None = key("the spaCy model of the parser-based augmentations (null: a blank tokenizer)", None)
     discriminator_dropout: float = key("the discriminator's dropout before each of its linear layers", 0.2)
+    wordnet: str | None = key(
+        "WordNet 3.0's database folder (index.adj, data.adj) or an NLTK data folder, for the antonym switch; null: "
+        "the first of data/wordnet, NLTK's data folders and Debian's /usr/share/wordnet that holds it",
+        None,
+    )
 
     @property
     def in_use(self) -> str:

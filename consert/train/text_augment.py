@@ -18,8 +18,10 @@ import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
+
+from consert.data.inputs import ExternalInput, find_wordnet, spacy_pipeline_input, wordnet_input
 
 #: The authors' STS list, in their order (the discriminator's class index follows a run's own list).
 AUTHORS_STS_LIST = (
@@ -293,18 +295,16 @@ def yoda_perturbation(doc, rng: random.Random) -> str:
 
 
 @cache
-def wordnet_adjective_antonyms(root: str = str(DEBIAN_WORDNET)) -> dict[str, str]:
-    """``{adjective: antonym}`` from WordNet 3.0's database files (``index.adj``, ``data.adj``): the first
-    head-adjective sense of the lemma, the first antonym of that sense's first word (as the authors)."""
-    directory = Path(root)
-    index_file, data_file = directory / "index.adj", directory / "data.adj"
-    if not index_file.is_file() or not data_file.is_file():
-        raise FileNotFoundError(
-            f"WordNet database files not found in {directory} (expected index.adj and data.adj): install Debian's "
-            "wordnet-base (`apt-get install wordnet-base`) or pass the directory of WordNet 3.0's dict files"
-        )
+def wordnet_adjective_antonyms(root: str | None = None) -> dict[str, str]:
+    """``{adjective: antonym}`` from WordNet 3.0's database files (``index.adj``, ``data.adj``) in ``root`` (a
+    database folder or an NLTK data folder; ``None``: the first found, :func:`consert.data.inputs.find_wordnet`): the
+    first head-adjective sense of the lemma, the first antonym of that sense's first word (as the authors)."""
+    directory = find_wordnet(root)
+    if directory is None:
+        raise FileNotFoundError(f"WordNet 3.0: {wordnet_input(root).line()}")
+    index_file, file_input = directory / "index.adj", directory / "data.adj"
     synsets: dict[str, tuple[str, list[str], list[tuple[str, int]]]] = {}
-    for line in data_file.read_text(encoding="utf-8").splitlines():
+    for line in file_input.read_text(encoding="utf-8").splitlines():
         if line.startswith(" "):
             continue
         fields = line.split(" | ")[0].split()
@@ -353,6 +353,7 @@ class TextAugmentation:
     apply: Callable
     needs: tuple[str, ...]  # pipeline components: "parser" and/or "tagger" (blank + sentencizer: nothing)
     authors_name: str
+    reads_wordnet: bool = False  # its ``apply`` takes ``antonyms``, a table read from WordNet 3.0
 
 
 TEXT_AUGMENTATIONS = {
@@ -368,7 +369,11 @@ TEXT_AUGMENTATIONS = {
         TextAugmentation("subject_object_switch", subject_object_switch, ("parser",), "SentenceSubjectObjectSwitch"),
         TextAugmentation("random_swap", random_swap, (), "RandomSwap"),
         TextAugmentation(
-            "adjectives_antonyms_switch", adjectives_antonyms_switch, ("tagger",), "SentenceAdjectivesAntonymsSwitch"
+            "adjectives_antonyms_switch",
+            adjectives_antonyms_switch,
+            ("tagger",),
+            "SentenceAdjectivesAntonymsSwitch",
+            reads_wordnet=True,
         ),
         TextAugmentation("yoda_perturbation", yoda_perturbation, ("parser",), "YodaPerturbation"),
         TextAugmentation("sentence_reordering", sentence_reordering, (), "SentenceReordering"),
@@ -409,6 +414,16 @@ def spacy_pipeline(model: str | None = None):
         ) from None
 
 
+def augmentation_inputs(
+    names: Sequence[str], spacy_model: str | None, wordnet_folder: str | None
+) -> list[ExternalInput]:
+    """What the augmentations ``names`` read beyond the texts: the spaCy pipeline where one needs a parser or
+    tagger, WordNet 3.0 where one reads it."""
+    augmentations = [TEXT_AUGMENTATIONS[name] for name in names if name in TEXT_AUGMENTATIONS]
+    needed = [spacy_pipeline_input(spacy_model)] if spacy_model and any(a.needs for a in augmentations) else []
+    return needed + ([wordnet_input(wordnet_folder)] if any(a.reads_wordnet for a in augmentations) else [])
+
+
 def missing_components(names: Sequence[str], nlp) -> dict[str, tuple[str, ...]]:
     """``{augmentation: pipeline components it needs that nlp lacks}`` for those that cannot run."""
     have = set(nlp.pipe_names) | ({"tagger"} if {"morphologizer", "tagger"} & set(nlp.pipe_names) else set())
@@ -425,11 +440,17 @@ class AugmentedText:
 
 
 def augment_corpus(
-    texts: Sequence[str], names: Sequence[str], seed: int, nlp=None, progress: bool = True
+    texts: Sequence[str],
+    names: Sequence[str],
+    seed: int,
+    nlp=None,
+    progress: bool = True,
+    wordnet_folder: str | None = None,
 ) -> tuple[list[AugmentedText], dict[str, dict[str, float]]]:
     """One augmentation per text, drawn uniformly from ``names`` with ``seed`` and fixed for the run (as
     the authors), applied; a text the rule leaves unchanged (or empties) gets the "no augmentation"
-    class ``len(names)``. Returns the items and per augmentation how often it was drawn and applied."""
+    class ``len(names)``. Returns the items and per augmentation how often it was drawn and applied.
+    ``wordnet_folder``: WordNet 3.0's, for the antonym switch (``None``: the first found)."""
     from tqdm.auto import tqdm
 
     check_text_augmentations(names)
@@ -441,6 +462,14 @@ def augment_corpus(
             + ", ".join(f"{n} ({'+'.join(c)})" for n, c in missing.items())
             + "; configure a spaCy model with a parser (augcse spacy_model) or leave them out"
         )
+    functions = {
+        name: partial(a.apply, antonyms=partial(wordnet_adjective_antonyms, wordnet_folder))
+        if a.reads_wordnet
+        else a.apply
+        for name, a in ((name, TEXT_AUGMENTATIONS[name]) for name in names)
+    }
+    if any(TEXT_AUGMENTATIONS[name].reads_wordnet for name in names):
+        wordnet_adjective_antonyms(wordnet_folder)  # read before the corpus is augmented: a missing one fails now
     rng = random.Random(seed)
     choices = [rng.randrange(len(names)) for _ in texts]
     counts = {name: {"drawn": 0, "applied": 0} for name in names}
@@ -450,7 +479,7 @@ def augment_corpus(
         zip(texts, choices, docs, strict=True), total=len(texts), desc="augment", disable=not progress
     ):
         name = names[choice]
-        augmented = TEXT_AUGMENTATIONS[name].apply(doc, rng).strip()
+        augmented = functions[name](doc, rng).strip()
         changed = bool(augmented) and augmented != text
         counts[name]["drawn"] += 1
         counts[name]["applied"] += changed

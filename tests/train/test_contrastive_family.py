@@ -102,7 +102,7 @@ def test_augcses_own_settings_are_a_sub_config_over_its_recipe():
         (
             0.005,
             "augcse: expected a mapping of discriminator_weight, text_augmentations, spacy_model, "
-            "discriminator_dropout",
+            "discriminator_dropout, wordnet",
         ),
     ):
         with pytest.raises(ConfigError, match=re.escape(message)):

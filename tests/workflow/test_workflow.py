@@ -479,6 +479,25 @@ def test_interrupted_runs_resume_and_match_an_uninterrupted_run(dag_run, tmp_pat
     _assert_sub_dag_equal(tmp_path, reference)
 
 
+#: Layered over the paper's config: AugCSE's augmentations that need no spaCy parser (none installs offline, and a
+#: missing one stops the paper config's DAG before any job), as the rehearsal runs them.
+WITHOUT_PARSER = """
+family:
+  augcse:
+    augcse:
+      spacy_model: null
+      text_augmentations: [contraction_expansions, auxiliary_negation_removal, discourse_marker_substitution,
+                           random_swap, sentence_reordering]
+"""
+
+
+def _without_parser(folder: Path) -> str:
+    """:data:`WITHOUT_PARSER` as a config file in ``folder``."""
+    path = folder / "without-parser.yaml"
+    path.write_text(WITHOUT_PARSER)
+    return str(path)
+
+
 def _snakemake_in_root(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     return subprocess.run(
@@ -494,19 +513,27 @@ def test_a_bad_config_key_costs_the_user_at_most_three_lines():
         assert result.returncode != 0 and len(lines) <= 3 and cause in lines[-1], lines
 
 
-def _job_count(*configfiles: str) -> int:
-    result = _snakemake_in_root("-n", "--configfile", *configfiles)
-    return int(re.search(r"^total\s+(\d+)$", result.stdout, re.MULTILINE).group(1))
+def _job_count(workdir: Path, *configfiles: str) -> int:
+    """The jobs `snakemake -n` plans in ``workdir`` (its own folder: a checkout where the README's main job has run
+    has nothing left to do)."""
+    result = _snakemake_in_root("-n", "--directory", str(workdir), "--configfile", *configfiles)
+    found = re.search(r"^total\s+(\d+)$", result.stdout, re.MULTILINE)
+    assert found, (result.stdout + result.stderr)[-3000:]
+    return int(found.group(1))
 
 
-def test_the_job_counts_the_docs_state_are_the_dry_runs():
-    """The docs name the offline DAG's and the rehearsal's job counts; each is what `snakemake -n` counts now."""
+def test_the_job_counts_the_docs_state_are_the_dry_runs(tmp_path, real_data_dir):
+    """The docs name the offline DAG's and the rehearsal's job counts; each is what `snakemake -n` counts now, in a
+    fresh folder (the rehearsal's with its generated NLI, wiki1m and GloVe files: nothing to download)."""
+    from tests.rehearsal import data_files
+
     workflow_page = (ROOT / "docs" / "workflow.md").read_text()
     architecture = (ROOT / "docs" / "architecture.md").read_text()
     (offline,) = re.findall(r"The offline config's DAG is \*\*(\d+) jobs\*\*", workflow_page)
     (rehearsal,) = re.findall(r"the rehearsal runs the paper config's (\d+) jobs", architecture)
-    assert int(offline) == _job_count("config/offline.yaml")
-    assert int(rehearsal) == _job_count("config/config.yaml", "config/rehearsal.yaml")
+    assert int(offline) == _job_count(tmp_path / "offline", "config/offline.yaml")
+    data_files(tmp_path / "rehearsal", real_data_dir)
+    assert int(rehearsal) == _job_count(tmp_path / "rehearsal", "config/config.yaml", "config/rehearsal.yaml")
     measured = re.findall(r"`snakemake --configfile config/offline.yaml` \| (\d+) \|", workflow_page)
     assert measured and set(measured) == {offline}  # every timing in the table is of today's DAG
 
@@ -523,7 +550,9 @@ def _mermaid_edges(text: str, names: dict[str, str] | None = None) -> set[tuple[
 
 def test_the_documented_rule_graph_is_the_workflows(tmp_path):
     # the Architecture page's picture, edge for edge, against what snakemake derives from the rules
-    result = _snakemake_in_root("--rulegraph", "mermaid-js", "--directory", str(tmp_path))
+    # in an empty folder: the inputs beyond the STS sets are missing, so the download rules are in it
+    configs = ("--configfile", "config/config.yaml", _without_parser(tmp_path))
+    result = _snakemake_in_root("--rulegraph", "mermaid-js", "--directory", str(tmp_path), *configs)
     assert result.returncode == 0, result.stderr[-3000:]
     names = dict(re.findall(r"^\s*(id\d+)\[(\w+)\]", result.stdout, re.M))
     workflow = _mermaid_edges(result.stdout, names)
@@ -537,7 +566,8 @@ def test_the_documented_rule_graph_is_the_workflows(tmp_path):
 def test_paper_dry_run_lists_every_job_offline(tmp_path):
     # the paper's config via the workflow profile; an empty working directory, so that outputs
     # already in the checkout (from a user's own run) do not change the job counts
-    result = _snakemake_in_root("-n", "--quiet", "rules", "--directory", str(tmp_path))
+    configs = ("--configfile", "config/config.yaml", _without_parser(tmp_path))
+    result = _snakemake_in_root("-n", "--quiet", "rules", "--directory", str(tmp_path), *configs)
     text = result.stdout + result.stderr
     assert result.returncode == 0, text[-3000:]
     counts = {
@@ -554,9 +584,8 @@ def test_paper_dry_run_lists_every_job_offline(tmp_path):
     assert counts["paper_figure"] == 5 and counts["paper_table"] == 4  # Tables 2-4 and the contrastive family
 
 
-def test_a_dry_run_needs_no_data_and_lists_the_download_as_a_job(tmp_path):
-    """A clone with no SentEval data beside it and no $CONSERT_DATA: the paper's dry run lists every job, the
-    data's download among them, and touches neither the network nor the disk."""
+def _bare_clone(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """The workflow's files in a folder with no SentEval data beside it, and an environment without $CONSERT_DATA."""
     clone = tmp_path / "machine" / "repo"
     for part in ("Snakefile", "workflow", "config", "profiles", "results/published"):
         source = ROOT / part
@@ -567,18 +596,50 @@ def test_a_dry_run_needs_no_data_and_lists_the_download_as_a_job(tmp_path):
             shutil.copy(source, clone / part)
     env = {key: value for key, value in os.environ.items() if key != "CONSERT_DATA"}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
-    result = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--quiet", "rules", "--configfile", "config/config.yaml"],
-        cwd=clone,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return clone, env
+
+
+def test_a_dry_run_names_every_missing_input_with_its_download_job_or_what_to_run(tmp_path):
+    """The paper's config in a fresh clone with none of its inputs: one message names each missing input the run
+    reads, with the job that downloads it or, for spaCy's pipeline, which no job installs, the command; the run
+    stops before any job (a dry run too), touching neither the network nor the disk."""
+    clone, env = _bare_clone(tmp_path)
+    command = [sys.executable, "-m", "snakemake", "all", "-n", "--configfile", "config/config.yaml"]
+    result = subprocess.run(command, cwd=clone, env=env, capture_output=True, text=True, timeout=300)
+    text = result.stdout + result.stderr
+    message = text[text.index("Stopped before any job") :].splitlines()
+    assert result.returncode == 1 and "Job stats" not in text, text[-3000:]
+    wordnet = any(Path(folder, "index.adj").is_file() for folder in ("/usr/share/wordnet",))  # Debian's wordnet-base
+    expected = {
+        "MultiNLI 1.0 (data/nli/multinli_1.0/multinli_1.0_train.jsonl)": "job multinli_data downloads it",
+        "SNLI 1.0 (data/nli/snli_1.0/snli_1.0_train.jsonl, data/nli/snli_1.0/snli_1.0_dev.jsonl, "
+        "data/nli/snli_1.0/snli_1.0_test.jsonl)": "job snli_data downloads it",
+        "SimCSE's 1M Wikipedia sentences (data/wiki1m_for_simcse.txt)": "job wiki1m_data downloads it",
+        "GloVe 840B (300d) (data/glove/glove.840B.300d.txt)": "job glove_data downloads it",
+        "spaCy pipeline en_core_web_sm (en_core_web_sm)": "run `consert download-data --spacy en_core_web_sm`",
+        **({} if wordnet else {"WordNet 3.0 (data/wordnet)": "job wordnet_data downloads it"}),
+    }
+    named = {line.strip().split("): missing: ")[0] + ")": line.split("): missing: ")[1] for line in message[1:-1]}
+    assert {what: how for what, how in named.items() if what in expected} == {
+        what: next(h for h in [named.get(what, "")] if h.startswith(how)) for what, how in expected.items()
+    }
+    assert set(named) == set(expected) and message[0].endswith("no job of this run downloads 1 of them:")
+    assert not (clone / "data").exists() and not (clone / "runs").exists()
+
+
+def test_a_dry_run_needs_no_data_and_lists_the_downloads_as_jobs(tmp_path):
+    """With AugCSE's parser-based augmentations left out, every missing input has its download job: the dry run
+    lists them, the STS sets' among them, and touches neither the network nor the disk."""
+    clone, env = _bare_clone(tmp_path)
+    command = [sys.executable, "-m", "snakemake", "-n", "--quiet", "rules", "--configfile", "config/config.yaml",
+               _without_parser(tmp_path)]  # fmt: skip
+    result = subprocess.run(command, cwd=clone, env=env, capture_output=True, text=True, timeout=300)
     text = result.stdout + result.stderr
     assert result.returncode == 0, text[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)\s*$", text, re.M))
-    assert counts["senteval_data"] == "1" and counts["run_config"] == "105" and int(counts["consert_train"]) > 80
+    downloads = ("senteval_data", "snli_data", "multinli_data", "glove_data", "wiki1m_data")
+    assert all(counts[rule] == "1" for rule in downloads) and counts["run_config"] == "105"
+    assert int(counts["consert_train"]) > 80
     assert not (clone / "data").exists() and not (clone / "runs").exists()
 
 

@@ -121,6 +121,7 @@ use rule eval_flow as eval_flow_nli with:
 rule eval_glove:
     input:
         senteval=DATA,
+        glove=lambda wc: external_inputs(GLOVE_INPUTS),
     output:
         artifacts.glove_eval(),
     log:

@@ -2,11 +2,13 @@
 
 import re
 import sys
+from itertools import chain
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
 from consert.data.download import find_senteval
+from consert.data.inputs import blocking, file_input, lines, missing_message, unique
 from consert.data.senteval import DataFormatError
 from baselines.flow_settings import FlowSettings
 from consert import registry
@@ -17,7 +19,8 @@ from consert.paper.comparison_config import ComparisonConfig
 from consert.paper.encoding_config import EncodingSettings
 from consert.verdict.compare import ARTIFACT_FILES
 from consert.paper.workflow_config import load_workflow_config
-from consert.paper.run_configs import consert_run_config, run_config_text, sgopt_run_config
+from consert.paper.run_configs import consert_run_config, consert_train_config, run_config_text, sgopt_run_config
+from consert.train.objectives import run_inputs
 
 
 if not config:
@@ -49,6 +52,35 @@ RUNS = unique_runs(PLAN)
 SGOPT_RUNS = {  # SG-OPT's runs, by run id: (size, seed)
     artifacts.sgopt_run(size, seed): (size, seed) for size in CONFIG.models for seed in CONFIG.sgopt_seeds
 }
+#: What each training run reads beyond the STS sets (consert.data.inputs), and GloVe's file: the inputs of their
+#: jobs. A missing one is downloaded by a job of this run where the config names the place `consert download-data`
+#: fetches it to (rules NAME_data, workflow/rules/data.smk); else the DAG stops before any job, naming them all.
+RUN_INPUTS = {run: run_inputs(consert_train_config(run, spec, CONFIG)) for run, spec in RUNS.items()}
+GLOVE_INPUTS = [file_input(CONFIG.baselines.glove, "baselines.glove")] if CONFIG.baselines.glove else []
+EXTERNAL_INPUTS = unique([*chain.from_iterable(RUN_INPUTS.values()), *GLOVE_INPUTS])
+#: The sources a download job of this run fetches: each needed at its own place, none of it on disk there.
+DOWNLOADS = list(dict.fromkeys(item.source for item in EXTERNAL_INPUTS if item.job))
+if EXTERNAL_INPUTS and not (workflow.remote_exec or workflow.subprocess_exec):  # once, where snakemake was started
+    print("Inputs beyond the STS sets:", *(f"  {line}" for line in lines(EXTERNAL_INPUTS)), sep="\n", file=sys.stderr)
+
+
+def external_inputs(inputs):
+    """The files and folders of ``inputs`` a job reads (on disk, or a download job's output); where one that no job
+    downloads is missing, the workflow stops before any job with one message that names every missing input.
+    Called for the jobs the requested targets need only: a target that reads none of them runs."""
+    if blocking(inputs):
+        sys.exit(missing_message(EXTERNAL_INPUTS, jobs=True))
+    return [item.location for item in inputs if item.is_path]
+
+
+def download_outputs(source):
+    """What a download job leaves: the source's files, a folder (WordNet's) as a directory output."""
+    if not source.members:
+        return [source.default]
+    outputs = zip(source.members, source.outputs(), strict=True)
+    return [directory(str(path)) if member.endswith("/") else str(path) for (member, _), path in outputs]
+
+
 SIZES = list(CONFIG.models)
 SEEDS = CONFIG.seeds
 DTYPE = CONFIG.dtype

@@ -4,6 +4,7 @@ rule consert_train:
         senteval=DATA,
         config=artifacts.run_config("{run}"),
         stage1=stage1_model,
+        external=lambda wc: external_inputs(RUN_INPUTS[wc.run]),
     output:
         model=model_output(artifacts.run_model("{run}")),
         evaluation=artifacts.consert_eval("{run}"),
@@ -47,3 +48,4 @@ use rule consert_train as consert_train_keeping_vectors with:
             *("--save-vectors", output.vectors, "--save-pooling", FLOW_POOLING),
             *("--topk-max", topk_max(output.vectors)),
         ],
+

@@ -22,6 +22,26 @@ if FOUND_DATA is None:  # only then: a forced rerun never touches a data folder 
             "consert download-data --dest {params.dest} > {log} 2>&1"
 
 
+for source in DOWNLOADS:  # only what this run needs and nothing of it is on disk: a forced rerun overwrites no one's files
+
+    rule:
+        """One input the config reads, from its official source into the place the config names (consert
+        download-data; needs network, where snakemake runs: compute nodes often have none)."""
+        name:
+            f"{source.name}_data"
+        localrule: True
+        output:
+            download_outputs(source),
+        log:
+            f"logs/{source.name}_data.log",
+        params:
+            flag=f"--{source.name}",  # into the place it names by default: this rule's outputs
+        conda:
+            "../envs/consert.yaml"
+        shell:
+            "consert download-data {params.flag} > {log} 2>&1"
+
+
 rule table1:
     input:
         senteval=DATA,

@@ -6,6 +6,7 @@ is handed."""
 from __future__ import annotations
 
 from consert.configs import ConfigError
+from consert.data.inputs import ExternalInput, unique
 from consert.train.config import TrainConfig
 from consert.train.objectives.augcse import AugCSE
 from consert.train.objectives.base import Objective
@@ -22,6 +23,7 @@ __all__ = [
     "Objective",
     "check_objective",
     "objective_for",
+    "run_inputs",
 ]
 
 #: Every objective, by the name a recipe gives it.
@@ -46,3 +48,10 @@ def check_objective(config: TrainConfig) -> None:
     is a one-line :class:`ConfigError`. The command line, the workflow's start and the trainer call it."""
     for stage in (config.first_stage(), config) if config.mode in FIRST_STAGE else (config,):
         objective_for(stage).check(stage)
+
+
+def run_inputs(config: TrainConfig) -> list[ExternalInput]:
+    """What the run ``config`` reads beyond the STS sets: its objective's inputs, and its first stage's where it
+    trains one (a two-stage mode without ``stage1_model``)."""
+    stages = (config.first_stage(), config) if config.mode in FIRST_STAGE and not config.stage1_model else (config,)
+    return unique(item for stage in stages for item in objective_for(stage).inputs(stage))

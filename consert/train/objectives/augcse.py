@@ -6,13 +6,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from consert.data.inputs import ExternalInput
 from consert.data.senteval import SentEvalData
 from consert.train.augcse import AugmentationDiscriminator, discriminator_loss
-from consert.train.corpus import training_texts
+from consert.train.corpus import corpus_inputs, training_texts
 from consert.train.losses import CONTRASTIVE_LOSSES
 from consert.train.objectives.base import Objective
 from consert.train.objectives.contrastive import projection_head
-from consert.train.text_augment import AugmentedText, augment_corpus, spacy_pipeline
+from consert.train.text_augment import AugmentedText, augment_corpus, augmentation_inputs, spacy_pipeline
 from consert.train.views import PackedPass, pooled_forward
 
 
@@ -27,6 +28,14 @@ class AugCSE(Objective):
 
     graphs_blocker: str | None = None
     graph_copies = 1  # the (original, augmented, original) rows are the pass's rows, each once
+
+    @classmethod
+    def inputs(cls, config) -> list[ExternalInput]:
+        """The corpus file, and what the text augmentations read: a spaCy pipeline, WordNet 3.0."""
+        settings = config.augcse
+        return corpus_inputs(config) + augmentation_inputs(
+            settings.text_augmentations, settings.spacy_model, settings.wordnet
+        )
 
     def __init__(self, config, encoder, execution):
         super().__init__(config, encoder, execution)
@@ -44,7 +53,7 @@ class AugCSE(Objective):
         config, settings = self.config, self.config.augcse
         items, self.augmentation_rates = augment_corpus(
             training_texts(config, data), settings.text_augmentations, config.seed,
-            spacy_pipeline(settings.spacy_model), progress,
+            spacy_pipeline(settings.spacy_model), progress, settings.wordnet,
         )  # fmt: skip
         return items
 

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from consert.configs import ConfigError
+from consert.data.inputs import ExternalInput
 from consert.data.senteval import SentEvalData
 from consert.train.config import TrainConfig
 
@@ -51,6 +52,12 @@ class Objective:
                 "n_texts: one text without upsampling gives batches of one row, without a negative; "
                 "upsample (main.py's --do_upsampling: copies whose views are drawn per row) or use 2 or more"
             )
+
+    @classmethod
+    def inputs(cls, config: TrainConfig) -> list[ExternalInput]:
+        """What ``config``'s stage of this objective reads beyond the STS sets (files, WordNet, a spaCy pipeline):
+        checked before any work, by ``consert train`` and at the workflow's start."""
+        return []
 
     def __init__(self, config: TrainConfig, encoder: TrainedEncoder, execution: StepExecution):
         self.config, self.encoder, self.execution = config, encoder, execution

@@ -5,10 +5,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from consert.data.inputs import ExternalInput
 from consert.data.senteval import SentEvalData
 from consert.encode.batching import to_device
 from consert.train.config import TrainConfig
-from consert.train.corpus import training_texts
+from consert.train.corpus import corpus_inputs, training_texts
 from consert.train.losses import CONTRASTIVE_LOSSES, PROJECTION_HEADS
 from consert.train.objectives.base import Objective
 from consert.train.views import PackedPass, two_view_forward
@@ -25,6 +26,10 @@ class Contrastive(Objective):
     through the projection head when there is one (SimCSE). The one step that CUDA graphs can replay."""
 
     graphs_blocker: str | None = None
+
+    @classmethod
+    def inputs(cls, config: TrainConfig) -> list[ExternalInput]:
+        return corpus_inputs(config)
 
     def __init__(self, config, encoder, execution):
         super().__init__(config, encoder, execution)

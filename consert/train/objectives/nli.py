@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from consert.data.inputs import ExternalInput, file_input
 from consert.data.nli import LABEL_INDEX, SICK_E_LABEL, load_nli
 from consert.data.senteval import NliPair, SentEvalData
 from consert.train.augment import fgv_perturbation
@@ -30,6 +31,11 @@ class NliClassification(Objective):
     is_contrastive, is_supervised = False, True
     graphs_blocker: str | None = None
     graph_copies = 1  # premises and hypotheses are the pass's rows, each once
+
+    @classmethod
+    def inputs(cls, config) -> list[ExternalInput]:
+        """The SNLI/MultiNLI files of ``nli_source: snli+mnli`` (SICK-E is read with the STS sets)."""
+        return [file_input(path, "nli_files") for path in config.nli_files] if config.nli_source != "sick-e" else []
 
     def __init__(self, config, encoder, execution):
         super().__init__(config, encoder, execution)
