@@ -227,7 +227,13 @@ class WorkflowConfig(Keys):
         "a card run side by side instead of time-slicing, each computing exactly what it computes alone. Where its "
         "control program is missing one line says so. Local jobs only (SLURM's do not inherit it). false: no MPS.",
     )
-    threads: AtLeastOne = Field(2, title="torch threads per job", description="Torch threads per job.")
+    threads: AtLeastOne | Literal["auto"] = Field(
+        2,
+        title="torch threads per job (`auto`: the cores of one card's share, `--cores` / `--resources gpu=N`)",
+        description="Torch threads per job. auto: --cores divided by --resources gpu=N (N = 1 when not given), so "
+        "that N jobs that each take a GPU run at once on a box with N cards; under SLURM each job gets the CPUs "
+        "its profile asks (cpus_per_task).",
+    )
     models: dict[str, str] = Field(
         min_length=1,
         title="the encoder of each size label (`base`, `large`): a hub id or a local folder",

@@ -18,7 +18,7 @@
 #                        sacctmgr fail ("Slurm accounting storage is disabled"), only squeue works
 #
 # The node is this machine (`hostname -s`, 127.0.0.1): all its CPUs and ~90% of its memory,
-# partitions `cpu` (default) and `gpu`, and one fake GRES gpu (File=/dev/null) so that jobs the
+# partitions `cpu` (default) and `gpu`, and two fake GRES gpus (/dev/null, /dev/zero) so that jobs the
 # plugin submits with --gpus=1 are accepted.  Job accounting is slurmdbd on a local MariaDB:
 # `sacct` (which snakemake-executor-plugin-slurm uses for job status) and `sacctmgr` (account
 # validation) need it; with accounting_storage/none sacct only says "accounting disabled".
@@ -138,7 +138,7 @@ MinJobAge=300
 KillWait=5
 InactiveLimit=0
 Waittime=0
-NodeName=$NODE NodeAddr=127.0.0.1 ${hw}RealMemory=$mem Gres=gpu:1 State=UNKNOWN
+NodeName=$NODE NodeAddr=127.0.0.1 ${hw}RealMemory=$mem Gres=gpu:2 State=UNKNOWN
 PartitionName=cpu Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 PartitionName=gpu Nodes=$NODE Default=NO MaxTime=INFINITE State=UP
 EOF
@@ -148,10 +148,12 @@ EOF
         return 0
     fi
     mv "$CONF.new" "$CONF"
-    # a fake GPU so that --gpus=1 is accepted (slurmd drops a gpu GRES without File=; nothing is
-    # bound: task/none, no cgroups; the job only gets CUDA_VISIBLE_DEVICES=0)
+    # two fake GPUs so that --gpus=1 is accepted and two such jobs run at once, as on a node with two cards
+    # (slurmd drops a gpu GRES without File=; nothing is bound: task/none, no cgroups; a job only gets
+    # CUDA_VISIBLE_DEVICES=0 or 1)
     cat >"$DIR/gres.conf" <<EOF
 NodeName=$NODE Name=gpu File=/dev/null
+NodeName=$NODE Name=gpu File=/dev/zero
 EOF
     cat >"$DIR/slurmdbd.conf" <<EOF
 AuthType=auth/munge

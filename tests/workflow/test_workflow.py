@@ -39,8 +39,11 @@ ARTIFACTS = [
 FIGURES = ["figure1_scatter", "figure4_topk", "figure5_heatmap", "figure6_fewshot", "figure7_temperature"]
 
 
-def snakemake_command(workdir: Path, *args: str) -> tuple[list[str], dict[str, str]]:
-    """The CI config's DAG in ``workdir`` (2 cores, two one-thread jobs at a time), and its environment."""
+def snakemake_command(
+    workdir: Path, *args: str, resources: tuple[str, ...] = ("--cores", "2", "--resources", "gpu=2")
+) -> tuple[list[str], dict[str, str]]:
+    """The CI config's DAG in ``workdir`` (2 cores, two one-thread jobs at a time; ``resources`` replaces that), and
+    its environment."""
     env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
@@ -58,10 +61,7 @@ def snakemake_command(workdir: Path, *args: str) -> tuple[list[str], dict[str, s
         *args,  # before the options that take several values (--resources would swallow a target)
         "--configfile",
         str(ROOT / "config" / "test.yaml"),
-        "--cores",
-        "2",
-        "--resources",
-        "gpu=2",
+        *resources,
     ]
     return command, env
 
@@ -851,43 +851,53 @@ def _slurm_jobs(env: dict, *args: str) -> list[dict[str, str]]:
     return [dict(zip(fields, line.split("|"), strict=True)) for line in result.stdout.splitlines() if line]
 
 
-def _running_training_job(env: dict) -> str | None:
+def _training_jobs(env: dict) -> dict[str, str]:
+    """The training jobs in SLURM's queue now: ``{job id: state}``."""
     listed = subprocess.run(
-        ["squeue", "-h", "-t", "RUNNING", "-o", "%i|%k"], env=env, capture_output=True, text=True
+        ["squeue", "-h", "-o", "%i|%k|%T"], env=env, capture_output=True, text=True
     ).stdout.splitlines()
-    return next((line.split("|")[0] for line in listed if "consert_train" in line), None)
+    return {line.split("|")[0]: line.split("|")[2] for line in listed if "consert_train" in line}
 
 
 @pytest.mark.slow
 def test_the_test_dag_runs_on_a_real_slurm_cluster_and_survives_a_scancel(dag_run, slurm_cluster, tmp_path):
-    """:data:`SUB_DAG` of the test config's DAG through `snakemake --executor slurm` on the local cluster: every
-    job but the localrules goes through sbatch (the tables' stay local), a training job killed with scancel is
-    reported and resubmitted, and the results equal the local run's."""
+    """:data:`SUB_DAG` of the test config's DAG through `snakemake --profile profiles/slurm` on the local cluster, each
+    training job taking a whole GPU (`share_gpu: false`, the paper's) and no `--resources` given, as a user runs it:
+    the training jobs are in SLURM's queue side by side (the workflow's own profile, loaded beside the SLURM one, sets
+    no GPU count that would submit them one at a time), every job but the localrules goes through sbatch (the tables'
+    stay local), a training job killed with scancel is reported and resubmitted, and the results equal the local
+    run's."""
     reference, _ = dag_run
     env = slurm_cluster
     before = {job["JobID"] for job in _slurm_jobs(env)}
     data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
     command, run_env = snakemake_command(
-        tmp_path, *SUB_DAG, "--profile", str(SLURM_PROFILE), "--config", f"data_dir={data}", "--jobs", "4"
-    )
+        tmp_path, *SUB_DAG, "--profile", str(SLURM_PROFILE), "--config", f"data_dir={data}", "share_gpu=False",
+        resources=(),
+    )  # fmt: skip
     log = tmp_path / "snakemake-slurm.log"
     with log.open("w") as out:
         process = subprocess.Popen(  # the run's PATH (the venv first), the cluster's SLURM_CONF
             command, env={**run_env, "SLURM_CONF": env["SLURM_CONF"]}, stdout=out, stderr=subprocess.STDOUT
         )
         try:
-            cancelled = None
-            deadline = time.time() + 900
-            while cancelled is None and process.poll() is None and time.time() < deadline:
-                cancelled = _running_training_job(env)
+            cancelled, queued_at_once = None, 0
+            deadline = time.time() + 2400
+            while process.poll() is None and time.time() < deadline:
+                training = _training_jobs(env)
+                queued_at_once = max(queued_at_once, len(training))
+                running = next((job for job, state in training.items() if state == "RUNNING"), None)
+                if cancelled is None and running:
+                    time.sleep(3)  # let it get going, then kill it
+                    subprocess.run(["scancel", running], env=env, check=True)
+                    cancelled = running
                 time.sleep(1)
             assert cancelled, "no training job was seen running under SLURM"
-            time.sleep(3)  # let it get going, then kill it
-            subprocess.run(["scancel", cancelled], env=env, check=True)
-            process.wait(timeout=2400)
+            process.wait(timeout=60)
         finally:
             if process.poll() is None:
                 process.kill()
+    assert queued_at_once >= 2, "the training jobs went to SLURM one at a time"
     text = log.read_text()
     assert process.returncode == 0, text[-5000:]
     jobs = [job for job in _slurm_jobs(env) if job["JobID"] not in before]

@@ -13,7 +13,7 @@ rule encode_corpus:
     params:
         model=lambda wc: CONFIG.models[wc.size],
         topk_max=lambda wc: topk_max(artifacts.vector_cache(wc.size)),
-    threads: CONFIG.threads
+    threads: THREADS
     resources:
         gpu=GPU_PER_JOB,
     conda:
@@ -36,7 +36,7 @@ rule eval_poolings:
         "benchmarks/baselines/{size}/poolings.tsv"
     params:
         model=lambda wc: CONFIG.models[wc.size],
-    threads: CONFIG.threads
+    threads: THREADS
     conda:
         "../envs/consert.yaml"
     shell:
@@ -60,7 +60,7 @@ rule eval_whitening:
     params:
         model=lambda wc: CONFIG.models[wc.size],
         pooling=lambda wc: WHITENING_POOLINGS[wc.pooling],
-    threads: CONFIG.threads
+    threads: THREADS
     conda:
         "../envs/consert.yaml"
     shell:
@@ -87,7 +87,7 @@ rule eval_flow:
     params:
         model=lambda wc: CONFIG.models[wc.size],
         pooling=FLOW_POOLING,
-    threads: CONFIG.threads
+    threads: THREADS
     resources:
         gpu=GPU_PER_JOB,
     conda:
@@ -150,7 +150,7 @@ rule train_sgopt:
         artifacts.benchmark(artifacts.sgopt_eval("{size}", "{seed}"))
     params:
         dtype=DTYPE,
-    threads: CONFIG.threads
+    threads: THREADS
     resources:
         gpu=GPU_PER_JOB,
     conda:
@@ -173,7 +173,7 @@ rule topk_curve:
         "benchmarks/topk/{size}-{which}.tsv"
     params:
         model=topk_model,
-    threads: CONFIG.threads
+    threads: THREADS
     conda:
         "../envs/consert.yaml"
     shell:
@@ -192,7 +192,7 @@ rule stsb_predictions:
         artifacts.benchmark(artifacts.predictions_eval("{size}", "{which}"))
     params:
         model=topk_model,
-    threads: CONFIG.threads
+    threads: THREADS
     conda:
         "../envs/consert.yaml"
     shell:

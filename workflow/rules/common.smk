@@ -89,6 +89,12 @@ KEEP_MODELS = CONFIG.keep_models
 # configs' jobs (under 2 GB of GPU memory each) share it (`share_gpu: true`), as many at once as
 # `--cores` allows.
 GPU_PER_JOB = 0 if CONFIG.share_gpu else 1
+#: The cards `--resources gpu=N` gives (1 when not given: one GPU job at a time, each with every core).
+GPUS = workflow.global_resources.get("gpu").value or 1
+#: Threads per job: the config's, or (`threads: auto`) the cores of one card's share, so that N jobs that take a
+#: card each run at once with `--cores C --resources gpu=N` (snakemake would scale a larger count down to C, and
+#: run one job at a time).
+THREADS = max(1, (workflow._cores or 1) // GPUS) if CONFIG.threads == "auto" else CONFIG.threads
 FIGURE_SIZE = artifacts.figure_size(CONFIG)
 PUBLISHED = str(Path(workflow.basedir) / "results" / "published")
 #: The command that builds the HTML report of this run: the same config files.

@@ -18,7 +18,7 @@ rule consert_train:
     params:
         dtype=DTYPE,
         keep_vectors=[],  # the arguments that keep the evaluation's vectors (the rule below)
-    threads: CONFIG.threads
+    threads: THREADS
     resources:
         gpu=GPU_PER_JOB,
     conda:
