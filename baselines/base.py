@@ -12,6 +12,7 @@ import numpy as np
 from consert.encode.cache import VectorCache
 from consert.encode.encoder import SentenceEncoder
 from consert.encode.pooling import Pooling
+from consert.provenance import EncoderIdentity
 
 from .flow_settings import FlowSettings
 
@@ -79,6 +80,7 @@ class CachedPooledVectors:
         return {
             "model": resolved.name if resolved else "in-memory",
             "base_model": resolved.base_model if resolved else "in-memory",
+            "identity": resolved.identity if resolved else EncoderIdentity("", "weights held in memory"),
             "model_sha256": resolved.weights_sha256 if resolved else "unknown",
             "setting": resolved.setting if resolved else "unknown",
             "pooling": self.pooling,

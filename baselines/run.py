@@ -97,6 +97,7 @@ def evaluate_baseline(
     columns = provenance(
         model=str(described.pop("model", "")),
         base_model=str(described.pop("base_model", "")) or None,
+        identity=described.pop("identity", None),
         model_sha256=str(described.pop("model_sha256", "")),
         setting=str(described.pop("setting", "")),
         pooling=str(described.pop("pooling", "")),

@@ -297,6 +297,7 @@ def train_sgopt(
     record = {
         "method": "sg-opt",
         "base_model": trainer.resolved.name,
+        **trainer.resolved.identity.columns(),
         "setting": trainer.resolved.setting,
         **loop_record(outcome),
         "eval_pooling": "cls",

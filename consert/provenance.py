@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import subprocess
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
@@ -57,6 +58,19 @@ def made_where_and_when(device: str) -> dict[str, str]:
     return {"hardware": hardware_summary(device), "harness_commit": git_commit(), "timestamp": utc_timestamp()}
 
 
+@dataclass(frozen=True)
+class EncoderIdentity:
+    """Which of the paper's encoders a model's weights are (``weights``; "" for none known), and how that is known
+    or why not (``evidence``)."""
+
+    weights: str
+    evidence: str
+
+    def columns(self) -> dict[str, str]:
+        """The result rows' columns that carry it (``base_weights``, ``base_weights_evidence``)."""
+        return {"base_weights": self.weights, "base_weights_evidence": self.evidence}
+
+
 def provenance(
     *,
     model: str,
@@ -72,6 +86,7 @@ def provenance(
     seed: int | None = None,
     engine: str,
     base_model: str | None = None,
+    identity: EncoderIdentity | None = None,
     precision: str = "",
     **extra: object,
 ) -> dict[str, object]:
@@ -84,6 +99,7 @@ def provenance(
     return {
         "model": model,
         "base_model": base_model or model,
+        **(identity or EncoderIdentity("", "")).columns(),  # which paper encoder it descends from (none: "")
         "setting": setting,
         "model_sha256": model_sha256,
         "pooling": pooling,

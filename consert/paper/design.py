@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from consert.encode.models import PAPER_ENCODERS
 from consert.registry import FAMILY, FIGURE5, TABLE2, TABLE3, TABLE4
 from consert.train.methods import METHODS
-from consert.verdict.decision import PAPER_MODELS, Decision
+from consert.verdict.decision import Decision
 from consert.verdict.gate_rates import DesignRow, simulate
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ def paper_design(config: WorkflowConfig, decision: Decision) -> list[DesignRow]:
         sigma = float(decision.noise[kind]["avg"])  # primary cells: the avg scale
         rows.append(DesignRow(label, artifact, kind, "avg", seeds, m, sigma, size))
 
-    sizes = [size for size in config.models if size in PAPER_MODELS]
+    sizes = [size for size in config.models if size in PAPER_ENCODERS]
     for size in sizes:
         add(f"table2 ConSERT-{size}", TABLE2.key, "consert", n, size=size)
         add(f"table2 BERT-{size}-flow", TABLE2.key, "flow", 1, size=size)
@@ -46,7 +47,7 @@ def paper_design(config: WorkflowConfig, decision: Decision) -> list[DesignRow]:
     for name in config.family.methods:  # a method's published rows that hold a number, at a paper size
         method = METHODS[name]
         for size in config.family.sizes:
-            if method.published_number and size in method.published and size in PAPER_MODELS:
+            if method.published_number and size in method.published and size in PAPER_ENCODERS:
                 add(f"family {method.label}-{size}", FAMILY.key, method.noise, n, size=size)
     return rows
 

@@ -29,6 +29,8 @@ PROVENANCE_COLUMNS = (
     "nli",
     "model",
     "base_model",
+    "base_weights",
+    "base_weights_evidence",
     "pooling",
     "data_sha256",
     "data_verified",

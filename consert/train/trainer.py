@@ -84,6 +84,7 @@ def train_stage(
     )
     record = {
         "base_model": encoder.resolved.base_model,
+        **encoder.resolved.identity.columns(),  # which paper encoder it descends from: its evaluations' rows say so
         "started_from": config.model,
         "mode": config.mode,
         **objective.record(),

@@ -25,11 +25,11 @@ from typing import Any
 
 import pandas as pd
 
+from consert.encode.models import PAPER_ENCODERS
 from consert.registry import FAMILY, FIGURE4, FIGURE5, TABLE2, TABLE3, TABLE4
 from consert.verdict.cells import Context, gap_row, published_row_cells
 from consert.verdict.decision import (
     COMPARISON_COLUMNS,
-    PAPER_MODELS,
     PRIMARY,
     SCORE_PAIRS,
     RowKinds,
@@ -51,7 +51,7 @@ def _every_row(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _per_size(*templates: tuple[str, str]) -> Callable[[pd.DataFrame], list[tuple[str, str, str | None]]]:
     """Row pairs for every paper model size, from (published, reproduced) names with ``{size}`` in them."""
-    return lambda _: [(p.format(size=size), r.format(size=size), size) for size in PAPER_MODELS for p, r in templates]
+    return lambda _: [(p.format(size=size), r.format(size=size), size) for size in PAPER_ENCODERS for p, r in templates]
 
 
 @dataclass(frozen=True)

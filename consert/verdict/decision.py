@@ -15,6 +15,7 @@ import pandas as pd
 import yaml
 
 from consert.data.senteval import DATASETS, STS_YEAR_SUBSETS
+from consert.encode.models import PAPER_ENCODERS, PAPER_HUB_IDS
 from consert.registry import FAMILY, FIGURE5, TABLE2, TABLE3, TABLE4
 from consert.train.methods import METHODS
 from consert.verdict.yardstick import (
@@ -26,10 +27,6 @@ SCORE_COLUMNS = (*DATASETS, "Avg")
 
 #: The (published, reproduced) columns of a table of the 7 sets and their Avg.
 SCORE_PAIRS = tuple((column, column) for column in SCORE_COLUMNS)
-
-
-#: The paper's encoders by size: only runs that descend from these are comparable.
-PAPER_MODELS = {"base": "bert-base-uncased", "large": "bert-large-uncased"}
 
 
 _UNSET: Any = np.nan  # a number (or verdict) not set for this row
@@ -121,11 +118,21 @@ def not_comparable_reason(row: pd.Series, size: str | None) -> str:
         )
     if unverified_data(row):
         return unverified_data(row)
-    if size in PAPER_MODELS:
+    if size in PAPER_ENCODERS:
         model = str(row.get("base_model", "") or row.get("model", ""))
-        if model != PAPER_MODELS[size]:
-            return f"encoder {model!r} is not the paper's {PAPER_MODELS[size]!r}"
+        weights, evidence = _text(row, "base_weights"), _text(row, "base_weights_evidence")
+        if "base_weights" not in row.index:  # a row from before encoders were identified: by its hub id
+            weights, evidence = PAPER_HUB_IDS.get(model, ""), "its name"
+        if weights != PAPER_ENCODERS[size]:
+            why = evidence or "its weights were not identified"
+            return f"encoder {model!r} is not the paper's {PAPER_ENCODERS[size]!r} ({why})"
     return ""
+
+
+def _text(row: pd.Series, column: str) -> str:
+    """A text cell of a row, "" where it is empty."""
+    value = row.get(column, "")
+    return "" if pd.isna(value) else str(value)
 
 
 def unverified_data(row: pd.Series) -> str:
