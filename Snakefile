@@ -47,6 +47,7 @@ rule all:
 
 
 onstart:
+    check_device()
     start_mps()
 
 

@@ -179,7 +179,7 @@ class SgOptTrainer:
     def __init__(self, config: SgOptConfig, data: SentEvalData):
         self.config, self.data = config, data
         self.resolved = resolve_model(config.model)
-        self.device = config.device or default_device()
+        self.device = default_device(config.device)
         self.tokenizer, self.tuned = load_trainable(self.resolved, self.device, remove_dropout=False)
         self.frozen = copy.deepcopy(self.tuned).train(config.guide_dropout).requires_grad_(False)
         self.tuned.embeddings.requires_grad_(False)  # the 0th layer of BERT_T stays fixed

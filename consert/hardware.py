@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import platform
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -47,3 +48,43 @@ def hardware_summary(device: str = "cpu", with_threads: bool = True) -> str:
         f"bf16 units: {', '.join(units) or 'none'}"
     )
     return f"{summary}; {torch.get_num_threads()} threads" if with_threads else summary
+
+
+#: The first compute capability with bf16 tensor cores and FlashAttention's kernels (Ampere: A100 8.0; H100 9.0).
+AMPERE = (8, 0)
+
+
+@dataclass(frozen=True)
+class CardPaths:
+    """What a CUDA card of one compute capability runs natively: the precisions worth measuring, in the order of
+    preference (:mod:`consert.encode.precision` times them), and the packed training step's attention kernel."""
+
+    capability: tuple[int, int]
+    dtypes: tuple[str, ...]
+    attention: str  # "varlen": FlashAttention's variable-length kernel; "padded": SDPA over padded rows
+
+    @property
+    def why(self) -> str:
+        """The reason, in one line."""
+        if self.capability >= AMPERE:
+            return f"compute capability {self.capability[0]}.{self.capability[1]}: bf16 tensor cores, FlashAttention"
+        return (
+            f"compute capability {self.capability[0]}.{self.capability[1]} (before Ampere's 8.0): bf16 only emulated, "
+            "no FlashAttention kernels; fp16 with a gradient scaler or fp32, attention over padded rows"
+        )
+
+
+def card_paths(capability: tuple[int, int], flash_attention_built: bool = True) -> CardPaths:
+    """The decision table of a card: bf16 only where the card computes it (Ampere, 8.0, and later: torch's
+    ``is_bf16_supported()`` also says yes for a V100 or T4, which only emulate it), FlashAttention's variable-length
+    kernel only where the card runs it (8.0 and later, and torch was built with it), the padded path (PyTorch's
+    memory-efficient kernel) elsewhere."""
+    modern = tuple(capability) >= AMPERE
+    dtypes = ("bf16", "fp16", "fp32") if modern else ("fp16", "fp32")
+    return CardPaths(tuple(capability), dtypes, "varlen" if modern and flash_attention_built else "padded")
+
+
+def cuda_card_paths(device: str | int | None = None) -> CardPaths:
+    """:func:`card_paths` of a visible CUDA card (the current one by default)."""
+    capability = torch.cuda.get_device_capability(device)
+    return card_paths(capability, torch.backends.cuda.is_flash_attention_available())

@@ -205,6 +205,14 @@ class WorkflowConfig(Keys):
         "a CPU, ONNX Runtime; on CUDA also fp16 with a gradient scaler. The resolved precision, with the timings it "
         "was chosen on, is in every result row.",
     )
+    device: Literal["auto", "cuda", "cpu"] = Field(
+        "auto",
+        title="where jobs compute: `cuda` (the paper's config: a run stops at its start where torch sees no GPU), "
+        "`cpu`, or `auto`",
+        description="cuda: every job that encodes or trains computes on a GPU; a local run stops before any job, in "
+        "one line naming torch's build, where none is visible (a cluster's jobs check on their nodes); cpu: on the "
+        "CPU (a GPU box's cards stay free); auto: a GPU where one is visible.",
+    )
     keep_models: bool = Field(
         False,
         title="keep exported models under `runs/` (else deleted once read; curves and evaluations stay)",

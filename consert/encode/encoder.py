@@ -96,7 +96,7 @@ class SentenceEncoder:
         on this machine (:mod:`consert.encode.precision`).
         """
         resolved = model if isinstance(model, ResolvedModel) else resolve_model(model)
-        tokenizer, network = load_tokenizer_and_model(resolved, device or default_device())
+        tokenizer, network = load_tokenizer_and_model(resolved, default_device(device))
         return cls(
             tokenizer,
             network,

@@ -219,7 +219,7 @@ def load_tokenizer_and_model(resolved: ResolvedModel, device: str | None = None)
     """Load the tokenizer and ``AutoModel`` from a resolved folder onto ``device``."""
     from transformers import AutoModel, AutoTokenizer
 
-    device = device or default_device()
+    device = default_device(device)
     tokenizer = AutoTokenizer.from_pretrained(resolved.path)
     model = AutoModel.from_pretrained(resolved.path, attn_implementation=attention_implementation(device))
     return tokenizer, model.to(device)
@@ -237,8 +237,43 @@ def attention_implementation(device: str) -> str:
     return "sdpa" if torch.device(device).type == "cuda" else "eager"
 
 
-def default_device() -> str:
-    """``cuda`` when a GPU is visible, else ``cpu``."""
+#: The device a command computes on when none is named: ``cuda`` (a GPU, or a one-line error), ``cpu``, or ``auto``
+#: (a GPU where one is visible); the workflow sets it for its jobs from the config's ``device``.
+DEVICE_ENV = "CONSERT_DEVICE"
+DEVICES = ("auto", "cuda", "cpu")
+
+
+class NoGpuError(OSError):
+    """A GPU was asked for and none is visible; the message says which torch build looked and what to do."""
+
+
+def no_gpu_message(cpu: str = "device cpu") -> str:
+    """Why no GPU is visible, as far as torch can say (its build, its CUDA version), and what to do (``cpu``: how the
+    caller asks for the CPU instead)."""
     import torch
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    if torch.version.cuda is None:
+        build = f"torch {torch.__version__}, a build without CUDA (torch.version.cuda is None)"
+        advice = "install a CUDA build of torch (docs: GPU box)"
+    else:
+        build = f"torch {torch.__version__}, built for CUDA {torch.version.cuda}"
+        advice = "check the driver (`nvidia-smi`) and $CUDA_VISIBLE_DEVICES"
+    return f"no CUDA GPU is visible to {build}: {advice}, or compute on the CPU with {cpu} (slow for the paper)"
+
+
+def default_device(requested: str | None = None) -> str:
+    """The device to compute on: ``requested`` (``cuda``, ``cpu``, ``cuda:N``), else ``$CONSERT_DEVICE``, else
+    ``auto``: ``cuda`` when a GPU is visible, else ``cpu``. A ``cuda`` that no GPU backs is a :class:`NoGpuError`."""
+    import torch
+
+    wanted = requested or os.environ.get(DEVICE_ENV, "").strip() or "auto"
+    kind = wanted.split(":")[0]
+    if kind not in DEVICES:
+        raise ValueError(f"device: expected one of {DEVICES} (or cuda:N), got {wanted!r}")
+    if kind == "cpu":
+        return "cpu"
+    if torch.cuda.is_available():
+        return wanted if kind == "cuda" else "cuda"
+    if kind == "cuda":
+        raise NoGpuError(no_gpu_message())
+    return "cpu"

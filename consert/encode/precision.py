@@ -42,7 +42,7 @@ from pathlib import Path
 
 import torch
 
-from consert.hardware import hardware_summary
+from consert.hardware import cuda_card_paths, hardware_summary
 from consert.io import cache_dir
 
 #: What a config or command line may ask for.
@@ -94,9 +94,8 @@ class Precision:
 
 def _candidates(device: str, purpose: str) -> list[tuple[str, str]]:
     """(dtype, engine) candidates in the device's order of preference."""
-    if torch.device(device).type == "cuda":
-        dtypes = (["bf16"] if torch.cuda.is_bf16_supported() else []) + ["fp16", "fp32"]
-        return [(dtype, "torch") for dtype in dtypes]
+    if torch.device(device).type == "cuda":  # the card's own: no bf16 where it only emulates it
+        return [(dtype, "torch") for dtype in cuda_card_paths(device).dtypes]
     from consert.encode.ort_engine import onnxruntime_available
 
     found = [("fp32", "onnxruntime")] if purpose == "inference" and onnxruntime_available() else []

@@ -57,7 +57,7 @@ class TrainedEncoder:
     def __init__(self, config: TrainConfig, data: SentEvalData):
         self.config = config
         self.resolved = resolve_model(config.model)
-        self.device = config.device or default_device()
+        self.device = default_device(config.device)
         if torch.device(self.device).type == "cuda":
             configure_cuda_matmul()
         self.tokenizer, self.model = load_trainable(self.resolved, self.device, config.remove_dropout)

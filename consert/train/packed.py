@@ -46,6 +46,7 @@ from torch import nn
 
 from consert.encode.batching import to_device
 from consert.encode.pooling import Pooling
+from consert.hardware import cuda_card_paths
 
 
 @dataclass(frozen=True)
@@ -186,8 +187,9 @@ ATTENTION_KERNELS: dict[str, Attention] = {
 
 
 def attention_kernel(q: torch.Tensor) -> str:
-    """``varlen`` where FlashAttention's variable-length kernel takes ``q`` (CUDA, bf16 or fp16, head size a
-    multiple of 8 up to 256, flash attention enabled), else ``padded``."""
+    """``varlen`` where FlashAttention's variable-length kernel takes ``q`` (CUDA on a card that runs it, compute
+    capability 8.0 and up: :func:`consert.hardware.card_paths`; bf16 or fp16, head size a multiple of 8 up to 256,
+    flash attention enabled), else ``padded``."""
     head_size = q.shape[-1]
     if (
         q.is_cuda
@@ -195,7 +197,7 @@ def attention_kernel(q: torch.Tensor) -> str:
         and head_size % 8 == 0
         and head_size <= 256
         and torch.backends.cuda.flash_sdp_enabled()
-        and torch.backends.cuda.is_flash_attention_available()
+        and cuda_card_paths(q.device).attention == "varlen"
     ):
         return "varlen"
     return "padded"

@@ -158,9 +158,27 @@ def stop_mps():
             print(line)
 
 
+def check_device():
+    """`device: cuda` (the paper's config): a run on this machine stops before any job, in one line, where torch sees
+    no GPU; on a cluster each job checks on its node."""
+    if CONFIG.device == "cuda" and workflow.local_exec:
+        from consert.encode.models import NoGpuError, default_device
+
+        try:
+            default_device("cuda")
+        except NoGpuError:
+            from consert.encode.models import no_gpu_message
+
+            sys.exit(no_gpu_message(cpu="--config device=cpu"))
+
+
 def device_env(share="shared"):
-    """The environment of a job that encodes or trains: its threads, and its claim on a card of the pool."""
-    return f"OMP_NUM_THREADS={{threads}} CONSERT_GPU_POOL={GPU_POOL} CONSERT_GPU_SHARE={share} "
+    """The environment of a job that encodes or trains: its threads, its device (the config's), and its claim on a
+    card of the pool."""
+    return (
+        f"OMP_NUM_THREADS={{threads}} CONSERT_DEVICE={CONFIG.device} CONSERT_GPU_POOL={GPU_POOL} "
+        f"CONSERT_GPU_SHARE={share} "
+    )
 
 
 def consert_shell(arguments, encoder=True, share="shared"):
