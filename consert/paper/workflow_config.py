@@ -48,6 +48,27 @@ def load_workflow_config(config: Mapping[str, Any]) -> WorkflowConfig:
     return typed
 
 
+def typed_overrides(config: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with the values that came from snakemake's ``--config`` read as YAML reads them: snakemake parses a
+    nested value (``--config "seeds=[1,2]"``, ``"train={lr: 1e-5}"``) with YAML's base loader, which leaves every
+    scalar a string ("1", "null", "true"), where a config file gives numbers, nulls and booleans."""
+    import yaml
+
+    def typed(given: Any, override: Any) -> Any:
+        if isinstance(override, Mapping) and isinstance(given, Mapping):
+            return {key: typed(value, override.get(key)) if key in override else value for key, value in given.items()}
+        if isinstance(override, list) and isinstance(given, list):
+            return [typed(value, value) for value in given]
+        if isinstance(override, str) and isinstance(given, str) and given == override:
+            try:
+                return yaml.safe_load(given) if given.strip() else given
+            except yaml.YAMLError:
+                return given
+        return given
+
+    return typed(dict(config), dict(overrides))
+
+
 def read_workflow_config(path: str | Path) -> WorkflowConfig:
     """A workflow config file, checked and typed (as the DAG sees it); a fault names the file."""
     values = read_yaml(path)  # its faults name the file (and line) already

@@ -250,3 +250,19 @@ def test_the_typed_config_of_the_test_config():
     assert config.gate.allow_stand_in is True and config.gate.alpha == 0.05 and config.sweeps.heatmap == "ordered"
     with pytest.raises(ValueError):  # read-only: a job cannot change what the workflow planned
         config.seeds = [3]
+
+
+def test_config_values_on_the_command_line_are_read_as_in_a_config_file():
+    """snakemake's `--config` parses a nested value with YAML's base loader, every scalar a string; the workflow reads
+    those as a config file's YAML would (`seeds=[1,2]` two integers, `spacy_model: null` no pipeline), and leaves
+    what came from the files alone (a string that looks like a number stays a string there)."""
+    from consert.paper.workflow_config import typed_overrides
+
+    config = {"seeds": ["1", "2"], "train": {"lr": "1e-5", "views": ["none", "shuffle"]}, "setting": "7",
+              "family": {"augcse": {"augcse": {"spacy_model": "null", "wordnet": "data/wordnet"}}}}  # fmt: skip
+    overrides = {"seeds": ["1", "2"], "train": {"lr": "1e-5"}, "family": config["family"]}
+    typed = typed_overrides(config, overrides)
+    assert typed["seeds"] == [1, 2] and typed["train"] == {"lr": "1e-5", "views": ["none", "shuffle"]}
+    assert typed["family"]["augcse"]["augcse"] == {"spacy_model": None, "wordnet": "data/wordnet"}
+    assert typed["setting"] == "7"  # from a file, not the command line
+

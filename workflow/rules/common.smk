@@ -18,7 +18,7 @@ from consert.paper.plan import flow_nli_run, plan_runs, unique_runs
 from consert.paper.comparison_config import ComparisonConfig
 from consert.paper.encoding_config import EncodingSettings
 from consert.verdict.compare import ARTIFACT_FILES
-from consert.paper.workflow_config import load_workflow_config
+from consert.paper.workflow_config import load_workflow_config, typed_overrides
 from consert.paper.run_configs import consert_run_config, consert_train_config, run_config_text, sgopt_run_config
 from consert.train.objectives import run_inputs
 
@@ -33,7 +33,7 @@ if not config:
 try:
     #: The config, checked and typed (consert.workflow_keys.WorkflowConfig, its defaults filled in): what every
     #: rule and helper reads. Snakemake's own `config` (what scripts and the report read) holds the same values.
-    CONFIG = load_workflow_config(config)
+    CONFIG = load_workflow_config(typed_overrides(config, workflow.config_settings.overwrite_config or {}))
     ENCODING = EncodingSettings.of_workflow(CONFIG)
 except ConfigError as err:  # one line, not a traceback: the message names the key and what was expected
     sys.exit(str(err))
