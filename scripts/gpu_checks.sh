@@ -12,13 +12,20 @@
 #   bench:  the paper-scale trainer against a plain and a compiled loop (consert bench --device cuda)
 #   rehearsal: the paper config rehearsed on tiny random BERTs on CUDA, every core (tests/workflow/test_cuda.py)
 # A call of the device tool brings back at most 8 files: pack OUT_DIR into one archive after a long list of steps.
-# Needs snakemake and the STS data ($CONSERT_DATA, or ../shared/data/senteval beside the checkout).
+# Needs snakemake and the STS data, found as every command finds it: $CONSERT_DATA, data/senteval (where
+# `consert download-data` puts it), or a SentEval folder beside the working directory or the checkout.
 set -uo pipefail
 out=${1:?usage: bash scripts/gpu_checks.sh OUT_DIR [graphs] [dag] [cost] [share] [bench] [rehearsal]}
 shift
 mkdir -p "$out"
-data=${CONSERT_DATA:-$(cd "$(dirname "$0")/.." && pwd)/../shared/data/senteval}
-{ date -u +%FT%TZ; nvidia-smi -L; python3 -c "import torch; print('torch', torch.__version__)"; nproc; } >"$out/machine.txt" 2>&1
+data=$(python3 -c "
+from consert.data.senteval import DataFormatError, resolve_data_dir
+try:
+    print(resolve_data_dir().resolve())  # absolute: the dag step runs in a folder of its own
+except DataFormatError as err:
+    raise SystemExit(str(err))") || exit 2
+{ date -u +%FT%TZ; nvidia-smi -L; python3 -c "import torch; print('torch', torch.__version__)"; nproc; echo "data $data"; } \
+  >"$out/machine.txt" 2>&1
 status=0
 for step in "$@"; do
   started=$SECONDS

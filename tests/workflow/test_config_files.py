@@ -266,3 +266,15 @@ def test_config_values_on_the_command_line_are_read_as_in_a_config_file():
     assert typed["family"]["augcse"]["augcse"] == {"spacy_model": None, "wordnet": "data/wordnet"}
     assert typed["setting"] == "7"  # from a file, not the command line
 
+
+def test_the_environment_files_and_the_readme_install_the_same_torch_and_python():
+    """environment.yml (a GPU box), environment-cpu.yml (PyTorch's CPU build) and the workflow's conda environment
+    pin the release the README's pip command installs, on the same Python; only the CPU file names the CPU build."""
+    pins = {}
+    for name in ("environment.yml", "environment-cpu.yml", "workflow/envs/consert.yaml"):
+        dependencies = yaml.safe_load((ROOT / name).read_text())["dependencies"]
+        pip = next(item["pip"] for item in dependencies if isinstance(item, dict))
+        pins[name] = ([d for d in dependencies if str(d).startswith("python=")], [p for p in pip if "torch==" in p])
+    readme = re.search(r"pip install (torch==[\d.]+) -e \.", (ROOT / "README.md").read_text()).group(1)
+    assert pins["environment.yml"] == pins["workflow/envs/consert.yaml"] == (["python=3.11"], [readme])
+    assert pins["environment-cpu.yml"] == (["python=3.11"], [f"{readme}+cpu"])

@@ -916,3 +916,17 @@ def test_the_test_dag_runs_on_a_real_slurm_cluster_and_survives_a_scancel(dag_ru
     assert f"SLURM-job '{cancelled}' failed, SLURM status is: 'CANCELLED'" in text  # and reported
     assert "localrule paper_table:" in text  # the table was built where snakemake runs
     _assert_sub_dag_equal(tmp_path, reference)
+
+
+@pytest.mark.slow
+def test_the_box_check_trains_one_run_and_evaluates_it_apart_from_the_paper(tmp_path):
+    """`snakemake check_box`: Table 2's first ConSERT run for a few hundred steps (the test config's cap: 2), then
+    its 7 sets, into results/check/, which no table reads; its model is deleted once evaluated."""
+    data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
+    snakemake(tmp_path, "check_box", "--config", f"data_dir={data}")
+    evaluation = pd.read_csv(tmp_path / "results" / "check" / "consert-base.csv")
+    sets = {"STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R", "Avg"}
+    assert set(evaluation[evaluation.subset == "all"].dataset) == sets
+    curve = pd.read_csv(tmp_path / "results" / "check" / "consert-base-curve.csv")
+    assert curve.step.max() == 2 and not (tmp_path / "runs" / "check-box").exists()
+    assert not (tmp_path / "results" / "table2_unsup.csv").exists() and not (tmp_path / "results" / "evals").exists()

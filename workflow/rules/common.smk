@@ -249,6 +249,11 @@ def topk_max(cache):
     return ENCODING.topk_max if cache in figure_caches else 0
 
 
+#: The run the box check trains (check_box), Table 2's first ConSERT run of the first size, for a few hundred steps
+#: (its config's own cap where that is lower).
+CHECK_RUN = artifacts.table2_consert_run(CONFIG, SIZES[0])
+CHECK_STEPS = min(300, consert_train_config(CHECK_RUN, RUNS[CHECK_RUN], CONFIG).max_steps or 300)
+CHECK_EVALUATION = f"results/check/consert-{SIZES[0]}.csv"
 FLOW_POOLING = CONFIG.baselines.flow_pooling
 #: whitening pooling by its file-name slug
 WHITENING_POOLINGS = {artifacts.pooling_slug(p): p for p in CONFIG.baselines.whitening_poolings}

@@ -49,3 +49,35 @@ use rule consert_train as consert_train_keeping_vectors with:
             *("--topk-max", topk_max(output.vectors)),
         ],
 
+
+rule check_box:
+    """Minutes on a new GPU box (`snakemake check_box`): Table 2's first ConSERT-base run, its resolved recipe, for
+    CHECK_STEPS steps (fewer where the config's runs are shorter), then its evaluation on the 7 sets: the model
+    downloads, the card trains, the precision is measured and the data is read. Not a reproduction: its rows go to
+    results/check/, which nothing of the paper reads; its model is deleted once evaluated (as a target's output,
+    a temp() folder would be kept)."""
+    input:
+        senteval=DATA,
+        config=artifacts.run_config(CHECK_RUN),
+        external=lambda wc: external_inputs(RUN_INPUTS[CHECK_RUN]),
+    output:
+        evaluation=CHECK_EVALUATION,
+        curve=CHECK_EVALUATION.replace(".csv", "-curve.csv"),
+    log:
+        "logs/check_box.log",
+    benchmark:
+        "benchmarks/check_box.tsv"
+    params:
+        dtype=DTYPE,
+        steps=CHECK_STEPS,
+        model="runs/check-box",
+    threads: THREADS
+    resources:
+        gpu=GPU_PER_JOB,
+    conda:
+        "../envs/consert.yaml"
+    shell:
+        device_env(GPU_SHARE)
+        + "consert train --config {input.config} --set max_steps={params.steps} --set output_dir={params.model} "
+        "--overwrite --evaluate {output.evaluation} --curve {output.curve} --eval-dtype {params.dtype} > {log} 2>&1 "
+        "&& rm -r {params.model}"
