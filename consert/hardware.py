@@ -84,7 +84,12 @@ def card_paths(capability: tuple[int, int], flash_attention_built: bool = True) 
     return CardPaths(tuple(capability), dtypes, "varlen" if modern and flash_attention_built else "padded")
 
 
-def cuda_card_paths(device: str | int | None = None) -> CardPaths:
-    """:func:`card_paths` of a visible CUDA card (the current one by default)."""
-    capability = torch.cuda.get_device_capability(device)
-    return card_paths(capability, torch.backends.cuda.is_flash_attention_available())
+def cuda_card_paths(device: torch.device | str | int | None = None) -> CardPaths:
+    """:func:`card_paths` of a visible CUDA card (the current one by default), asked of the driver once per card."""
+    index = torch.device(device).index if isinstance(device, torch.device | str) else device
+    return _card_paths_of(torch.cuda.current_device() if index is None else index)
+
+
+@functools.cache
+def _card_paths_of(index: int) -> CardPaths:
+    return card_paths(torch.cuda.get_device_capability(index), torch.backends.cuda.is_flash_attention_available())

@@ -44,8 +44,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     config = load_train_config(args.config, args.set)
     check_objective(config)
-    if any(not item.present for item in run_inputs(config)):  # every missing input named, before any work
-        raise ConfigError(missing_message(run_inputs(config)))
+    inputs = run_inputs(config)
+    if any(not item.present for item in inputs):  # every missing input named, before any work
+        raise ConfigError(missing_message(inputs))
     for stage in (config.first_stage(),) if config.mode in FIRST_STAGE and not config.stage1_model else ():
         check_export_target(stage.output_dir, args.overwrite)
     check_export_target(config.output_dir, args.overwrite)

@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -55,8 +56,12 @@ from consert.data.senteval import (
 WORKFLOW_FLAG = "--config data_dir=DIR"
 #: Tests only: the base URL of a local server that serves each official URL under ``/HOST/PATH``.
 MIRROR_ENV = "CONSERT_TEST_MIRROR"
-#: Tries per file before a download gives up (each after the first resumes where the last one broke off).
+#: Tries per file before a download gives up (each after the first resumes where the last one broke off), and the
+#: seconds waited before the second (doubled before each later one).
 ATTEMPTS = 3
+BACKOFF = 1.0
+#: Answers of a server that is busy or broken for now: tried again, as a broken connection is.
+TRANSIENT = (429, 500, 502, 503, 504)
 #: Bytes read from the network at a time.
 CHUNK = 1 << 20
 #: Where archives wait, below the folder they are unpacked into, until they are.
@@ -107,7 +112,9 @@ def fetch(url: str, target: Path, progress: bool = True) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
     problem = ""
-    for _ in range(ATTEMPTS):
+    for attempt in range(ATTEMPTS):
+        if attempt:
+            time.sleep(BACKOFF * 2 ** (attempt - 1))
         have = partial.stat().st_size if partial.is_file() else 0
         request = urllib.request.Request(official(url), headers={"Range": f"bytes={have}-"} if have else {})
         try:
@@ -125,8 +132,16 @@ def fetch(url: str, target: Path, progress: bool = True) -> Path:
                         out.write(chunk)
                         bar.update(len(chunk))
         except urllib.error.HTTPError as err:
-            if err.code == 416 and have:  # nothing left to send: an earlier try got every byte
+            whole = err.headers.get("Content-Range", "").rpartition("/")[2] if err.headers else ""
+            if err.code == 416 and have and whole == str(have):  # nothing left to send: an earlier try got every byte
                 total = have
+            elif err.code == 416 and have:  # the kept bytes are not a start of this file (it changed): start again
+                partial.unlink()
+                problem = f"the {have:,} bytes kept in {partial.name} were not of this file"
+                continue
+            elif err.code in TRANSIENT:
+                problem = f"the server answered {err.code} {err.reason}"
+                continue
             else:
                 raise DownloadError(f"{url}: the server answered {err.code} {err.reason}") from None
         except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
@@ -141,15 +156,28 @@ def fetch(url: str, target: Path, progress: bool = True) -> Path:
             raise DownloadError(f"{url}: {size} bytes arrived where the server announced {total}; run it again")
         problem = f"the connection broke off after {size:,} of {total:,} bytes"
     received = partial.stat().st_size if partial.is_file() else 0
-    raise DownloadError(
-        f"{url}: {problem} ({ATTEMPTS} tries); {partial} keeps the {received:,} bytes received: run the same "
-        "command again to resume"
-    )
+    kept = f"{partial} keeps the {received:,} bytes received: run" if received else "nothing arrived: run"
+    raise DownloadError(f"{url}: {problem} ({ATTEMPTS} tries); {kept} the same command again to resume")
 
 
 def _archive(url: str, folder: Path) -> Path:
     """Where the archive of ``url`` waits below ``folder`` until it is unpacked."""
     return folder / ARCHIVES / url.rsplit("/", 1)[-1]
+
+
+@contextlib.contextmanager
+def _opened(archive: Path, url: str, opener):
+    """``opener(archive)``; an archive that cannot be read (a download spliced from two versions of the file, a
+    server's error page) is removed, so that the next run fetches it again, and named in a :class:`DownloadError`."""
+    try:
+        handle = opener(archive)
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError) as err:
+        archive.unlink()
+        raise DownloadError(
+            f"{url}: the download is not a readable archive ({err}); it was removed: run again"
+        ) from None
+    with handle:
+        yield handle
 
 
 def _unpack(member: BinaryIO, target: Path) -> None:
@@ -194,7 +222,7 @@ class Source:
         if not self.members:
             return [fetch(self.url, dest, progress)]
         archive = fetch(self.url, _archive(self.url, dest.parent), progress)  # beside dest: a folder may be dest
-        with zipfile.ZipFile(archive) as unzipped:
+        with _opened(archive, self.url, zipfile.ZipFile) as unzipped:
             names = unzipped.namelist()
             for member, below in self.members:
                 target = dest / below if below else dest
@@ -280,7 +308,7 @@ def download_spacy_model(model: str = SPACY_MODEL) -> None:
     """Install ``model`` with spaCy's own download (needs network); a :class:`DownloadError` when it fails."""
     result = subprocess.run(spacy_download_command(model), check=False)
     if result.returncode != 0:
-        raise DownloadError(f"`{' '.join(spacy_download_command(model)[1:])}` failed (exit {result.returncode})")
+        raise DownloadError(f"`{' '.join(spacy_download_command(model))}` failed (exit {result.returncode})")
 
 
 def _tokenizer():
@@ -302,7 +330,7 @@ def _find(folder: Path, name: str) -> Path:
 def _sts_year(tokenize, year: str, archive_path: Path, scratch: Path, staging: Path) -> None:
     """One STS year's archive into ``staging/STS/<year>-en-test``: inputs tokenized, the gold standard as it is."""
     unpacked = scratch / year
-    with zipfile.ZipFile(archive_path) as archive:
+    with _opened(archive_path, archive_path.name, zipfile.ZipFile) as archive:
         archive.extractall(unpacked)
     target = staging / "STS" / f"{year}-en-test"
     target.mkdir(parents=True)
@@ -323,8 +351,9 @@ def download_senteval(dest: Path, progress: bool = True) -> list[str]:
     if (final / "STS").is_dir():
         return []
     dest.mkdir(parents=True, exist_ok=True)
-    archives = [*(url for url, _ in _STS_ARCHIVES.values()), _STSB_ARCHIVE]
-    for url in archives:  # every archive first: a broken connection resumes without unpacking again
+    sick = [_SICK_URL.format(name=name) for name in SICK_SPLITS.values()]
+    archives = [*(url for url, _ in _STS_ARCHIVES.values()), _STSB_ARCHIVE, *sick]
+    for url in archives:  # every file first: a broken connection resumes without unpacking again
         fetch(url, _archive(url, dest), progress)
     scratch = dest / ".unpacking"
     shutil.rmtree(scratch, ignore_errors=True)
@@ -332,7 +361,7 @@ def download_senteval(dest: Path, progress: bool = True) -> list[str]:
     for year, (url, _) in _STS_ARCHIVES.items():
         _sts_year(tokenize, year, _archive(url, dest), scratch, staging)
     stsb = scratch / "stsb"
-    with tarfile.open(_archive(_STSB_ARCHIVE, dest)) as archive:
+    with _opened(_archive(_STSB_ARCHIVE, dest), _STSB_ARCHIVE, tarfile.open) as archive:
         archive.extractall(stsb, filter="data")
     (staging / "STS" / "STSBenchmark").mkdir(parents=True)
     for split in ("train", "dev", "test"):
@@ -342,8 +371,9 @@ def download_senteval(dest: Path, progress: bool = True) -> list[str]:
             fields = row.split("\t")
             out.append("\t".join(fields[:5] + [tokenize(fields[5]), tokenize(fields[6])]))
         (staging / "STS" / "STSBenchmark" / f"sts-{split}.csv").write_text("\n".join(out) + "\n", encoding="utf-8")
-    for filename in SICK_SPLITS.values():
-        fetch(_SICK_URL.format(name=filename), staging / "SICK" / filename, progress)
+    (staging / "SICK").mkdir()
+    for url in sick:
+        shutil.copy(_archive(url, dest), staging / "SICK" / url.rsplit("/", 1)[-1])
     written = {
         str(path.relative_to(staging)): hashlib.sha256(path.read_bytes()).hexdigest()
         for path in sorted(staging.rglob("*"))
@@ -351,7 +381,10 @@ def download_senteval(dest: Path, progress: bool = True) -> list[str]:
     }
     staging.rename(final)
     shutil.rmtree(scratch, ignore_errors=True)
-    shutil.rmtree(dest / ARCHIVES, ignore_errors=True)
+    for url in archives:  # its own files only: another download may wait in the same folder
+        _archive(url, dest).unlink()
+    with contextlib.suppress(OSError):
+        (dest / ARCHIVES).rmdir()
     return manifest_mismatches(written)
 
 

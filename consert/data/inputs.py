@@ -14,6 +14,8 @@ from consert.data.download import SOURCES, Source
 
 #: The files of a WordNet 3.0 database folder the harness reads (AugCSE's antonym switch).
 WORDNET_FILES = ("index.adj", "data.adj")
+#: Where Debian's ``wordnet-base`` package puts WordNet 3.0's database files.
+DEBIAN_WORDNET = Path("/usr/share/wordnet")
 #: Where a WordNet 3.0 database is looked for when none is configured, in order: where ``consert download-data
 #: --wordnet`` puts it, NLTK's data folders (``$NLTK_DATA``, then NLTK's defaults on Linux), Debian's wordnet-base.
 WORDNET_DEFAULTS = (
@@ -22,7 +24,7 @@ WORDNET_DEFAULTS = (
     "~/nltk_data",
     "/usr/share/nltk_data",
     "/usr/local/share/nltk_data",
-    "/usr/share/wordnet",
+    str(DEBIAN_WORDNET),
 )
 
 
@@ -64,14 +66,18 @@ def lines(inputs: Iterable[ExternalInput], jobs: bool = True) -> list[str]:
 
 
 def _source_of(path: str) -> tuple[Source, Path] | None:
-    """The source that leaves a file at ``path``, and the destination it would be fetched into."""
+    """The source that leaves a file of ``path``'s name at ``path``, and the destination it would be fetched into
+    (a plain download's: the file itself, of the name it has by default); None for any other file."""
+    parts = Path(path).parts
     for source in SOURCES.values():
-        for output in source.outputs(Path("DEST")):
-            below = output.relative_to("DEST")
-            if below == Path("."):
+        if not source.members:
+            if Path(path).name == Path(source.default).name:
                 return source, Path(path)
-            if Path(path).parts[-len(below.parts) :] == below.parts and len(Path(path).parts) > len(below.parts):
-                return source, Path(*Path(path).parts[: -len(below.parts)])
+            continue
+        for member, below in source.members:
+            below_parts = Path(below).parts
+            if not member.endswith("/") and len(parts) > len(below_parts) and parts[-len(below_parts) :] == below_parts:
+                return source, Path(*parts[: -len(below_parts)])
     return None
 
 
@@ -121,6 +127,8 @@ def wordnet_input(configured: str | os.PathLike | None = None) -> ExternalInput:
         + ("`" if default else f" {configured}`")
         + " (or install Debian's wordnet-base)"
     )
+    if not found and Path(location).is_dir() and any(Path(location).iterdir()):  # a download would keep its files
+        command = f"the folder holds no WordNet 3.0 database ({', '.join(WORDNET_FILES)}): name one that does"
     job = default and found is None and not Path(source.default).exists()  # never over a folder it did not write
     return ExternalInput(source.title, location, found is not None, command, source if job else None)
 

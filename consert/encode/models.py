@@ -53,9 +53,10 @@ PAPER_WEIGHTS = {
 
 def identify_encoder(name: str, path: Path | None) -> EncoderIdentity:
     """Whether the model ``name`` (resolved to ``path``) is one of :data:`PAPER_ENCODERS`, by what names it: a hub id
-    of one; a folder in the hub cache's layout (``models--ORG--NAME/snapshots/REVISION``) of one; else its weight
-    file's sha256 among :data:`PAPER_WEIGHTS`. A folder with other weights is none of them, and says so."""
-    if name in PAPER_HUB_IDS:
+    of one (not a local folder of that name, which a hub id resolves to first); a folder in the hub cache's layout
+    (``models--ORG--NAME/snapshots/REVISION``) of one; else its weight file's sha256 among :data:`PAPER_WEIGHTS`. A
+    folder with other weights is none of them, and says so."""
+    if name in PAPER_HUB_IDS and not Path(name).is_dir():
         return EncoderIdentity(PAPER_HUB_IDS[name], f"hub id {name}")
     parts = path.parts if path is not None else ()
     for index, part in enumerate(parts[:-2]):
@@ -101,6 +102,8 @@ class ResolvedModel:
         recorded = _training_record(self.path)
         if "base_weights" in recorded:
             return EncoderIdentity(recorded["base_weights"], recorded.get("base_weights_evidence", ""))
+        if "base_model" in recorded:  # exported before encoders were identified: by the name it started from
+            return identify_encoder(recorded["base_model"], None)
         return identify_encoder(self.name, self.path)
 
     @functools.cached_property
@@ -247,7 +250,7 @@ class NoGpuError(OSError):
     """A GPU was asked for and none is visible; the message says which torch build looked and what to do."""
 
 
-def no_gpu_message(cpu: str = "device cpu") -> str:
+def no_gpu_message(cpu: str = "$CONSERT_DEVICE=cpu (a training config: device: cpu)") -> str:
     """Why no GPU is visible, as far as torch can say (its build, its CUDA version), and what to do (``cpu``: how the
     caller asks for the CPU instead)."""
     import torch

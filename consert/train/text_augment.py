@@ -19,7 +19,6 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
-from pathlib import Path
 
 from consert.data.inputs import ExternalInput, find_wordnet, spacy_pipeline_input, wordnet_input
 
@@ -117,9 +116,6 @@ DISCOURSE_MARKERS = {
     "alternative": ("alternatively", "instead", "otherwise"),
 }
 _MARKER_SENSE = {marker: sense for sense, markers in DISCOURSE_MARKERS.items() for marker in markers}
-
-#: Where Debian's ``wordnet-base`` package puts WordNet 3.0's database files.
-DEBIAN_WORDNET = Path("/usr/share/wordnet")
 
 
 def _with_case_of(word: str, model: str) -> str:
@@ -302,9 +298,9 @@ def wordnet_adjective_antonyms(root: str | None = None) -> dict[str, str]:
     directory = find_wordnet(root)
     if directory is None:
         raise FileNotFoundError(f"WordNet 3.0: {wordnet_input(root).line()}")
-    index_file, file_input = directory / "index.adj", directory / "data.adj"
+    index_file, data_file = directory / "index.adj", directory / "data.adj"
     synsets: dict[str, tuple[str, list[str], list[tuple[str, int]]]] = {}
-    for line in file_input.read_text(encoding="utf-8").splitlines():
+    for line in data_file.read_text(encoding="utf-8").splitlines():
         if line.startswith(" "):
             continue
         fields = line.split(" | ")[0].split()

@@ -121,7 +121,7 @@ def not_comparable_reason(row: pd.Series, size: str | None) -> str:
     if size in PAPER_ENCODERS:
         model = str(row.get("base_model", "") or row.get("model", ""))
         weights, evidence = _text(row, "base_weights"), _text(row, "base_weights_evidence")
-        if "base_weights" not in row.index:  # a row from before encoders were identified: by its hub id
+        if not weights and not evidence:  # a row from before encoders were identified: by its hub id
             weights, evidence = PAPER_HUB_IDS.get(model, ""), "its name"
         if weights != PAPER_ENCODERS[size]:
             why = evidence or "its weights were not identified"

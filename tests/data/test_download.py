@@ -209,3 +209,21 @@ def test_consert_train_names_every_missing_input_before_any_work(tmp_path, monke
     )
     assert "(data/wiki1m_for_simcse.txt): missing: run `consert download-data --wiki1m`" in line
     assert not Path("run").exists() and not Path("run.stage1").exists()
+
+
+def test_kept_bytes_of_another_file_are_refetched_and_an_unreadable_archive_is_removed(mirror, capsys):
+    """A .partial longer than the file now served (the file changed between runs): the server answers 416, and the
+    download starts again rather than take those bytes. An archive that is no zip (a server's error page) is one
+    line, and removed, so that the next run fetches it again."""
+    wiki1m, glove = SOURCES["wiki1m"], SOURCES["glove"]
+    data = mirror.expected[wiki1m.default]
+    stale = Path(wiki1m.default + ".partial")
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"x" * (len(data) + 10))
+    assert cli_main(["download-data", "--wiki1m"]) == 0
+    assert Path(wiki1m.default).read_bytes() == data and mirror.fetched(wiki1m.url) == [len(data) + 10, 0]
+    mirror.put(glove.url, b"<html>503 Service Unavailable</html>")
+    assert cli_main(["download-data", "--glove"]) == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "the download is not a readable archive" in line and "it was removed: run again" in line
+    assert not list(Path("data").rglob("*.zip")) and not Path(glove.default).exists()

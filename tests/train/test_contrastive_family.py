@@ -10,12 +10,12 @@ import pytest
 import torch
 from torch import nn
 
+from consert.data.inputs import DEBIAN_WORDNET
 from consert.train.augcse import AugmentationDiscriminator, discriminator_loss, reverse_gradient
 from consert.train.config import TrainConfig
 from consert.train.losses import infonce, infonce_symmetric
 from consert.train.text_augment import (
     AUTHORS_STS_LIST,
-    DEBIAN_WORDNET,
     LEFT_OUT,
     TEXT_AUGMENTATIONS,
     adjectives_antonyms_switch,

@@ -19,7 +19,7 @@ rule encode_corpus:
     conda:
         "../envs/consert.yaml"
     shell:
-        consert_shell("encode {params.model:q} --topk-max {params.topk_max}", share=GPU_SHARE)
+        consert_shell("encode {params.model:q} --topk-max {params.topk_max}", gpu_job=True)
 
 
 rule eval_poolings:
@@ -96,7 +96,7 @@ rule eval_flow:
         consert_shell(
             "baseline flow --model {params.model:q} --pooling {params.pooling:q} --flow-config {input.settings} "
             "--fit-on task --vectors {input.vectors}",
-            share=GPU_SHARE,
+            gpu_job=True,
         )
 
 
@@ -156,7 +156,7 @@ rule train_sgopt:
     conda:
         "../envs/consert.yaml"
     shell:
-        device_env(GPU_SHARE)
+        device_env(gpu_job=True)
         + "consert sgopt --config {input.config} --evaluate {output.evaluation} "
         "--curve {output.curve} --eval-dtype {params.dtype} > {log} 2>&1"
 

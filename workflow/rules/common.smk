@@ -1,5 +1,6 @@
 """Helpers shared by the rules: config validation, the run plan, and the resolved settings files jobs read."""
 
+import os
 import re
 import sys
 from itertools import chain
@@ -89,12 +90,26 @@ KEEP_MODELS = CONFIG.keep_models
 # configs' jobs (under 2 GB of GPU memory each) share it (`share_gpu: true`), as many at once as
 # `--cores` allows.
 GPU_PER_JOB = 0 if CONFIG.share_gpu else 1
-#: The cards `--resources gpu=N` gives (1 when not given: one GPU job at a time, each with every core).
-GPUS = workflow.global_resources.get("gpu").value or 1
-#: Threads per job: the config's, or (`threads: auto`) the cores of one card's share, so that N jobs that take a
-#: card each run at once with `--cores C --resources gpu=N` (snakemake would scale a larger count down to C, and
-#: run one job at a time).
-THREADS = max(1, (workflow._cores or 1) // GPUS) if CONFIG.threads == "auto" else CONFIG.threads
+
+
+def auto_threads():
+    """`threads: auto`: in a cluster job's own snakemake, the CPUs its allocation gives (SLURM's cpus_per_task, what
+    the profile asks); else the cores of one card's share, `--cores` over `--resources gpu=N` (N = 1 when not given),
+    so that N jobs that take a card each run at once (snakemake scales a larger count down to `--cores` and runs
+    such a job alone)."""
+    try:
+        cores = workflow.cores
+    except WorkflowError:  # no --cores: a cluster's main process, where the profile's cpus_per_task decide
+        cores = 1
+    if workflow.remote_exec:
+        return int(os.environ.get("SLURM_CPUS_PER_TASK") or cores)
+    cards = workflow.global_resources.get("gpu")
+    cards = getattr(cards, "value", cards) or 1  # snakemake >= 9: a Resource; before: the number
+    return max(1, cores // cards)
+
+
+#: Threads per job: the config's, or `threads: auto`'s.
+THREADS = auto_threads() if CONFIG.threads == "auto" else CONFIG.threads
 FIGURE_SIZE = artifacts.figure_size(CONFIG)
 PUBLISHED = str(Path(workflow.basedir) / "results" / "published")
 #: The command that builds the HTML report of this run: the same config files.
@@ -159,9 +174,11 @@ def stop_mps():
 
 
 def check_device():
-    """`device: cuda` (the paper's config): a run on this machine stops before any job, in one line, where torch sees
-    no GPU; on a cluster each job checks on its node."""
-    if CONFIG.device == "cuda" and workflow.local_exec:
+    """`device: cuda` (the paper's config): a run on this machine whose jobs take a GPU stops before any job, in one
+    line, where torch sees none (a target that needs no GPU, a table rebuilt from results, runs); on a cluster each
+    job checks on its node."""
+    takes_gpu = any(job.resources.get("gpu", 0) for job in workflow.dag.needrun_jobs())
+    if CONFIG.device == "cuda" and workflow.local_exec and takes_gpu:
         from consert.encode.models import NoGpuError, default_device
 
         try:
@@ -172,20 +189,23 @@ def check_device():
             sys.exit(no_gpu_message(cpu="--config device=cpu"))
 
 
-def device_env(share="shared"):
-    """The environment of a job that encodes or trains: its threads, its device (the config's), and its claim on a
-    card of the pool."""
+def device_env(gpu_job=False):
+    """The environment of a job that encodes or trains: its threads, its device and its claim on a card of the pool.
+    A GPU job (``gpu_job``: one that declares the `gpu` resource) computes on the config's device; the others, which
+    read vector caches (a cluster sends them to its CPU nodes), on a GPU only where one is visible, unless the config
+    asks for the CPU."""
+    device = CONFIG.device if gpu_job or CONFIG.device == "cpu" else "auto"
+    share = GPU_SHARE if gpu_job else "shared"
     return (
-        f"OMP_NUM_THREADS={{threads}} CONSERT_DEVICE={CONFIG.device} CONSERT_GPU_POOL={GPU_POOL} "
-        f"CONSERT_GPU_SHARE={share} "
+        f"OMP_NUM_THREADS={{threads}} CONSERT_DEVICE={device} CONSERT_GPU_POOL={GPU_POOL} CONSERT_GPU_SHARE={share} "
     )
 
 
-def consert_shell(arguments, encoder=True, share="shared"):
+def consert_shell(arguments, encoder=True, gpu_job=False):
     """The shell line that runs one `consert` command on the STS data (its input `senteval`), its output and its
-    log; for a command that encodes or reads a vector cache, with its threads and card and the encoding settings
-    (its input `encoding`)."""
-    env, settings = (device_env(share), " --encoding-config {input.encoding}") if encoder else ("", "")
+    log; for a command that encodes or reads a vector cache, with its threads, device and card (:func:`device_env`)
+    and the encoding settings (its input `encoding`)."""
+    env, settings = (device_env(gpu_job), " --encoding-config {input.encoding}") if encoder else ("", "")
     return f"{env}consert {arguments} --data {{input.senteval}}{settings} --output {{output}} > {{log}} 2>&1"
 
 

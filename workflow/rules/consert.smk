@@ -24,7 +24,7 @@ rule consert_train:
     conda:
         "../envs/consert.yaml"
     shell:
-        device_env(GPU_SHARE)
+        device_env(gpu_job=True)
         + "consert train --config {input.config} --evaluate {output.evaluation} "
         "--curve {output.curve} --eval-dtype {params.dtype} {params.keep_vectors:q} > {log} 2>&1"
 
@@ -77,7 +77,7 @@ rule check_box:
     conda:
         "../envs/consert.yaml"
     shell:
-        device_env(GPU_SHARE)
+        device_env(gpu_job=True)
         + "consert train --config {input.config} --set max_steps={params.steps} --set output_dir={params.model} "
         "--overwrite --evaluate {output.evaluation} --curve {output.curve} --eval-dtype {params.dtype} > {log} 2>&1 "
         "&& rm -r {params.model}"
