@@ -50,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``consert download-data`` on parsed ``args``; return its exit status."""
     from consert.data.download import SOURCES, SPACY_MODEL, download_senteval, download_spacy_model
+    from consert.data.inputs import spacy_pipeline_input
     from consert.data.senteval import ALLOW_UNVERIFIED_ENV_VAR, DATA_ENV_VAR
 
     wanted = {name: getattr(args, name) for name in SOURCES}
@@ -80,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
             source = SOURCES[name]
             outputs = source.download(dest)
             print(f"{source.title} ready: {', '.join(str(path) for path in outputs)}")
-    if spacy_model:
+    if spacy_model and not spacy_pipeline_input(spacy_model).present:  # pip would install it again
         download_spacy_model(spacy_model)
+    if spacy_model:
         print(f"spaCy's {spacy_model} installed")
     return 0

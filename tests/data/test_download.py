@@ -227,3 +227,15 @@ def test_kept_bytes_of_another_file_are_refetched_and_an_unreadable_archive_is_r
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert "the download is not a readable archive" in line and "it was removed: run again" in line
     assert not list(Path("data").rglob("*.zip")) and not Path(glove.default).exists()
+
+
+def test_an_installed_spacy_pipeline_is_not_downloaded_again(tmp_path, monkeypatch, capsys):
+    """`--spacy MODEL` runs spaCy's download (pip) only where MODEL is not installed: an installed package (here a
+    stand-in name that is importable) is left alone, with no network asked for."""
+    site = tmp_path / "site" / "already_here_pipeline"
+    site.mkdir(parents=True)
+    (site / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setattr(download, "download_spacy_model", lambda model: pytest.fail(f"{model} fetched again"))
+    assert cli_main(["download-data", "--spacy", "already_here_pipeline"]) == 0
+    assert "spaCy's already_here_pipeline installed" in capsys.readouterr().out

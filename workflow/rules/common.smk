@@ -56,7 +56,8 @@ SGOPT_RUNS = {  # SG-OPT's runs, by run id: (size, seed)
 #: What each training run reads beyond the STS sets (consert.data.inputs), and GloVe's file: the inputs of their
 #: jobs. A missing one is downloaded by a job of this run where the config names the place `consert download-data`
 #: fetches it to (rules NAME_data, workflow/rules/data.smk); else the DAG stops before any job, naming them all.
-RUN_INPUTS = {run: run_inputs(consert_train_config(run, spec, CONFIG)) for run, spec in RUNS.items()}
+TRAIN_CONFIGS = {run: consert_train_config(run, spec, CONFIG) for run, spec in RUNS.items()}
+RUN_INPUTS = {run: run_inputs(train_config) for run, train_config in TRAIN_CONFIGS.items()}
 GLOVE_INPUTS = [file_input(CONFIG.baselines.glove, "baselines.glove")] if CONFIG.baselines.glove else []
 EXTERNAL_INPUTS = unique([*chain.from_iterable(RUN_INPUTS.values()), *GLOVE_INPUTS])
 #: The sources a download job of this run fetches: each needed at its own place, none of it on disk there.
@@ -177,8 +178,11 @@ def check_device():
     """`device: cuda` (the paper's config): a run on this machine whose jobs take a GPU stops before any job, in one
     line, where torch sees none (a target that needs no GPU, a table rebuilt from results, runs); on a cluster each
     job checks on its node."""
-    takes_gpu = any(job.resources.get("gpu", 0) for job in workflow.dag.needrun_jobs())
-    if CONFIG.device == "cuda" and workflow.local_exec and takes_gpu:
+    if (
+        CONFIG.device == "cuda"
+        and workflow.local_exec
+        and any(job.resources.get("gpu", 0) for job in workflow.dag.needrun_jobs())
+    ):
         from consert.encode.models import NoGpuError, default_device
 
         try:
@@ -272,7 +276,7 @@ def topk_max(cache):
 #: The run the box check trains (check_box), Table 2's first ConSERT run of the first size, for a few hundred steps
 #: (its config's own cap where that is lower).
 CHECK_RUN = artifacts.table2_consert_run(CONFIG, SIZES[0])
-CHECK_STEPS = min(300, consert_train_config(CHECK_RUN, RUNS[CHECK_RUN], CONFIG).max_steps or 300)
+CHECK_STEPS = min(300, TRAIN_CONFIGS[CHECK_RUN].max_steps or 300)
 CHECK_EVALUATION = f"results/check/consert-{SIZES[0]}.csv"
 FLOW_POOLING = CONFIG.baselines.flow_pooling
 #: whitening pooling by its file-name slug
