@@ -68,7 +68,7 @@ FAMILY = Artifact(
     "family",
     "table_contrastive_family",
     "table",
-    "The contrastive family (SimCSE, AugCSE)",
+    "The contrastive family beside ConSERT",
     ("method", "size"),
     summary_place=9,
     needs_family=True,

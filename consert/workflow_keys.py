@@ -8,13 +8,15 @@ Declarations only: reading a config file, with one line per fault, is :mod:`cons
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import GenerateJsonSchema
 
-#: The training stages a config sets keys for (``stages``, ``size_stages``).
-Stage = Literal["unsup", "sup", "joint", "sup-unsup", "joint-unsup"]
+#: A training stage a config sets keys for (``stages``, ``size_stages``): the name of one of ConSERT's stage records
+#: (consert/train/modes.py), which the schema lists (:func:`json_schema`'s ``stages``).
+Stage = str
 #: Training keys (``consert train --list-keys``), checked by the trainer's own config when a run is planned.
 TrainKeys = dict[str, Any]
 Positive = Annotated[float, Field(gt=0)]
@@ -109,20 +111,19 @@ class SweepKeys(Keys):
 
 
 class FamilyKeys(Keys):
-    """The contrastive family beside ConSERT (results/table_contrastive_family.csv): unsupervised SimCSE and AugCSE,
-    trained by the same loop with their authors' recipes (consert/train/recipes.py). ConSERT's `train` block does
-    not apply to them. Any other key is a method's own block, under its name (simcse, augcse): TrainConfig keys of
-    that method's runs, and a method's settings under their own key (AugCSE's augcse: discriminator_weight,
-    discriminator_dropout, text_augmentations, spacy_model). A block for a name without a record stops the workflow
-    at its start."""
+    """The contrastive family beside ConSERT (results/table_contrastive_family.csv): the methods of the family's
+    records in consert/train/modes.py, trained by the same loop with their authors' recipes
+    (consert/train/methods.py). ConSERT's `train` block does not apply to them. Any other key is a method's own
+    block, under its name: TrainConfig keys of that method's runs, and a method's own settings under their own key
+    (`consert train --list-keys`). A block for a name without a record stops the workflow at its start."""
 
     model_config = ConfigDict(extra="allow")
     __pydantic_extra__: dict[str, TrainKeys] = Field(init=False)
 
     methods: list[str] = Field(
         [],
-        description="The methods to train, by the names of their records in consert/train/methods.py (simcse, "
-        "augcse); none unless listed (the shipped configs list both). A name without a record stops the workflow "
+        description="The methods to train, by the names of the family's records in consert/train/modes.py; none "
+        "unless listed (the shipped configs list them all). A name without a record stops the workflow "
         "at its start.",
     )
     sizes: list[str] = Field(["base"], description="Model size labels (keys of models) the family is trained on.")
@@ -255,9 +256,8 @@ class WorkflowConfig(Keys):
     stages: dict[Stage, TrainKeys] = Field(
         {},
         title="training keys per stage, over `train`",
-        description="TrainConfig keys per stage, over `train`: unsup (from the base model), sup and joint (NLI), "
-        "sup-unsup and joint-unsup (their second stages). Unset keys are the authors' recipe "
-        "(consert/train/recipes.py).",
+        description="TrainConfig keys per ConSERT stage (its record's name in consert/train/modes.py; the schema "
+        "lists them), over `train`. Unset keys are the authors' recipe (consert/train/recipes.py).",
     )
     size_stages: dict[str, dict[Stage, TrainKeys]] = Field(
         {},
@@ -322,10 +322,14 @@ class _OwnTitles(GenerateJsonSchema):
         return False
 
 
-def json_schema() -> dict[str, Any]:
+def json_schema(stages: Sequence[str]) -> dict[str, Any]:
     """The config's JSON schema, each block written out where it is used (no ``$ref``; what
-    ``workflow/schemas/config.schema.yaml`` holds)."""
+    ``workflow/schemas/config.schema.yaml`` holds); ``stages``: the names ``stages`` and ``size_stages`` take (ConSERT's
+    stage records, :func:`consert.paper.workflow_config.config_schema`)."""
     schema = WorkflowConfig.model_json_schema(schema_generator=_OwnTitles)
+    properties = schema["properties"]
+    properties["stages"]["propertyNames"] = {"enum": list(stages)}
+    properties["size_stages"]["additionalProperties"]["propertyNames"] = {"enum": list(stages)}
     blocks = schema.pop("$defs", {})
 
     def inline(node: Any) -> Any:
@@ -343,13 +347,13 @@ def json_schema() -> dict[str, Any]:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **inline(schema)}
 
 
-def schema_text() -> str:
-    """``workflow/schemas/config.schema.yaml``'s text: :func:`json_schema` as YAML, under a line that says where it
-    comes from."""
+def schema_text(schema: dict[str, Any]) -> str:
+    """``workflow/schemas/config.schema.yaml``'s text: ``schema`` (:func:`json_schema`'s) as YAML, under a line that
+    says where it comes from."""
     import yaml
 
     header = "# Generated from consert/workflow_keys.py by `python scripts/config_keys.py`: edit the keys there.\n"
-    return header + yaml.safe_dump(json_schema(), sort_keys=False, width=118, allow_unicode=True)
+    return header + yaml.safe_dump(schema, sort_keys=False, width=118, allow_unicode=True)
 
 
 def keys_table() -> str:

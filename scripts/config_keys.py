@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from consert.io import write_text
+from consert.paper.workflow_config import config_schema
 from consert.workflow_keys import keys_table, schema_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,5 +28,5 @@ def with_table(text: str) -> str:
 
 
 if __name__ == "__main__":
-    print(f"wrote {write_text(schema_text(), SCHEMA)}")
+    print(f"wrote {write_text(schema_text(config_schema()), SCHEMA)}")
     print(f"wrote {write_text(with_table(README.read_text(encoding='utf-8')), README)}")

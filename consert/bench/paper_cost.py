@@ -50,7 +50,6 @@ from consert.train.config import TrainConfig
 from consert.train.export import TRAINING_RECORD
 from consert.train.loop import evaluation_grid, loop_settings, planned_step_count
 from consert.train.objectives import objective_for
-from consert.train.recipes import FIRST_STAGE
 
 if TYPE_CHECKING:
     from consert.workflow_keys import WorkflowConfig
@@ -211,7 +210,7 @@ def _timed_config(config, model: str, steps: int, device: str, workdir: Path, da
         return dataclasses.replace(config, **common, eval_every=10 * steps), []
     # one dev evaluation, after the timed steps (the epoch grid would score the dev set at each short epoch's end)
     changes: dict[str, Any] = {**common, "eval_every": 10 * steps, "eval_grid": "global", "data": data_dir}
-    if config.mode in FIRST_STAGE:  # its second stage alone, from the random model as from its NLI run's export
+    if config.two_stage:  # its second stage alone, from the random model as from its NLI run's export
         changes["stage1_model"] = model
     swapped = []
     supervised = objective_for(config).is_supervised  # the timed stage reads NLI pairs, else texts

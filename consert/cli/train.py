@@ -1,4 +1,5 @@
-"""``consert train``: train ConSERT (unsup, joint, sup, sup-unsup, joint-unsup), SimCSE (simcse) or AugCSE (augcse)."""
+"""``consert train``: train a mode of ConSERT's loop (``--set mode=NAME``): one of the records of
+:mod:`consert.train.modes` (``--list-keys`` names them)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from consert.cli.arguments import add_threads_argument, add_training_arguments
 from consert.cli.common import write_run_outputs
 
 NAME = "train"
-HELP = "train ConSERT (unsup, joint, sup, sup-unsup, joint-unsup), SimCSE (simcse) or AugCSE (augcse)"
+HELP = "train ConSERT's stages, the contrastive family's methods or BERT-flow's NLI encoder (--list-keys: the modes)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +32,6 @@ def run(args: argparse.Namespace) -> int:
     from consert.train.config import load_train_config
     from consert.train.export import check_export_target
     from consert.train.objectives import check_objective, run_inputs
-    from consert.train.recipes import FIRST_STAGE
     from consert.train.trainer import train
 
     if args.list_keys:
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = run_inputs(config)
     if any(not item.present for item in inputs):  # every missing input named, before any work
         raise ConfigError(missing_message(inputs))
-    for stage in (config.first_stage(),) if config.mode in FIRST_STAGE and not config.stage1_model else ():
+    for stage in (config.first_stage(),) if config.two_stage and not config.stage1_model else ():
         check_export_target(stage.output_dir, args.overwrite)
     check_export_target(config.output_dir, args.overwrite)
     data = load_senteval(config.data, flag="--set data=DIR")

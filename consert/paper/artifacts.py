@@ -46,7 +46,7 @@ def consert_eval(run_id: str) -> str:
 
 
 def run_curve(run_id: str) -> str:
-    """Training curve of one training run (ConSERT, SimCSE, AugCSE or SG-OPT): :mod:`consert.train.curves`."""
+    """Training curve of one training run (any trainable mode, SG-OPT's too): :mod:`consert.train.curves`."""
     return str(CURVE_DIR / f"{run_id}.csv")
 
 
@@ -172,7 +172,7 @@ def table3_sources(config: WorkflowConfig) -> list[Source]:
 
 
 def family_sources(config: WorkflowConfig) -> list[Source]:
-    """The contrastive family: BERT [CLS] and mean (untrained references), ConSERT, SimCSE, AugCSE."""
+    """The contrastive family: BERT [CLS] and mean (untrained references), ConSERT and the family's methods."""
     sizes = [p.spec.size for p in _planned(config, FAMILY.key)]
     sources: list[Source] = []
     for size in dict.fromkeys(sizes):

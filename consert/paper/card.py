@@ -20,19 +20,13 @@ from consert.paper.card_baselines import MEASURED_PRECISION, UNEXPLAINED, baseli
 from consert.paper.plan import RunSpec, plan_runs, train_overrides, unique_runs
 from consert.train.augment import EMBEDDING_AUGMENTATIONS
 from consert.train.config import TrainConfig
-from consert.train.methods import METHODS, sub_configs
+from consert.train.modes import MODES, authors_recipe, sub_configs
 from consert.train.notes import ATTENTION_DROPOUT_NOTE, FUSED_DROPOUT_NOTE, GRAPHS_NOTE
 from consert.train.objectives import objective_for
-from consert.train.recipes import REFERENCE_ENCODERS, STAGES, authors_recipe
-from consert.train.text_augment import LEFT_OUT
 
 if TYPE_CHECKING:
     from consert.workflow_keys import WorkflowConfig
 
-#: The authors trained in fp16 with apex O1 on GPUs.
-AUTHORS_PRECISION = "fp16 (apex O1)"
-#: BERT-flow's NLI encoder's precision (its methods' precisions: :data:`consert.train.methods.METHODS`).
-FLOW_NLI_PRECISION = ("fp32", "fp32 (TensorFlow 1, no mixed precision)")
 #: Keys compared with the authors' recipe, in column order.
 COMPARED = (
     "batch_size",
@@ -120,21 +114,6 @@ DROPOUT_NOTE = (
     "#28 (2022-08) that the earlier experiments had kept it and the runs without it were later ablations, "
     "which is what the scripts that produced the numbers do"
 )
-#: The authors' README (line 73): models 2-10 were retrained, BERT-large's max_seq_length changed to 40.
-LARGE_LENGTH_NOTE = (
-    "max_length 64 as the paper: the authors' sup-consert-joint-large.sh and sup-consert-joint-unsup-large.sh "
-    "pass 40, a later retrain (their README: models 2-10 were retrained with max_seq_length 40 for BERT-large, "
-    "so results may differ from the paper's); the published Table 3 rows are the paper's, at 64"
-)
-FLOW_NLI_NOTE = (
-    "BERT-flow's own BERT-NLI, the encoder Table 3's BERT-flow (NLI) rows fit their flow on: their README's "
-    "ALLNLI command (MNLI train + SNLI train, dev and test: 961,735 pairs, 60,108 steps at batch 16, the "
-    "checkpoint model.ckpt-60108), run_siamese.py's classifier on [u, v, |u - v|] without bias over the last "
-    "layer's mean, BERT's AdamWeightDecay (no bias correction), 10% warm-up then linear decay, clip 1.0, dropout "
-    "on, the last step kept (no dev selection); the dev score is logged once, after the last step; on CUDA torch's "
-    "fused AdamW with both bias corrections at exactly 1, whose decay of the pre-update weights is "
-    "AdamWeightDecay's own"
-)
 
 
 def max_length_note(max_length: int) -> str:
@@ -149,8 +128,8 @@ def max_length_note(max_length: int) -> str:
 def consert_notes(config: TrainConfig, size: str) -> str:
     """The recipe card's notes of a ConSERT stage's run."""
     notes = [f"max_length: {max_length_note(config.max_length)}"]
-    if size == "large" and config.mode in ("joint", "joint-unsup"):
-        notes.append(LARGE_LENGTH_NOTE)
+    if size in MODES[config.mode].notes_by_size:
+        notes.append(MODES[config.mode].notes_by_size[size])
     notes += [f"dev set: {DEV_SET_NOTE}", f"warm-up: {warmup_note(config)}", f"dropout: {DROPOUT_NOTE}"]
     if not config.adam_bias_correction:  # the fused kernel runs only the uncorrected update
         notes.append(f"optimizer: {OPTIMIZER_NOTE}")
@@ -163,35 +142,22 @@ def consert_notes(config: TrainConfig, size: str) -> str:
     return "; ".join(notes)
 
 
-def authors_precision(mode: str) -> tuple[str, str]:
-    """The precision the authors of ``mode``'s recipe trained in: (the dtype of ours it is, as they ran it)."""
-    if mode in METHODS:
-        return METHODS[mode].precision
-    return FLOW_NLI_PRECISION if mode in REFERENCE_ENCODERS else ("fp16", AUTHORS_PRECISION)
-
-
 def run_notes(config: TrainConfig, size: str) -> str:
-    """The recipe card's notes of a run: its method's, BERT-flow's NLI encoder's, or a ConSERT stage's."""
-    if config.mode in METHODS:
-        return METHODS[config.mode].notes
-    return FLOW_NLI_NOTE if config.mode in REFERENCE_ENCODERS else consert_notes(config, size)
+    """The recipe card's notes of a run: its mode's record's, else (a ConSERT stage's) derived from the run."""
+    return MODES[config.mode].notes or consert_notes(config, size)
 
 
-def family_differences(config: TrainConfig) -> list[str]:
-    """Differences of a run of the contrastive family from its authors that no compared key shows."""
-    if config.mode not in METHODS:
-        return []
+def mode_differences(config: TrainConfig) -> list[str]:
+    """Differences of a run from its authors' that no compared key shows: its texts where its authors trained on
+    SimCSE's Wikipedia sentences, and what its own settings leave out of their authors'."""
     out = []
-    if config.train_texts == "sts":
+    if MODES[config.mode].authors_texts == "wiki1m" and config.train_texts == "sts":
         out.append(
             "train_texts: the 89,192 unlabeled STS texts (authors: 1M English Wikipedia sentences, "
             "wiki1m_for_simcse.txt; the offline stand-in for them)"
         )
-    if config.augcse.in_use:
-        out.append(
-            "augmentations left out of the authors' 12: "
-            + "; ".join(f"{name} ({why})" for name, why in LEFT_OUT.items())
-        )
+    for name in sub_configs():
+        out += getattr(config, name).differences
     return out
 
 
@@ -201,8 +167,7 @@ def authors_values(stage: str, size: str) -> dict[str, Any]:
     for name, cls in sub_configs().items():  # a sub-config's keys by their own names, as TrainConfig.flat gives
         values.update({**dataclasses.asdict(cls()), **values.pop(name)})
     values["upsample"] = True  # few-shot runs: main.py --data_proportion with --do_upsampling (Figure 6)
-    if stage in METHODS:
-        values["seed"] = METHODS[stage].seed
+    values["seed"] = MODES[stage].seed
     return values
 
 
@@ -238,9 +203,7 @@ def _same(key: str, ours: Any, theirs: Any) -> bool:
 def _reason(key: str, spec: RunSpec, setting: str) -> str:
     """Why ``key`` of this run may differ from the authors' value, or ``UNEXPLAINED``."""
     if key == "seed":
-        if spec.mode in METHODS:
-            return "the config's seeds list (the authors' scripts leave the HF Trainer's default seed 42)"
-        return "a further seed of the config's seeds list"
+        return MODES[spec.mode].seed_note
     if key in ("text_augmentations", "spacy_model") and any(word in setting for word in ("offline", "test")):
         return "the parser-based augmentations need a spaCy model with a parser, which cannot be installed offline"
     sweep = SWEEP_OF.get("views" if key in EMBEDDING_AUGMENTATIONS else key)
@@ -282,16 +245,16 @@ def recipe_card(config: WorkflowConfig, run_configs: dict[str, TrainConfig] | No
                 reason = _reason(key, spec, setting)
                 ours_text, theirs_text = _text(ours, "none"), _text(theirs[key], "none")
                 differences.append(f"{key}: {ours_text} (authors {theirs_text}; {reason})")
-        precision, precision_text = authors_precision(train_config.mode)
+        precision, precision_text = MODES[train_config.mode].precision
         if train_config.dtype != precision:
             differences.append(f"precision: {train_config.dtype} (authors {precision_text}; {MEASURED_PRECISION})")
         objective = objective_for(train_config)
-        if train_config.mode in STAGES and objective.is_contrastive and train_config.dtype != "fp32":
+        if MODES[train_config.mode].fp16_similarities and objective.is_contrastive and train_config.dtype != "fp32":
             differences.append(
                 "similarities: fp32 under autocast (authors fp16: apex O1 ran their matmul of the normalised views in "
                 "fp16; fp32 as SimCSE's cosine_similarity, where bf16 would round cosines near 1 to steps of 2**-8)"
             )
-        differences += family_differences(train_config)
+        differences += mode_differences(train_config)
         if objective.is_supervised and "snli" not in train_config.nli_source:
             differences.append(f"nli: {train_config.nli_source} (authors snli+mnli; the offline stand-in for them)")
         row: dict[str, Any] = {

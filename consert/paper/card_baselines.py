@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from baselines.flow_settings import FlowSettings
 from baselines.sgopt import SgOptConfig
 from consert.paper.plan import flow_nli_run
+from consert.train.modes import SGOPT
 from consert.train.notes import GRAPHED_DROPOUT_NOTE
 
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ FLOW_SOURCE = (
     "optimization_bert_flow.py, flow/config/config_l3_d3_w32.json"
 )
 WHITENING_SOURCE = "bojone/BERT-whitening: eng/eval.py (target: per-task kernel), eng/utils.py (first_last_avg)"
-SGOPT_SOURCE = "galsang/SG-BERT: training.py defaults, loss.py (head init, guide in train mode), modules.py (fit)"
 #: How ``dtype: auto`` picks a training precision, for the card's precision differences.
 MEASURED_PRECISION = (
     "measured on the machine when run: the fastest of bf16, fp16 + gradient scaler and fp32 on a GPU (bf16 and fp32 "
@@ -186,7 +186,7 @@ def _sgopt_row(config: WorkflowConfig) -> dict[str, Any]:
             f"(dev declines, never reset), result: {sgopt['final_state']} state"
         ),
         "aggregate": "unknown for STS12-16 (SG-BERT released no STS12-16 evaluation); STS-B/SICK-R test split",
-        "authors_source": SGOPT_SOURCE,
+        "authors_source": SGOPT.recipe["source"],
         "differs_from_authors": "; ".join(
             difference
             for difference in (

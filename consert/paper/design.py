@@ -10,7 +10,7 @@ import numpy as np
 
 from consert.encode.models import PAPER_ENCODERS
 from consert.registry import FAMILY, FIGURE5, TABLE2, TABLE3, TABLE4
-from consert.train.methods import METHODS
+from consert.train.modes import MODES, published_in
 from consert.verdict.decision import Decision
 from consert.verdict.gate_rates import DesignRow, simulate
 
@@ -31,7 +31,7 @@ def paper_design(config: WorkflowConfig, decision: Decision) -> list[DesignRow]:
     for size in sizes:
         add(f"table2 ConSERT-{size}", TABLE2.key, "consert", n, size=size)
         add(f"table2 BERT-{size}-flow", TABLE2.key, "flow", 1, size=size)
-        for setting in ("sup", "joint", "sup-unsup", "joint-unsup"):
+        for setting in published_in(TABLE3.key):
             add(f"table3 ConSERT-{size} {setting}", TABLE3.key, "consert", n, size=size)
         add(f"table3 BERT-{size}-flow (NLI)", TABLE3.key, "flow_nli", n, size=size)
     if "base" in sizes:
@@ -45,7 +45,7 @@ def paper_design(config: WorkflowConfig, decision: Decision) -> list[DesignRow]:
         if "none" in augmentations:
             add("figure5 None-None", FIGURE5.stem, "consert", sweep_n)
     for name in config.family.methods:  # a method's published rows that hold a number, at a paper size
-        method = METHODS[name]
+        method = MODES[name]
         for size in config.family.sizes:
             if method.published_number and size in method.published and size in PAPER_ENCODERS:
                 add(f"family {method.label}-{size}", FAMILY.key, method.noise, n, size=size)

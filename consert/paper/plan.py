@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from consert import registry
-from consert.train.methods import METHODS
-from consert.train.recipes import COMMON, FIRST_STAGE, REFERENCE_ENCODERS, stage_defaults
+from consert.train.modes import FLOW_NLI_BLOCK, METHOD_KEYS_BLOCK, MODES, published_in, stage_defaults
+from consert.train.recipes import COMMON
 
 if TYPE_CHECKING:
     from consert.workflow_keys import WorkflowConfig
@@ -26,7 +26,6 @@ AUGMENTATION_LABELS = {
     "feature_cutoff": "Feature Cutoff",
     "dropout": "Dropout",
 }
-TABLE3_MODES = ("sup", "joint", "sup-unsup", "joint-unsup")
 
 
 @dataclass(frozen=True)
@@ -59,9 +58,8 @@ class RunSpec:
     @property
     def stage1(self) -> RunSpec | None:
         """The NLI run a two-stage mode starts from (None for one-stage modes)."""
-        if self.mode not in FIRST_STAGE:
-            return None
-        return RunSpec(self.size, FIRST_STAGE[self.mode], seed=self.seed)
+        first = MODES[self.mode].first_stage
+        return None if first is None else RunSpec(self.size, first, seed=self.seed)
 
 
 @dataclass(frozen=True)
@@ -107,7 +105,7 @@ def plan_runs(config: WorkflowConfig) -> list[PlannedRun]:
         for size in config.models:
             add(registry.TABLE2.key, {"method": f"ConSERT-{size}", "size": size}, RunSpec(size, seed=seed))
             add(FLOW_NLI, {"size": size}, flow_nli_run(config, size, seed))
-            for mode in TABLE3_MODES:
+            for mode in published_in(registry.TABLE3.key):
                 add(
                     registry.TABLE3.key,
                     {"method": f"ConSERT-{size} {mode}", "size": size, "mode": mode},
@@ -118,7 +116,7 @@ def plan_runs(config: WorkflowConfig) -> list[PlannedRun]:
             for method in family.methods:
                 add(
                     registry.FAMILY.key,
-                    {"method": f"{METHODS[method].label}-{size}", "size": size},
+                    {"method": f"{MODES[method].label}-{size}", "size": size},
                     RunSpec(size, method, seed=seed),
                 )
     for seed in config.sweep_seeds:
@@ -180,9 +178,10 @@ def train_overrides(spec: RunSpec, config: WorkflowConfig, runs_dir: str = "runs
     """
     nli_source, nli_files = config.nli.source, config.nli.files
     values: dict[str, Any] = {"dtype": config.dtype}
-    if spec.mode in METHODS:  # the family's own recipe: ConSERT's `train` block does not apply
+    block = MODES[spec.mode].workflow_block  # where the config's keys of this mode's runs are
+    if block == METHOD_KEYS_BLOCK:  # the family's own recipe: ConSERT's `train` block does not apply
         values |= {"train_texts": config.family.train_texts, **config.family.method_keys(spec.mode)}
-    elif spec.mode in REFERENCE_ENCODERS:  # BERT-flow's NLI encoder: its authors' recipe, its own data
+    elif block == FLOW_NLI_BLOCK:  # BERT-flow's NLI encoder: its authors' recipe, its own data
         flow_nli = config.baselines.flow_nli
         values |= flow_nli.train
         if flow_nli.files:

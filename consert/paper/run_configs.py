@@ -20,13 +20,13 @@ if TYPE_CHECKING:
 
 
 def consert_train_config(run_id: str, spec: RunSpec, config: WorkflowConfig) -> TrainConfig:
-    """The ``TrainConfig`` of a ConSERT, SimCSE, AugCSE or BERT-NLI run of the workflow ``config``."""
+    """The ``TrainConfig`` of a run of ConSERT's loop (any mode ``consert train`` trains) of the workflow ``config``."""
     values = {**train_overrides(spec, config), "output_dir": run_model(run_id)}
     return TrainConfig.from_dict(values, source=run_id)
 
 
 def consert_run_config(run_id: str, spec: RunSpec, config: WorkflowConfig) -> dict[str, Any]:
-    """The resolved ``TrainConfig`` of a ConSERT, SimCSE, AugCSE or BERT-NLI run as plain data (its file's)."""
+    """The resolved ``TrainConfig`` of a run of ConSERT's loop as plain data (its file's)."""
     return consert_train_config(run_id, spec, config).to_dict()
 
 

@@ -25,7 +25,7 @@ from consert.encode.models import looks_like_a_path
 from consert.paper.plan import plan_runs, train_overrides, unique_runs
 from consert.paper.run_configs import sgopt_run_config
 from consert.train.config import TrainConfig, check_train_config
-from consert.train.methods import METHODS
+from consert.train.modes import METHOD_KEYS_BLOCK, STAGE_KEYS_BLOCK, modes_of
 from consert.train.objectives import check_objective
 from consert.workflow_keys import FamilyKeys, WorkflowConfig, json_schema
 
@@ -99,10 +99,16 @@ def check_local_models(models: dict[str, str]) -> None:
         )
 
 
+def config_schema() -> dict[str, Any]:
+    """The workflow config's JSON schema (``workflow/schemas/config.schema.yaml``): the keys' declarations, with the
+    stage names ConSERT's records give (:mod:`consert.train.modes`)."""
+    return json_schema(stages=tuple(modes_of(STAGE_KEYS_BLOCK)))
+
+
 def check_schema(config: Mapping[str, Any]) -> None:
     """Raise a one-line :class:`ConfigError` for the config's most relevant violation of the keys' schema, if any
     (an unknown key, with the known ones and a "did you mean"; else the key and what was expected)."""
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(json_schema()).iter_errors(config))
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(config_schema()).iter_errors(config))
     if error is None:
         return
     where = ".".join(str(part) for part in error.absolute_path)
@@ -118,13 +124,14 @@ def check_schema(config: Mapping[str, Any]) -> None:
 
 def check_family(family: FamilyKeys) -> None:
     """Each method ``family.methods`` lists, and each method block beside the family's own keys, names a record of
-    :data:`~consert.train.methods.METHODS` (the schema takes any name: the records are the one list of methods);
-    else a one-line :class:`ConfigError` naming the key."""
-    names = sorted(METHODS)
+    the family's in :data:`~consert.train.modes.MODES` (the records are the one list of methods); else a one-line
+    :class:`ConfigError` naming the key."""
+    methods = modes_of(METHOD_KEYS_BLOCK)
+    names = sorted(methods)
     for name in family.methods:
-        if name not in METHODS:
+        if name not in methods:
             raise ConfigError(unknown_key_message(name, names, "config family.methods", what="method"))
-    blocks = [key for key in family.method_blocks() if key not in METHODS]
+    blocks = [key for key in family.method_blocks() if key not in methods]
     if blocks:
         raise ConfigError(unknown_key_message(blocks[0], [*FamilyKeys.model_fields, *names], "config family"))
 

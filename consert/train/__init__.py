@@ -1,6 +1,8 @@
-"""Stage 3, train: ConSERT, SimCSE, AugCSE (and SG-OPT's loop) on one trainer.
+"""Stage 3, train: every trainable mode (:mod:`.modes`: ConSERT's stages, the contrastive family, BERT-flow's NLI
+encoder, and SG-OPT's loop) on one trainer.
 
-- :mod:`.recipes`: the authors' values of every key, with their sources; :mod:`.config`: the validated
+- :mod:`.modes`: one record per trainable mode; :mod:`.recipes`, :mod:`.methods`: the authors' values of every key,
+  with their sources; :mod:`.config`: the validated
   :class:`~consert.train.config.TrainConfig` a run is built from;
 - :mod:`.trainer`: the stages (unsupervised, NLI, joint, two-stage); :mod:`.loop`: the optimisation loop
   with dev-set selection; :mod:`.optim`: the authors' AdamW;

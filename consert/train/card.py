@@ -11,7 +11,7 @@ import pandas as pd
 import yaml
 
 from consert.data.senteval import DATASETS
-from consert.train.methods import METHODS
+from consert.train.modes import find_mode
 from consert.train.objectives import OBJECTIVES
 
 CARD = "README.md"
@@ -32,27 +32,17 @@ CITATION = """@inproceedings{yan-etal-2021-consert,
     doi = "10.18653/v1/2021.acl-long.393",
 }"""
 
-#: What each ConSERT stage and SG-OPT train on (the NLI source and the text file come from the record; the
-#: contrastive family's methods say theirs, :data:`consert.train.methods.METHODS`).
-TRAINING_DATA = {
-    "unsup": "unlabeled texts",
-    "sg-opt": "unlabeled texts",
-    "sup": "NLI pairs",
-    "joint": "NLI pairs (with the contrastive objective on their sentences)",
-    "sup-unsup": "NLI pairs, then unlabeled texts",
-    "joint-unsup": "NLI pairs (joint objective), then unlabeled texts",
-}
-
 
 def _mode(record: dict[str, Any]) -> str:
-    """What the run trained: the ConSERT or family mode, or the baseline's method (SG-OPT)."""
+    """What the run trained: its mode, or the method its export records (SG-OPT's)."""
     return record.get("mode") or record.get("method") or record.get("config", {}).get("mode", "unsup")
 
 
 def _training_data(record: dict[str, Any]) -> str:
     config = record.get("config", {})
     mode = _mode(record)
-    parts = [METHODS[mode].training_data if mode in METHODS else TRAINING_DATA.get(mode, mode)]
+    known = find_mode(mode)
+    parts = [known.training_data if known else mode]
     if record.get("nli"):
         parts.append(f"NLI: {record['nli']}")
     objective = OBJECTIVES.get(config.get("objective", ""))  # none for SG-OPT, which trains on texts

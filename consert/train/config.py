@@ -24,13 +24,22 @@ from consert.encode.pooling import POOLER, Pooling
 from consert.encode.precision import DTYPE_CHOICES
 from consert.train.augment import EMBEDDING_AUGMENTATIONS, check_augmentation
 from consert.train.losses import CONTRASTIVE_LOSSES, FEATURES, PROJECTION_HEADS
-from consert.train.methods import METHODS, AugCseSettings, sub_configs
-from consert.train.recipes import CONSERT_STAGE_KEYS, FIRST_STAGE, REFERENCE_ENCODERS, STAGES, stage_defaults
+from consert.train.methods import AugCseSettings
+from consert.train.modes import MODES, consert_stage_keys, loop_modes, stage_defaults, sub_configs
 
 
-def modes() -> tuple[str, ...]:
-    """What a run may train: ConSERT's stages, the contrastive family's methods (read now), reference encoders."""
-    return (*STAGES, *METHODS, *REFERENCE_ENCODERS)
+def _mode_help() -> str:
+    """The ``mode`` key's help: every mode ``consert train`` trains, by its records (:mod:`consert.train.modes`)."""
+    groups: dict[str, list[str]] = {}
+    for name in loop_modes():
+        groups.setdefault(MODES[name].label, []).append(name)
+    return "what to train: " + "; ".join(f"{', '.join(names)} ({label})" for label, names in groups.items())
+
+
+def _objective_help() -> str:
+    """The ``objective`` key's help: the objectives the modes' recipes name."""
+    named = dict.fromkeys(str(MODES[name].recipe["objective"]) for name in loop_modes())
+    return f"what the stage optimises: {', '.join(named)} (consert.train.objectives)"
 
 
 LOSSES = tuple(CONTRASTIVE_LOSSES)
@@ -60,11 +69,9 @@ class TrainConfig:
     output_dir: str = key(
         "where the trained model is exported (absent, empty, or an earlier export of the harness)", "runs/consert"
     )
-    mode: str = key(
-        f"what to train: {', '.join(STAGES)} (ConSERT), {', '.join((*METHODS, *REFERENCE_ENCODERS))}", "unsup"
-    )
+    mode: str = key(_mode_help(), "unsup")
     # stage-dependent (BY_STAGE: the authors' value for the mode, see consert.train.recipes)
-    objective: str = key("what the stage optimises: contrastive, nli, joint_nli, augcse (train.objectives)", BY_STAGE)
+    objective: str = key(_objective_help(), BY_STAGE)
     views: tuple[str, str] = key(
         "the two views' augmentations: shuffle, token_cutoff, feature_cutoff, dropout, none, adversarial", BY_STAGE
     )
@@ -80,7 +87,7 @@ class TrainConfig:
     classifier_init_std: float | None = key("None: nn.Linear's init; else a normal truncated at 2 SD", BY_STAGE)
     final_state: str = key('"best" dev checkpoint (ConSERT), or "last" (BERT-flow\'s NLI encoder)', BY_STAGE)
     # stage-dependent as well, the same for every ConSERT stage (consert.train.recipes.COMMON); the contrastive
-    # family (simcse, augcse) has its own values
+    # family's methods have their own values
     temperature: float = key("the NT-Xent / InfoNCE temperature", BY_STAGE)
     contrastive_weight: float = key("cl_rate: times the sum of both directions' NT-Xent, even when alone", BY_STAGE)
     loss: str = key('"nt_xent" (ConSERT), "infonce" (SimCSE), "infonce_symmetric" (AugCSE)', BY_STAGE)
@@ -135,11 +142,11 @@ class TrainConfig:
 
     #: Keys a two-stage run's first stage inherits (the rest come from its own stage and ``stage1``).
     NOT_INHERITED: ClassVar[frozenset[str]] = frozenset(
-        {*CONSERT_STAGE_KEYS, "mode", "output_dir", "max_steps", "n_texts", "train_texts", "stage1", "stage1_model"}
+        {*consert_stage_keys(), "mode", "output_dir", "max_steps", "n_texts", "train_texts", "stage1", "stage1_model"}
     )
 
     def __post_init__(self) -> None:
-        _choice("mode", self.mode, modes())
+        _choice("mode", self.mode, loop_modes())
         for name, value in stage_defaults(self.mode).items():
             if getattr(self, name) is BY_STAGE:
                 setattr(self, name, value)
@@ -154,10 +161,20 @@ class TrainConfig:
         """Tokens per sentence when the dev and test sets are encoded."""
         return self.eval_max_length or self.max_length
 
+    @property
+    def two_stage(self) -> bool:
+        """Whether this run trains a first stage before its own (its mode's record names one)."""
+        return MODES[self.mode].first_stage is not None
+
     def first_stage(self) -> TrainConfig:
         """A two-stage mode's first (NLI) stage: its own recipe, the shared keys, then ``stage1``."""
         shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in self.NOT_INHERITED}
-        values = {**shared, "mode": FIRST_STAGE[self.mode], "output_dir": f"{self.output_dir}.stage1", **self.stage1}
+        values = {
+            **shared,
+            "mode": MODES[self.mode].first_stage,
+            "output_dir": f"{self.output_dir}.stage1",
+            **self.stage1,
+        }
         return TrainConfig.from_dict(values, source="stage1")
 
     @classmethod
@@ -216,7 +233,7 @@ def check_train_config(config: TrainConfig) -> None:
     _choice("loss", config.loss, LOSSES)
     _choice("projection", config.projection, PROJECTIONS)
     for name in sub_configs():  # a method's own settings, where they do anything, need its objective
-        settings, owner = getattr(config, name), METHODS[name].recipe["objective"]
+        settings, owner = getattr(config, name), MODES[name].recipe["objective"]
         if settings.in_use and config.objective != owner:
             raise ConfigError(f"{name}: {settings.in_use} needs objective {owner!r}, not {config.objective!r}")
     if config.eval_max_length is not None and config.eval_max_length < MIN_MAX_LENGTH:
@@ -268,10 +285,9 @@ def check_train_config(config: TrainConfig) -> None:
             raise ConfigError(f"{name}: expected a ratio in [0, 1), got {getattr(config, name)}")
     if config.n_texts is not None and config.n_texts < 1:
         raise ConfigError(f"n_texts: expected a positive integer or null, got {config.n_texts}")
-    if (config.stage1 or config.stage1_model) and config.mode not in FIRST_STAGE:
-        raise ConfigError(
-            f"stage1/stage1_model: only for the two-stage modes {tuple(FIRST_STAGE)}, not {config.mode!r}"
-        )
+    if (config.stage1 or config.stage1_model) and not config.two_stage:
+        two_stage = tuple(name for name in loop_modes() if MODES[name].first_stage)
+        raise ConfigError(f"stage1/stage1_model: only for the two-stage modes {two_stage}, not {config.mode!r}")
     if config.stage1:
         config.first_stage()  # validate the overrides now, not after the first stage has trained
 

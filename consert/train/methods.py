@@ -1,51 +1,24 @@
-"""The methods trained beside ConSERT by its own loop (the contrastive family), each declared once.
-
-A :class:`Method` holds everything the harness knows of one: its name and table label, its authors' recipe (each
-value with its source), its objective (named by the recipe), its own settings class if it has one, its authors'
-precision, the recipe card's notes, the model card's training data, the kind of seed noise the verdict gives its
-rows, and its published row. The plan, both cards, the design, the decision, the claims and the config's checks
-read :data:`METHODS` when they run, so a method declared here (and, where it needs them, its objective and its
-settings) is planned, trained, carded, tabled and judged; the workflow config's keys name no method, and its
-check at the workflow's start refuses a name or block no record has.
+"""The recipes of the contrastive family trained beside ConSERT by its own loop, and AugCSE's own settings: data
+only, each value with its source. Their records (name, label, precision, notes, published rows) are in
+:mod:`consert.train.modes`, one per trainable mode.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from consert.configs import ConfigError, key
-from consert.train.notes import ATTENTION_DROPOUT_NOTE, FAMILY_GRID_NOTE, GRAPHED_DROPOUT_NOTE, GRAPHS_NOTE
-from consert.train.text_augment import check_text_augmentations
-
-
-@dataclass(frozen=True)
-class Method:
-    """One method of the contrastive family, as every part of the harness names it."""
-
-    name: str  # its mode: the config's family.methods entry, TrainConfig.mode and its runs' ids
-    label: str  # its name in the tables: "<label>-<size>"
-    recipe: Mapping[str, Any]  # its authors' value of every key it sets ("objective" names its loss), and "source"
-    precision: tuple[str, str]  # its authors' training precision: (the dtype of ours it is, as they ran it)
-    notes: str  # the recipe card's notes: what its recipe leaves to a choice of ours, where paper and code disagree
-    training_data: str = "unlabeled texts"  # what the model card says it trained on
-    noise: str = "simcse"  # the kind of seed noise (results/published/decision.yaml) its rows carry
-    published: Mapping[str, str] = field(
-        default_factory=dict
-    )  # {size: its row of results/published/contrastive_family.csv}
-    published_number: bool = True  # whether that row holds a number (then it is a primary cell of the design)
-    by_size: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # its authors' values at another size
-    seed: int = 42  # the seed its authors' runs used (SimCSE's and AugCSE's: the HF Trainer's default)
-    settings: type | None = None  # its own settings: a sub-config under its name (TrainConfig.<name>)
+from consert.train.text_augment import LEFT_OUT, check_text_augmentations
 
 
 @dataclass(frozen=True)
 class AugCseSettings:
     """AugCSE's own settings: the objective ``augcse`` reads them, no other does (``TrainConfig.augcse``).
 
-    Their authors' values are in AugCSE's recipe (:data:`consert.train.methods.AUGCSE`); elsewhere the discriminator
-    is off. Every settings class of a method has ``in_use`` (what the settings do in a run, "" for nothing)."""
+    Their authors' values are in AugCSE's recipe (:data:`AUGCSE_RECIPE`); elsewhere the discriminator
+    is off. Every settings class of a method has ``in_use`` (what the settings do in a run, "" for nothing) and
+    ``differences`` (the recipe card's words on what they leave out of their authors')."""
 
     discriminator_weight: float = key("lambda: the augmentation discriminator's loss weight; 0 turns it off", 0.0)
     text_augmentations: tuple[str, ...] = key(
@@ -63,6 +36,16 @@ class AugCseSettings:
     def in_use(self) -> str:
         """What these settings do in a run ("" when nothing): the discriminator, when its weight is positive."""
         return "AugCSE's discriminator" if self.discriminator_weight > 0 else ""
+
+    @property
+    def differences(self) -> list[str]:
+        """What the recipe card says of these settings where they differ from their authors' beyond their values:
+        the authors' augmentations this harness leaves out, when the discriminator trains."""
+        if not self.in_use:
+            return []
+        return [
+            "augmentations left out of the authors' 12: " + "; ".join(f"{n} ({why})" for n, why in LEFT_OUT.items())
+        ]
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "text_augmentations", tuple(self.text_augmentations))
@@ -136,59 +119,3 @@ AUGCSE_RECIPE: dict[str, Any] = {
         "spacy_model": "en_core_web_sm",  # NL-Augmenter's initialize.py
     },
 }
-
-
-SIMCSE = Method(
-    "simcse",
-    "SimCSE",
-    SIMCSE_RECIPE,
-    ("fp16", "fp16 (torch AMP)"),  # run_unsup_example.sh passes --fp16
-    notes=(
-        "eval_every: 125 from run_unsup_example.sh (the paper's Appendix A says 250); seed: the script sets none, "
-        "so HF's 42 (ours: the config's seeds); loss: one direction, z1 against the N z2's (models.py cl_forward); "
-        "the MLP head (Linear + Tanh, N(0, 0.02) init) is dropped at evaluation ([CLS] before the pooler); "
-        + FAMILY_GRID_NOTE
-        + "; CUDA graphs: "
-        + GRAPHS_NOTE
-        + "; "
-        + ATTENTION_DROPOUT_NOTE
-    ),
-    published={"base": "SimCSE-BERT-base"},
-    by_size={
-        "large": {
-            "source": "princeton-nlp/SimCSE README (hyperparameters: unsupervised BERT-large lr 1e-5)",
-            "lr": 1e-5,
-        }
-    },
-)
-AUGCSE = Method(
-    "augcse",
-    "AugCSE",
-    AUGCSE_RECIPE,
-    ("fp32", "fp32"),  # run_train_exp.py sets no fp16
-    notes=(
-        "recipe: experiments/run_train_exp.py (the paper's Appendix A.7 was not available to check it); one "
-        "augmentation per text drawn uniformly with the run's seed and fixed for the run, computed at the start "
-        "(the authors precompute every augmentation of wiki1m and cache it); contraction and discourse-marker "
-        "tables are ours (the authors': checklist's and NL-Augmenter's); checkpoint: STS-B dev Spearman (the "
-        "authors also keep a transfer-task checkpoint); the released script's branch for a non-empty "
-        "augmentation list pairs two augmentations and would crash, so the paper's uniform sampling is used; "
-        "test pooling: [CLS] as the paper says (augcse_partial.txt lines 396-400), the one compared; the released "
-        "experiments/run_eval.sh passes --pooler avg (family: {augcse: {eval_pooling: mean}} evaluates so); "
-        "batch: 128 per GPU: train.py wraps the model in DataParallel on several GPUs (effective batch 128 x the "
-        "GPU count), but its loss reads model.config.num_labels, which DataParallel does not expose, so the "
-        "released code ran on one GPU (128); " + FAMILY_GRID_NOTE + "; CUDA graphs: " + GRAPHED_DROPOUT_NOTE
-    ),
-    published={"base": "AugCSE-BERT-base"},
-    published_number=False,  # their STS table is outside the text available here
-    settings=AugCseSettings,
-)
-
-#: Every method of the contrastive family, by name (the order of the tables' rows). Read it when a run needs it,
-#: not once at import: a method added later (a test's toy method) is then everywhere at once.
-METHODS: dict[str, Method] = {method.name: method for method in (SIMCSE, AUGCSE)}
-
-
-def sub_configs() -> dict[str, type]:
-    """The methods' own settings classes, by their key in a training config (the method's name)."""
-    return {name: method.settings for name, method in METHODS.items() if method.settings is not None}

@@ -1,110 +1,100 @@
-"""The ConSERT authors' training recipes, stage by stage, with the source of every value.
+"""The ConSERT authors' training recipes, stage by stage, with the source of every value: data only.
 
-A run's stage decides its defaults: ``unsup`` (from BERT), the NLI stages ``sup`` (SBERT-NLI) and
-``joint``, and the second stages ``sup-unsup`` and ``joint-unsup`` (unsupervised, starting from the
-matching NLI stage). The values are the authors' base-model scripts (ConSERT repository,
-``scripts/*-base.sh``) with ``main.py``'s defaults for what a script leaves out; where the paper's
-text disagrees (dropout, the classifier features) the scripts win, and the paper's variant stays
-reachable by config. ``COMMON`` holds what every ConSERT stage shares.
-
-The contrastive family beside ConSERT runs on the same trainer as more "stages": its methods' recipes
-(unsupervised SimCSE, Gao et al. 2021; AugCSE, Tang et al. 2022) are declared with the rest of each method in
-:mod:`consert.train.methods`, each with its authors' values of every key where they differ from ConSERT's.
+The records of :mod:`consert.train.modes` name these recipes (one record per trainable mode). A run's stage decides
+its defaults: ``unsup`` (from BERT), the NLI stages ``sup`` (SBERT-NLI) and ``joint``, and the second stages
+``sup-unsup`` and ``joint-unsup`` (unsupervised, starting from the matching NLI stage). The values are the authors'
+base-model scripts (ConSERT repository, ``scripts/*-base.sh``) with ``main.py``'s defaults for what a script leaves
+out; where the paper's text disagrees (dropout, the classifier features) the scripts win, and the paper's variant
+stays reachable by config. :data:`COMMON` holds what every ConSERT stage shares, :data:`FALLBACK` what a recipe
+leaves unset. BERT-flow's own BERT-NLI recipe (:data:`BERTFLOW_NLI`) is here too: it trains on the same loop.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from consert.train.methods import METHODS, sub_configs
-
-#: Stages, in the order a two-stage run trains them.
-STAGES = ("unsup", "sup", "joint", "sup-unsup", "joint-unsup")
-#: The first (NLI) stage of each two-stage setting.
-FIRST_STAGE = {"sup-unsup": "sup", "joint-unsup": "joint"}
-
 #: The classifier input of the authors' scripts (``--concatenation_sent_max_square``); the paper
 #: and SBERT use ("u", "v", "abs_diff").
 AUTHORS_CLASSIFIER = ("u", "v", "abs_diff", "max_square")
 
-#: Per stage: the authors' value of every key that differs between stages, and the script it is from.
-AUTHORS: dict[str, dict[str, Any]] = {
-    "unsup": {
-        "source": "scripts/unsup-consert-base.sh",
-        "objective": "contrastive",
-        "lr": 5e-7,
-        "batch_size": 96,
-        "epochs": 10,
-        "patience": 10,
-        "views": ("feature_cutoff", "shuffle"),  # --da_final_1 feature_cutoff --da_final_2 shuffle
-        "feature_cutoff": 0.2,
-        "remove_dropout": True,  # --no_dropout: only this run
-    },
-    "sup": {
-        "source": "scripts/sup-sbert-base.sh (lr, epochs: main.py defaults)",
-        "objective": "nli",
-        "lr": 2e-5,
-        "batch_size": 96,
-        "epochs": 1,
-        "patience": None,  # no --patience: no early stopping (the best dev checkpoint is still kept)
-        "remove_dropout": False,
-        "classifier_features": AUTHORS_CLASSIFIER,
-    },
-    "joint": {
-        "source": "scripts/sup-consert-joint-base.sh (lr, epochs: main.py defaults)",
-        "objective": "joint_nli",
-        "lr": 2e-5,
-        "batch_size": 96,
-        "epochs": 1,
-        "patience": None,
-        "views": ("none", "token_cutoff"),  # --data_augmentation_strategy cutoff --cutoff_direction row
-        "token_cutoff": 0.1,
-        "remove_dropout": False,
-        "classifier_features": AUTHORS_CLASSIFIER,
-    },
-    "sup-unsup": {
-        "source": "scripts/sup-consert-sup-unsup-base.sh",
-        "objective": "contrastive",
-        "lr": 5e-7,
-        "batch_size": 96,
-        "epochs": 25,
-        "patience": 10,
-        "views": ("none", "feature_cutoff"),  # --data_augmentation_strategy cutoff --cutoff_direction column
-        "feature_cutoff": 0.1,
-        "remove_dropout": False,
-    },
-    "joint-unsup": {
-        "source": "scripts/sup-consert-joint-unsup-base.sh",
-        "objective": "contrastive",
-        "lr": 5e-7,
-        "batch_size": 96,
-        "epochs": 25,
-        "patience": 10,
-        "views": ("none", "shuffle"),  # --data_augmentation_strategy shuffle
-        "remove_dropout": False,
-    },
+#: Unsupervised ConSERT from BERT: the authors' value of every key that differs between stages, and its script.
+UNSUP: dict[str, Any] = {
+    "source": "scripts/unsup-consert-base.sh",
+    "objective": "contrastive",
+    "lr": 5e-7,
+    "batch_size": 96,
+    "epochs": 10,
+    "patience": 10,
+    "views": ("feature_cutoff", "shuffle"),  # --da_final_1 feature_cutoff --da_final_2 shuffle
+    "feature_cutoff": 0.2,
+    "remove_dropout": True,  # --no_dropout: only this run
+}
+#: SBERT-NLI, ConSERT's supervised stage.
+SUP: dict[str, Any] = {
+    "source": "scripts/sup-sbert-base.sh (lr, epochs: main.py defaults)",
+    "objective": "nli",
+    "lr": 2e-5,
+    "batch_size": 96,
+    "epochs": 1,
+    "patience": None,  # no --patience: no early stopping (the best dev checkpoint is still kept)
+    "remove_dropout": False,
+    "classifier_features": AUTHORS_CLASSIFIER,
+}
+#: The joint stage: NLI and the contrastive loss.
+JOINT: dict[str, Any] = {
+    "source": "scripts/sup-consert-joint-base.sh (lr, epochs: main.py defaults)",
+    "objective": "joint_nli",
+    "lr": 2e-5,
+    "batch_size": 96,
+    "epochs": 1,
+    "patience": None,
+    "views": ("none", "token_cutoff"),  # --data_augmentation_strategy cutoff --cutoff_direction row
+    "token_cutoff": 0.1,
+    "remove_dropout": False,
+    "classifier_features": AUTHORS_CLASSIFIER,
+}
+#: The unsupervised second stage from the sup stage's model.
+SUP_UNSUP: dict[str, Any] = {
+    "source": "scripts/sup-consert-sup-unsup-base.sh",
+    "objective": "contrastive",
+    "lr": 5e-7,
+    "batch_size": 96,
+    "epochs": 25,
+    "patience": 10,
+    "views": ("none", "feature_cutoff"),  # --data_augmentation_strategy cutoff --cutoff_direction column
+    "feature_cutoff": 0.1,
+    "remove_dropout": False,
+}
+#: The unsupervised second stage from the joint stage's model.
+JOINT_UNSUP: dict[str, Any] = {
+    "source": "scripts/sup-consert-joint-unsup-base.sh",
+    "objective": "contrastive",
+    "lr": 5e-7,
+    "batch_size": 96,
+    "epochs": 25,
+    "patience": 10,
+    "views": ("none", "shuffle"),  # --data_augmentation_strategy shuffle
+    "remove_dropout": False,
 }
 
-#: Where the authors' BERT-large scripts (``scripts/*-large.sh``) differ from the base ones.
-AUTHORS_BY_SIZE: dict[str, dict[str, dict[str, Any]]] = {
-    "large": {
-        "unsup": {
-            "source": "scripts/unsup-consert-large.sh",
-            "views": ("none", "shuffle"),  # --data_augmentation_strategy shuffle
-            "remove_dropout": False,  # no --no_dropout
-            "epochs": 25,
-            "eval_every": 100,
-        },
-        "sup": {"source": "scripts/sup-sbert-large.sh"},
-        # the joint and joint-unsup scripts pass max_seq_length 40: a later retrain (the authors' README, line
-        # 73); the paper's Table 3 used 64, the comparison's reference
-        "joint": {"source": "scripts/sup-consert-joint-large.sh (max length: the paper's 64, not the retrain's 40)"},
-        "sup-unsup": {"source": "scripts/sup-consert-sup-unsup-large.sh", "epochs": 10},
-        "joint-unsup": {
-            "source": "scripts/sup-consert-joint-unsup-large.sh (max length: the paper's 64, not the retrain's 40)",
-            "epochs": 10,
-        },
-    }
+#: Where the authors' BERT-large scripts (``scripts/*-large.sh``) differ from the base ones, stage by stage. The
+#: joint and joint-unsup scripts pass max_seq_length 40: a later retrain (the authors' README, line 73); the paper's
+#: Table 3 used 64, the comparison's reference.
+UNSUP_LARGE: dict[str, Any] = {
+    "source": "scripts/unsup-consert-large.sh",
+    "views": ("none", "shuffle"),  # --data_augmentation_strategy shuffle
+    "remove_dropout": False,  # no --no_dropout
+    "epochs": 25,
+    "eval_every": 100,
+}
+SUP_LARGE: dict[str, Any] = {"source": "scripts/sup-sbert-large.sh"}
+JOINT_LARGE: dict[str, Any] = {
+    "source": "scripts/sup-consert-joint-large.sh (max length: the paper's 64, not the retrain's 40)"
+}
+SUP_UNSUP_LARGE: dict[str, Any] = {"source": "scripts/sup-consert-sup-unsup-large.sh", "epochs": 10}
+JOINT_UNSUP_LARGE: dict[str, Any] = {
+    "source": "scripts/sup-consert-joint-unsup-large.sh (max length: the paper's 64, not the retrain's 40)",
+    "epochs": 10,
 }
 
 #: What every stage shares (main.py and the authors' modified sentence-transformers ``fit``).
@@ -133,12 +123,11 @@ COMMON: dict[str, Any] = {
 FALLBACK: dict[str, Any] = {
     "token_cutoff": 0.15,
     "feature_cutoff": 0.2,
-    "views": AUTHORS["unsup"]["views"],
+    "views": ("feature_cutoff", "shuffle"),  # the unsupervised run's
     "classifier_features": AUTHORS_CLASSIFIER,
     "loss": "nt_xent",
     "projection": "none",
     "eval_max_length": None,  # ConSERT evaluates at its training max_length
-    **{name: {} for name in sub_configs()},  # a method's own settings: their class's defaults (AugCSE's: off)
     "classifier_bias": True,  # SBERT's nn.Linear classifier
     "classifier_init_std": None,  # nn.Linear's own initialisation (SBERT's classifier)
     "final_state": "best",  # the best STS-B dev checkpoint (the authors' fit with an evaluator)
@@ -168,43 +157,3 @@ BERTFLOW_NLI: dict[str, Any] = {
     "weight_decay": 0.01,  # not on LayerNorm and bias
     "warmup_ratio": 0.1,  # warmup_proportion 0.1, then linear decay
 }
-#: Encoders of other papers trained here because a baseline's published numbers start from them.
-REFERENCE_ENCODERS: dict[str, dict[str, Any]] = {"bertflow-nli": BERTFLOW_NLI}
-
-#: Stage-dependent keys of ConSERT's own stages (a two-stage run's first stage does not inherit them).
-CONSERT_STAGE_KEYS = tuple(sorted({key for recipe in AUTHORS.values() for key in recipe} - {"source"} | set(FALLBACK)))
-#: Keys whose default depends on the stage (ConSERT's, and every key a family recipe sets).
-STAGE_KEYS = tuple(
-    sorted(
-        set(CONSERT_STAGE_KEYS)
-        | {key for recipe in (*(m.recipe for m in METHODS.values()), *REFERENCE_ENCODERS.values()) for key in recipe}
-        - {"source"}
-    )
-)
-
-
-def family_recipes() -> dict[str, dict[str, Any]]:
-    """The contrastive family's recipes, by method name (:data:`consert.train.methods.METHODS`, read now)."""
-    return {name: dict(method.recipe) for name, method in METHODS.items()}
-
-
-def recipe_of(stage: str) -> dict[str, Any]:
-    """The stage's own recipe (a ConSERT script's or a family method's), with its source."""
-    recipe = AUTHORS.get(stage) or family_recipes().get(stage) or REFERENCE_ENCODERS.get(stage)
-    if recipe is None:
-        known = STAGES + tuple(METHODS) + tuple(REFERENCE_ENCODERS)
-        raise ValueError(f"unknown stage {stage!r}; expected one of {known}")
-    return recipe
-
-
-def stage_defaults(stage: str) -> dict[str, Any]:
-    """The training-config defaults of ``stage``: every stage-dependent key, the stage's own value where
-    its recipe sets one, else :data:`FALLBACK` (the paper's cutoff rates 0.15 and 0.2) and :data:`COMMON`."""
-    return {**COMMON, **FALLBACK, **{key: value for key, value in recipe_of(stage).items() if key != "source"}}
-
-
-def authors_recipe(stage: str, size: str = "base") -> dict[str, Any]:
-    """Every value of the authors' recipe for ``stage`` at model ``size`` (``base``/``large``), and its source."""
-    method = METHODS.get(stage)
-    size_values = method.by_size.get(size, {}) if method else AUTHORS_BY_SIZE.get(size, {}).get(stage, {})
-    return {"source": recipe_of(stage)["source"], **COMMON, **stage_defaults(stage), **size_values}

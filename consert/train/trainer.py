@@ -22,7 +22,6 @@ from consert.train.execution import StepExecution
 from consert.train.export import export_model
 from consert.train.loop import loop_settings, planned_step_count, run_loop
 from consert.train.objectives import check_objective, objective_for
-from consert.train.recipes import FIRST_STAGE
 from consert.train.record import loop_record, provenance_record
 
 
@@ -141,7 +140,7 @@ def train(
     """
     check_objective(config)  # a batch without negatives, say: refused before any data or model is read
     data = data if data is not None else load_senteval(config.data)
-    if config.mode not in FIRST_STAGE:
+    if not config.two_stage:
         return train_stage(config, data, progress, execution_steps, capture_steps)
     start = config.stage1_model
     if start is None:

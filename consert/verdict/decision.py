@@ -17,7 +17,7 @@ import yaml
 from consert.data.senteval import DATASETS, STS_YEAR_SUBSETS
 from consert.encode.models import PAPER_ENCODERS, PAPER_HUB_IDS
 from consert.registry import FAMILY, FIGURE5, TABLE2, TABLE3, TABLE4
-from consert.train.methods import METHODS
+from consert.train.modes import METHOD_KEYS_BLOCK, MODES, modes_of
 from consert.verdict.yardstick import (
     SeedNoise,
 )
@@ -94,19 +94,21 @@ def block_of(artifact: str, size: str) -> str:
 
 def family_rows() -> list[tuple[str, str, str]]:
     """The contrastive family's published rows (``contrastive_family.csv``) and the reproduced rows they match:
-    ``(published, reproduced, size)`` of each method's published row (:data:`consert.train.methods.METHODS`)."""
+    ``(published, reproduced, size)`` of each mode's published row there (:data:`consert.train.modes.MODES`)."""
     return [
         (published, f"{method.label}-{size}", size)
-        for method in METHODS.values()
+        for method in modes_of(METHOD_KEYS_BLOCK).values()
         for size, published in method.published.items()
     ]
 
 
 def method_noise() -> list[tuple[str, str]]:
-    """``(word, kind)``: a claim's cell whose method contains ``word`` carries ``kind``'s seed noise (the contrastive
-    family's methods say theirs, :data:`consert.train.methods.METHODS`)."""
-    family = [(method.label, method.noise) for method in METHODS.values()]
-    return [("SG-OPT", "sgopt"), *family, ("flow", "flow"), ("ConSERT", "consert")]
+    """``(word, kind)``: a claim's cell whose method contains ``word`` carries ``kind``'s seed noise: each mode's
+    label but ConSERT's (:data:`consert.train.modes.MODES`), then BERT-flow's baseline, then ConSERT, which a cell
+    naming another method beside it does not take."""
+    consert = MODES["unsup"]
+    others = dict.fromkeys((mode.label, mode.noise) for mode in MODES.values() if mode.label != consert.label)
+    return [*others, *(("flow", "flow"), (consert.label, consert.noise))]
 
 
 def not_comparable_reason(row: pd.Series, size: str | None) -> str:
@@ -238,12 +240,19 @@ def load_decision(
 class RowKinds:
     """``yardsticks.csv``: per published row (``artifact``, ``row`` glob; the first match wins), the kind of
     its seed noise (``none`` for untrained rows), how many runs its published value averages, and, for a
-    row that is another artifact's run again (Table 4's batch 96 is Table 2's run), that row."""
+    row that is another artifact's run again (Table 4's batch 96 is Table 2's run), that row. The contrastive
+    family's rows come first, from their records (:data:`consert.train.modes.MODES`: each method's published rows
+    carry its noise kind, each the value of one run)."""
 
     def __init__(self, published: Path):
         table = pd.read_csv(published / ROW_KINDS_FILE, dtype=str, keep_default_na=False)
         columns = (table.artifact, table.row, table.noise, table.published_runs, table.same_run_as)
-        self.rules = list(zip(*columns, strict=True))
+        family = [
+            (FAMILY.key, row, mode.noise, "1", "")
+            for mode in modes_of(METHOD_KEYS_BLOCK).values()
+            for row in mode.published.values()
+        ]
+        self.rules = family + list(zip(*columns, strict=True))
         self.path = published / ROW_KINDS_FILE
 
     def of(self, artifact: str, row: str) -> tuple[str, int, str]:

@@ -6,7 +6,9 @@ from the keys' own homes.
 * ``<!-- keys: MODULE:CLASS -->``: the keys of another config dataclass with their defaults (``FlowSettings``,
   ``SgOptConfig``, ``ComparisonConfig``, ``EncodingSettings``; their commands' ``--help`` lists the same);
 * ``<!-- workflow keys -->``: every key of the workflow config (``consert.workflow_keys.WorkflowConfig``), a block's
-  keys as ``block.key``, with its default as YAML writes it.
+  keys as ``block.key``, with its default as YAML writes it;
+* ``<!-- trainable modes -->``: every trainable mode's record (``consert.train.modes.MODES``): what trains it, what
+  it starts from, its objective, its config block, the table it reproduces and its authors' source.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import re
 
 MARKER = "<!-- training keys -->"
 WORKFLOW_MARKER = "<!-- workflow keys -->"
+MODES_MARKER = "<!-- trainable modes -->"
 CLASS_MARKER = re.compile(r"<!-- keys: ([\w.]+):(\w+) -->")
 
 
@@ -46,4 +49,26 @@ def on_page_markdown(markdown: str, **_) -> str:
             for key, value, text in key_rows()
         ]
         markdown = markdown.replace(WORKFLOW_MARKER, _table("default", rows))
+    if MODES_MARKER in markdown:
+        markdown = markdown.replace(MODES_MARKER, modes_table())
     return CLASS_MARKER.sub(_class_table, markdown)
+
+
+def modes_table() -> str:
+    """One row per trainable mode, from its record: the table of the Training page."""
+    from consert.train import modes
+
+    blocks = {modes.STAGE_KEYS_BLOCK: "`train`, `stages`", modes.METHOD_KEYS_BLOCK: "`family`",
+              modes.FLOW_NLI_BLOCK: "`baselines.flow_nli`", modes.SGOPT_BLOCK: "`baselines.sgopt`"}  # fmt: skip
+    lines = [
+        "| mode | label | trained by | starts from | objective | config block | reproduces | authors' recipe |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for mode in modes.MODES.values():
+        start = f"`{mode.first_stage}`'s model" if mode.first_stage else "the base model"
+        objective = f"`{mode.recipe['objective']}`" if "objective" in mode.recipe else "its own loss"
+        block, source = blocks[mode.workflow_block], mode.recipe["source"].replace("|", "/")
+        cells = (f"`{mode.name}`", mode.label, f"`consert {mode.trained_by}`", start, objective, block,
+                 mode.published_in or "-", source)  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

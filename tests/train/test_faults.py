@@ -16,7 +16,8 @@ from consert.train.loop import TrainingFault
 def test_fuzzed_config_yaml_loads_or_raises_config_error(tmp_path_factory, text):
     """Any text is a config that validates or one ConfigError, on one line, that names the file or a key."""
     from consert.configs import ConfigError
-    from consert.train.config import load_train_config, modes
+    from consert.train.config import load_train_config
+    from consert.train.modes import loop_modes
 
     path = tmp_path_factory.mktemp("cfg") / "c.yaml"
     path.write_text(text, encoding="utf-8")
@@ -26,7 +27,7 @@ def test_fuzzed_config_yaml_loads_or_raises_config_error(tmp_path_factory, text)
         message = str(err)
         assert message and (path.name in message or ":" in message) and "\n" not in message, message
     else:
-        assert config.mode in modes() and config.batch_size >= 1 and len(config.views) == 2
+        assert config.mode in loop_modes() and config.batch_size >= 1 and len(config.views) == 2
 
 
 def _short(tmp_path, **changes) -> TrainConfig:

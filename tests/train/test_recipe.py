@@ -155,10 +155,11 @@ def test_each_stage_defaults_to_the_authors_script():
 
 
 def test_every_stage_sets_every_stage_dependent_key():
-    from consert.train.recipes import COMMON, STAGE_KEYS, STAGES, stage_defaults
+    from consert.train.modes import loop_modes, stage_defaults, stage_keys
+    from consert.train.recipes import COMMON
 
-    for stage in STAGES:
-        assert set(stage_defaults(stage)) == set(STAGE_KEYS) | set(COMMON), stage
+    for stage in loop_modes():
+        assert set(stage_defaults(stage)) == set(stage_keys()) | set(COMMON), stage
     assert TrainConfig(views=("none", "token_cutoff")).token_cutoff == 0.15  # the paper's rate for the sweeps
 
 

@@ -13,9 +13,9 @@ from snakemake.utils import validate
 
 from consert.configs import ConfigError
 from consert.paper.plan import plan_runs
-from consert.paper.workflow_config import check_schema, load_workflow_config, read_workflow_config
+from consert.paper.workflow_config import check_schema, config_schema, load_workflow_config, read_workflow_config
 from consert.train.config import load_train_config
-from consert.train.recipes import stage_defaults
+from consert.train.modes import stage_defaults
 from consert.workflow_keys import WorkflowConfig, keys_table, schema_text
 from tests.conftest import ROOT
 
@@ -164,11 +164,11 @@ def test_a_family_method_without_a_record_is_refused_at_startup(family, message)
 def test_the_method_records_are_the_one_list_of_methods(monkeypatch):
     """The schema names no method (``family.methods`` takes any name, and any other key of ``family`` is a method's
     block): a method added as a record alone passes the workflow's check, with a block of its own."""
-    from consert.train.methods import METHODS
+    from consert.train.modes import MODES
 
     family = yaml.safe_load(SCHEMA.read_text())["properties"]["family"]
-    assert "enum" not in family["properties"]["methods"]["items"] and not set(family["properties"]) & set(METHODS)
-    monkeypatch.setitem(METHODS, "toycse", dataclasses.replace(METHODS["simcse"], name="toycse"))
+    assert "enum" not in family["properties"]["methods"]["items"] and not set(family["properties"]) & set(MODES)
+    monkeypatch.setitem(MODES, "toycse", dataclasses.replace(MODES["simcse"], name="toycse"))
     config = yaml.safe_load((CONFIG / "offline.yaml").read_text())
     config["family"] = {"methods": ["toycse"], "toycse": {"temperature": 0.1}}
     assert load_workflow_config(config).family.method_blocks() == {"toycse": {"temperature": 0.1}}
@@ -177,7 +177,9 @@ def test_the_method_records_are_the_one_list_of_methods(monkeypatch):
 def test_the_schema_and_the_readme_table_are_generated_from_the_keys():
     """The keys are described once (consert/workflow_keys.py): the schema file and config/README.md's table are
     what scripts/config_keys.py writes from them, every top-level key in the declarations' order."""
-    assert yaml.safe_load(SCHEMA.read_text()) == yaml.safe_load(schema_text()), "run python scripts/config_keys.py"
+    assert yaml.safe_load(SCHEMA.read_text()) == yaml.safe_load(schema_text(config_schema())), (
+        "run python scripts/config_keys.py"
+    )
     table = keys_table()
     assert [line.split("`")[1] for line in table.splitlines()[2:]] == list(
         yaml.safe_load(SCHEMA.read_text())["properties"]
