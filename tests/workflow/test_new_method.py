@@ -1,91 +1,280 @@
-"""A method added the way a contributor adds one: one :class:`~consert.train.methods.Method` record (here a toy,
-SimCSE at temperature 0.1, which needs no objective or settings of its own) and its published row (one data file,
-``toy_method_published.csv``). With nothing else edited, the test config lists it and passes the workflow's check,
-and the harness plans it, trains it, cards it, tables it and judges it. The Architecture page's "How to add a
-method" counts these files."""
+"""A method added the way a contributor adds one, in a copy of the project: a toy of the contrastive family with its
+own objective (InfoNCE with an additive margin on the positives, another loss than any of the harness's) and its own
+settings class (the margin), written into at most 4 code files (its recipe and settings, its record, its field on
+the training config, its objective's module) and 1 data file (its published row). With nothing else edited the copy
+plans it, trains it, cards it, tables it, judges it by its margin and its record's seed noise (a fabricated result
+inside the margin is ``reproduced``, one outside ``not reproduced``), and its DAG's dry run lists its jobs. The test
+counts the files the addition touched: a method that needed a hand-written list updated elsewhere fails here, as
+does a noise kind the verdict did not take from the record. The Architecture page's "How to add" names these files.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.fixtures import write_senteval_tree
+
+#: The toy's published row (invented numbers: a test fixture, not a paper's), Avg the mean of the 7 sets.
+TOY_ROW = "ToyCSE-BERT-base,a toy of the tests,70.00,80.00,75.00,80.00,78.00,77.00,70.00,75.71\n"
+
+#: The toy's edits, file by file: (path, text it is appended after or inserted before, the text added).
+SETTINGS_AND_RECIPE = '''
+
+@dataclass(frozen=True)
+class ToySettings:
+    """The toy's own settings: the additive margin on the positives' cosine."""
+
+    margin: float = key("subtracted from each positive pair's cosine before the softmax", 0.0)
+
+    @property
+    def in_use(self) -> str:
+        return "the toy's margin" if self.margin > 0 else ""
+
+    @property
+    def differences(self) -> list[str]:
+        return []
+
+
+TOY_RECIPE: dict[str, Any] = {
+    **SIMCSE_RECIPE,
+    "source": "a toy of the tests: SimCSE's recipe, an additive margin of 0.2 on the positives",
+    "objective": "toy_margin",
+    "toycse": {"margin": 0.2},
+}
+'''
+RECORD = """
+TOYCSE = TrainableMode(
+    "toycse",
+    "ToyCSE",
+    methods.TOY_RECIPE,
+    ("fp32", "fp32 (the toy's)"),
+    training_data="unlabeled texts (the toy's)",
+    notes="a toy method: InfoNCE with an additive margin",
+    settings=methods.ToySettings,
+    noise="consert",
+    published_in=FAMILY.key,
+    published={"base": "ToyCSE-BERT-base"},
+    workflow_block=METHOD_KEYS_BLOCK,
+    authors_texts="wiki1m",
+)
+"""
+OBJECTIVE = '''
+"""The toy's objective: InfoNCE over the two views with an additive margin on the positives' cosine."""
+
+import torch
+import torch.nn.functional as F
+
+from consert.train.objectives.contrastive import Contrastive
+
+
+class ToyMargin(Contrastive):
+    """SimCSE's views, with ``config.toycse.margin`` subtracted from each positive pair's cosine."""
+
+    name = "toy_margin"
+
+    def views_loss(self, view1: torch.Tensor, view2: torch.Tensor) -> torch.Tensor:
+        cosines = F.normalize(view1, dim=-1) @ F.normalize(view2, dim=-1).T
+        cosines = cosines - self.config.toycse.margin * torch.eye(len(cosines), device=cosines.device)
+        return F.cross_entropy(cosines / self.config.temperature, torch.arange(len(cosines), device=cosines.device))
+'''
+
+
+def _replace(path: Path, old: str, new: str) -> None:
+    """``path`` with the one occurrence of ``old`` replaced by ``new``."""
+    source = path.read_text(encoding="utf-8")
+    assert source.count(old) == 1, f"{path}: {old!r} occurs {source.count(old)} times"
+    path.write_text(source.replace(old, new), encoding="utf-8")
+
+
+def add_the_toy(copy: Path) -> None:
+    """The toy's addition, as a contributor writes it: 4 code files (one new) and 1 data file."""
+    train = copy / "consert" / "train"
+    with (train / "methods.py").open("a", encoding="utf-8") as methods:  # its settings and its authors' recipe
+        methods.write(SETTINGS_AND_RECIPE)
+    modes = train / "modes.py"  # its record, among the modes
+    _replace(
+        modes,
+        "from consert.train.methods import",
+        "from consert.train import methods\nfrom consert.train.methods import",
+    )
+    _replace(modes, "\nSGOPT = TrainableMode(", RECORD + "\nSGOPT = TrainableMode(")
+    _replace(modes, "AUGCSE, SGOPT)", "AUGCSE, TOYCSE, SGOPT)")
+    config = train / "config.py"  # its settings' field on the training config
+    _replace(
+        config,
+        "from consert.train.methods import AugCseSettings",
+        "from consert.train.methods import AugCseSettings, ToySettings",
+    )
+    field = '    toycse: ToySettings = key("the toy\'s own settings (objective toy_margin): margin", BY_STAGE)\n'
+    _replace(config, "    weight_decay: float = key(", field + "    weight_decay: float = key(")
+    (train / "objectives" / "toy.py").write_text(OBJECTIVE.lstrip(), encoding="utf-8")  # its loss
+    with (copy / "results" / "published" / "contrastive_family.csv").open("a", encoding="utf-8") as published:
+        published.write(TOY_ROW)  # its published row
+
+
+def project_copy(destination: Path) -> Path:
+    """The project's files (tracked and untracked, not ignored), copied to ``destination``."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    for name in filter(None, listed):
+        if (ROOT / name).is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, destination / name)
+    return destination
+
+
+def touched(original: Path, copy: Path) -> list[str]:
+    """The files of ``copy`` that are new or differ from ``original``'s."""
+    return sorted(
+        str(path.relative_to(copy))
+        for path in copy.rglob("*")
+        if path.is_file()
+        and "__pycache__" not in path.parts
+        and (
+            not (original / path.relative_to(copy)).is_file()
+            or (original / path.relative_to(copy)).read_bytes() != path.read_bytes()
+        )
+    )
+
+
+#: What runs in the copy, in a working folder of its own: the toy planned, carded, trained, tabled and judged.
+SCRIPT = """
+import json, shutil, sys
 from pathlib import Path
 
 import pandas as pd
-import pytest
 import yaml
 
 from consert.cli import main as cli_main
 from consert.configs import read_yaml
+from consert.encode.models import PAPER_ENCODERS
 from consert.paper.artifacts import consert_eval, run_config, run_model, write_artifact
 from consert.paper.card import recipe_card
-from consert.paper.design import expected_seeds, paper_design
+from consert.paper.design import paper_design
 from consert.paper.plan import plan_runs, unique_runs
 from consert.paper.run_configs import consert_run_config, run_config_text
 from consert.paper.workflow_config import load_workflow_config
 from consert.registry import FAMILY
 from consert.train.card import CARD
-from consert.train.methods import METHODS, Method
 from consert.verdict.compare import compare
 from consert.verdict.decision import load_decision
-from consert.workflow_keys import WorkflowConfig
-from tests.conftest import ROOT
-from tests.fixtures import write_senteval_tree
 
-TOY_ROW = Path(__file__).with_name("toy_method_published.csv")
-TOY = Method(
-    "toycse",
-    "ToyCSE",
-    {**METHODS["simcse"].recipe, "source": "a toy of the tests: SimCSE at temperature 0.1", "temperature": 0.1},
-    ("fp32", "fp32 (the toy's)"),
-    notes="a toy method: SimCSE's recipe at temperature 0.1",
-    published={"base": "ToyCSE-BERT-base"},
-)
+copy, data = Path(sys.argv[1]), sys.argv[2]
+config = read_yaml(copy / "config" / "test.yaml")
+config.update(data_dir=data, seeds=[1])
+config["family"] = {"methods": ["toycse"], "sizes": ["base"], "train_texts": "sts",
+                    "toycse": {"max_steps": 2, "batch_size": 8, "dev_max_pairs": 16}}
+config["baselines"]["poolings"] = ["mean:-2,-1"]
+Path("toy.yaml").write_text(yaml.safe_dump(config))
+typed = load_workflow_config(config)
+out = {}
+planned = [item for item in plan_runs(typed) if item.artifact == FAMILY.key]
+out["planned"] = sorted(item.labels["method"] for item in planned)
+(toy_run,) = [run for run, spec in unique_runs(planned).items() if spec.mode == "toycse"]
+card = recipe_card(typed).set_index("run").loc[toy_run]
+out["card"] = {key: str(card[key]) for key in ("loss", "notes", "authors_source", "differs_from_authors")}
+for run_id, spec in unique_runs(planned).items():
+    Path(run_config(run_id)).parent.mkdir(parents=True, exist_ok=True)
+    Path(run_config(run_id)).write_text(run_config_text(consert_run_config(run_id, spec, typed)))
+    assert cli_main(["train", "--config", run_config(run_id), "--evaluate", consert_eval(run_id)]) == 0
+trained = yaml.safe_load(Path(run_config(toy_run)).read_text())
+out["trained"] = {"mode": trained["mode"], "objective": trained["objective"], "toycse": trained["toycse"]}
+out["model_card"] = (Path(run_model(toy_run)) / CARD).read_text()
+write_artifact(FAMILY.key, typed, f"results/{FAMILY.csv}")
+table = pd.read_csv(f"results/{FAMILY.csv}")
+out["tabled"] = sorted(table.method)
+published = copy / "results" / "published"
+decision = load_decision(published)
+out["design"] = [(row.label, row.kind) for row in paper_design(typed, decision) if "Toy" in row.label]
+toy = pd.read_csv(published / "contrastive_family.csv").set_index("method").loc["ToyCSE-BERT-base"]
+for name, delta in (("inside", 0.0), ("outside", -3.0)):  # the row on the paper's encoder, as a GPU box writes it
+    rows = table[table.method == "ToyCSE-base"].copy()
+    for column in ("STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R", "Avg"):
+        rows[column] = float(toy[column]) + delta
+    rows = rows.assign(setting="paper setting (model as named)", model="bert-base-uncased", nli="",
+                       base_model="bert-base-uncased", base_weights=PAPER_ENCODERS["base"],
+                       base_weights_evidence="a fabricated row of the test", data_verified=True)
+    folder = Path(name) / "results"
+    folder.mkdir(parents=True)
+    rows.to_csv(folder / FAMILY.csv, index=False)
+    judged = compare(folder, published)
+    cell = judged[(judged.row == "ToyCSE-BERT-base") & (judged.role == "primary")].iloc[0]
+    out[name] = {"verdict": cell.verdict, "sigma_source": cell.sigma_source, "margin": float(cell.margin)}
+print(json.dumps(out))
+"""
 
 
-@pytest.fixture
-def toy_config(tmp_path, monkeypatch) -> WorkflowConfig:
-    """The test config training the toy method alone beside ConSERT (one seed, the last-two-layer pooling only: no
-    untrained reference rows), in a working directory of its own; the toy's published row beside the paper's."""
-    monkeypatch.setitem(METHODS, TOY.name, TOY)
-    config = read_yaml(ROOT / "config" / "test.yaml")
+@pytest.fixture(scope="module")
+def toy_project(tmp_path_factory) -> tuple[Path, list[str]]:
+    """A copy of the project with the toy added, and the files the addition touched."""
+    copy = project_copy(tmp_path_factory.mktemp("project"))
+    add_the_toy(copy)
+    return copy, touched(ROOT, copy)
+
+
+def _in_copy(copy: Path, *command: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(copy), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+
+
+def test_a_method_with_its_own_loss_and_settings_takes_four_code_files_and_one_data_file(toy_project):
+    copy, files = toy_project
+    code = [name for name in files if name.endswith(".py")]
+    assert files == sorted([*code, "results/published/contrastive_family.csv"]), files
+    assert len(code) <= 4, code
+
+
+def test_the_added_method_is_planned_trained_carded_tabled_and_judged_by_its_record(toy_project, tmp_path):
+    copy, _ = toy_project
     data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
-    config.update(data_dir=str(data), seeds=[1])
-    config["family"]["methods"] = [TOY.name]
-    config["baselines"]["poolings"] = ["mean:-2,-1"]
-    typed = load_workflow_config(config)  # as the workflow checks it at its start: the schema names no method
-    published = shutil.copytree(ROOT / "results" / "published", tmp_path / "published")
-    family = pd.read_csv(published / "contrastive_family.csv")
-    pd.concat([family, pd.read_csv(TOY_ROW)]).to_csv(published / "contrastive_family.csv", index=False)
-    monkeypatch.chdir(tmp_path)
-    return typed
+    script = tmp_path / "toy_run.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    result = _in_copy(copy, sys.executable, str(script), str(copy), str(data), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["planned"] == ["ConSERT-base", "ToyCSE-base"]
+    assert out["card"]["notes"] == "a toy method: InfoNCE with an additive margin"
+    assert out["card"]["authors_source"].startswith("a toy of the tests")
+    assert "UNEXPLAINED" not in out["card"]["differs_from_authors"]
+    assert out["trained"] == {"mode": "toycse", "objective": "toy_margin", "toycse": {"margin": 0.2}}
+    assert "- Training data: unlabeled texts (the toy's)" in out["model_card"]
+    assert "ToyCSE-base" in out["tabled"]
+    assert out["design"] == [["family ToyCSE-base", "consert"]]  # a primary cell, with the record's noise kind
+    # one seed, the record's declared SD (consert: 0.3): 1.645 x 0.3 x sqrt(2) = 0.70 inside the margin of 1
+    assert out["inside"]["verdict"] == "reproduced" and "declared (consert" in out["inside"]["sigma_source"]
+    assert out["outside"]["verdict"] == "not reproduced" and out["outside"]["margin"] == 1.0
 
 
-def test_a_method_declared_in_one_record_is_planned_trained_carded_tabled_and_judged(toy_config):
-    config = toy_config
-    planned = [item for item in plan_runs(config) if item.artifact == FAMILY.key]
-    assert sorted(item.labels["method"] for item in planned) == ["ConSERT-base", "ToyCSE-base"]
-    (toy_run,) = [run_id for run_id, spec in unique_runs(planned).items() if spec.mode == TOY.name]
-
-    card = recipe_card(config).set_index("run")
-    assert card.loc[toy_run, "temperature"] == "0.1" and card.loc[toy_run, "loss"] == "infonce"
-    assert card.loc[toy_run, "notes"] == TOY.notes and card.loc[toy_run, "authors_source"] == TOY.recipe["source"]
-    assert "UNEXPLAINED" not in card.loc[toy_run, "differs_from_authors"]
-
-    for run_id, spec in unique_runs(planned).items():  # as the workflow's rules: the resolved config, then train
-        Path(run_config(run_id)).parent.mkdir(parents=True, exist_ok=True)
-        Path(run_config(run_id)).write_text(run_config_text(consert_run_config(run_id, spec, config)))
-        assert cli_main(["train", "--config", run_config(run_id), "--evaluate", consert_eval(run_id)]) == 0
-    trained = yaml.safe_load(Path(run_config(toy_run)).read_text())
-    assert trained["mode"] == TOY.name and trained["temperature"] == 0.1 and trained["loss"] == "infonce"
-    assert "- Training data: unlabeled texts" in (Path(run_model(toy_run)) / CARD).read_text()
-
-    write_artifact(FAMILY.key, config, f"results/{FAMILY.csv}")
-    table = pd.read_csv(f"results/{FAMILY.csv}")
-    assert "ToyCSE-base" in set(table.method) and table.set_index("method").loc["ToyCSE-base", "n_seeds"] == 1
-
-    decision = load_decision(Path("published"))
-    assert "family ToyCSE-base" in [row.label for row in paper_design(config, decision)]
-    comparison = compare(Path("results"), Path("published"), seeds=expected_seeds(config, decision))
-    judged = comparison[(comparison.artifact == FAMILY.key) & (comparison.row == "ToyCSE-BERT-base")]
-    assert not judged.empty and set(judged.status) == {"compared"}
-    assert set(judged.verdict) == {"not comparable"}  # judged, in the stand-in's setting: not the paper's encoder
-    assert judged.published.notna().all()
+def test_the_added_methods_jobs_are_in_the_dags_dry_run(toy_project, tmp_path):
+    copy, _ = toy_project
+    data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
+    result = _in_copy(
+        copy,
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-n",
+        "--snakefile",
+        str(copy / "Snakefile"),
+        "--directory",
+        str(tmp_path / "work"),
+        "--configfile",
+        str(copy / "config" / "test.yaml"),
+        "--config",
+        f"data_dir={data}",
+        "family={methods: [toycse], sizes: [base], train_texts: sts}",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "runs/base-toycse-seed1/train.yaml" in result.stdout + result.stderr
+    assert "results/evals/consert/base-toycse-seed1.csv" in result.stdout + result.stderr

@@ -26,6 +26,7 @@ class AugCSE(Objective):
     Its step is graph-safe: one packed pass over the 3B rows, the labels a further static input (its graphed step
     equals its eager packed one in loss and gradients: ``tests/train/test_graphs.py``, a CUDA test)."""
 
+    name = "augcse"
     graphs_blocker: str | None = None
     graph_copies = 1  # the (original, augmented, original) rows are the pass's rows, each once
 

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 class Objective:
     """One stage's objective over the encoder it is handed: its heads, its items and the loss of a batch."""
 
+    #: The name a recipe gives it (``TrainConfig.objective``; :data:`consert.train.objectives.OBJECTIVES`).
+    name: ClassVar[str] = ""
     #: The progress bar's name of the stage.
     label: ClassVar[str] = "unsup"
     #: What the objective is: whether its loss contrasts the texts of a batch (each text's negatives are the

@@ -16,7 +16,7 @@ from consert.train.views import PackedPass, two_view_forward
 
 
 def projection_head(config: TrainConfig, hidden: int, device: str) -> nn.Module | None:
-    """The training-only projection ``config.projection`` names (SimCSE's, AugCSE's), or None (ConSERT)."""
+    """The training-only projection ``config.projection`` names (the contrastive family's heads), or None (ConSERT)."""
     head = PROJECTION_HEADS.get(config.projection)
     return head(hidden).to(device) if head else None
 
@@ -25,6 +25,7 @@ class Contrastive(Objective):
     """``contrastive_weight`` x the contrastive loss (``config.loss``) of two augmented views of each text,
     through the projection head when there is one (SimCSE). The one step that CUDA graphs can replay."""
 
+    name = "contrastive"
     graphs_blocker: str | None = None
 
     @classmethod
@@ -62,4 +63,10 @@ class Contrastive(Objective):
         )
         if self.projection is not None:  # both views in one call: a batch-norm head normalises them together
             view1, view2 = self.projection(torch.cat([view1, view2])).split(len(ids))
+        return self.views_loss(view1, view2)
+
+    def views_loss(self, view1: torch.Tensor, view2: torch.Tensor) -> torch.Tensor:
+        """The loss of the batch's two views (one row per text): ``contrastive_weight`` x ``config.loss``. An
+        objective on the same views with another loss overrides this alone (graph-safe: no host reads)."""
+        config = self.config
         return config.contrastive_weight * CONTRASTIVE_LOSSES[config.loss](view1, view2, config.temperature)

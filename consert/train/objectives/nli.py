@@ -27,7 +27,7 @@ class NliClassification(Objective):
     """NLI cross entropy of the classifier over the pair's features (SBERT-NLI; BERT-flow's NLI encoder).
     Its step runs as CUDA graphs where they apply: one packed pass over premises and hypotheses."""
 
-    label = "sup"
+    name, label = "nli", "sup"
     is_contrastive, is_supervised = False, True
     graphs_blocker: str | None = None
     graph_copies = 1  # premises and hypotheses are the pass's rows, each once
@@ -92,7 +92,7 @@ class JointNli(NliClassification):
     that step runs as CUDA graphs where they apply. Other views (an adversarial one among them) stay eager.
     """
 
-    label = "joint"
+    name, label = "joint_nli", "joint"
     is_contrastive = True  # NT-Xent beside the NLI cross entropy
     graph_passes = 2  # the classifier's pass, then the second view's over the same rows
 
