@@ -73,6 +73,7 @@ LABEL_INCHES = 0.4
 def _log_ticks(axis: plt.Axes, ticks: Sequence[float], labels: Sequence[str] | None = None) -> None:
     """A log x axis labelled at the plotted values only (no minor labels), the labels turned upright where
     two values sit closer than :data:`LABEL_INCHES`."""
+    axis.set_xscale("log")
     axis.set_xticks(ticks, labels if labels is not None else [f"{t:g}" for t in ticks])
     axis.minorticks_off()
     if len(ticks) > 1:
@@ -96,6 +97,25 @@ def figure1(
     return figure
 
 
+def _finish(
+    figure: plt.Figure,
+    axis: plt.Axes,
+    table: pd.DataFrame,
+    paths: Sequence[str | Path],
+    stamp: str,
+    *,
+    xlabel: str,
+    title: str,
+) -> plt.Figure:
+    """A figure finished: a curve of the average Spearman's axis labels (where ``xlabel`` names its x), its title
+    over the table's setting; saved."""
+    if xlabel:
+        axis.set(xlabel=xlabel, ylabel="avg Spearman x 100")
+    axis.set_title(f"{title}\n{_setting_line(table)}", fontsize=9)
+    _save(figure, paths, stamp)
+    return figure
+
+
 def figure4(
     table: pd.DataFrame, paths: Sequence[str | Path], marks: PublishedMarks | None = None, *, stamp: str = ""
 ) -> plt.Figure:
@@ -107,13 +127,8 @@ def figure4(
         label = "published (BERT-base, the paper's text)" if index == 0 else None
         axis.plot([mark.x], [mark.y], **PUBLISHED_STYLE, label=label, gid=f"published:{mark.quantity}")
     axis.legend(fontsize=7)
-    axis.set(
-        xlabel="k most frequent tokens removed (STS-B test frequencies; the authors' script's k is this - 1)",
-        ylabel="avg Spearman x 100",
-    )
-    axis.set_title(f"Figure 4: top-k frequency masking\n{_setting_line(table)}", fontsize=9)
-    _save(figure, paths, stamp)
-    return figure
+    xlabel = "k most frequent tokens removed (STS-B test frequencies; the authors' script's k is this - 1)"
+    return _finish(figure, axis, table, paths, stamp, xlabel=xlabel, title="Figure 4: top-k frequency masking")
 
 
 def figure5(
@@ -143,9 +158,7 @@ def figure5(
                     fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.12), frameon=False)  # fmt: skip
     mirrored = (table.trained_as != table.view1 + "+" + table.view2).any() if "trained_as" in table else False
     note = "; each unordered pair trained once, shown in both cells" if mirrored else ""
-    axis.set_title(f"Figure 5: augmentation pairs{note}\n{_setting_line(table)}", fontsize=9)
-    _save(figure, paths, stamp)
-    return figure
+    return _finish(figure, axis, table, paths, stamp, xlabel="", title=f"Figure 5: augmentation pairs{note}")
 
 
 def figure6(
@@ -161,14 +174,10 @@ def figure6(
     sns.lineplot(data=data.sort_values("texts"), x="texts", y="Avg", hue="mode", marker="o", ax=axis)
     for line, (_, part) in zip(axis.get_lines(), data.groupby("mode", sort=False), strict=False):
         _seed_band(axis, part, "texts", line.get_color())
-    axis.set_xscale("log")
     all_position = data.texts[full].max() if full.any() else None
     ticks = sorted(set(data.texts))
     _log_ticks(axis, ticks, ["all" if t == all_position else f"{t:g}" for t in ticks])
-    axis.set(xlabel="unlabeled texts", ylabel="avg Spearman x 100")
-    axis.set_title(f"Figure 6: few-shot\n{_setting_line(table)}", fontsize=9)
-    _save(figure, paths, stamp)
-    return figure
+    return _finish(figure, axis, table, paths, stamp, xlabel="unlabeled texts", title="Figure 6: few-shot")
 
 
 def figure7(
@@ -183,12 +192,8 @@ def figure7(
         axis.axvspan(low, high, color="tab:orange", alpha=0.2, label=f"published best range ({low:g}-{high:g})",
                      gid="published:best range")  # fmt: skip
         axis.legend(fontsize=7)
-    axis.set_xscale("log")
     _log_ticks(axis, sorted(set(table.temperature)))
-    axis.set(xlabel="temperature tau", ylabel="avg Spearman x 100")
-    axis.set_title(f"Figure 7: temperature\n{_setting_line(table)}", fontsize=9)
-    _save(figure, paths, stamp)
-    return figure
+    return _finish(figure, axis, table, paths, stamp, xlabel="temperature tau", title="Figure 7: temperature")
 
 
 def diagnostics(

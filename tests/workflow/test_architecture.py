@@ -123,3 +123,32 @@ def test_the_length_rule_sees_a_long_function(tmp_path):
     for tree in PYTHON_TREES[1:]:
         (tmp_path / tree).mkdir(parents=True)
     assert _long_functions(tmp_path) == ["consert/long.py:1 long (121 lines)"]
+
+
+def _contract_layers() -> list[str]:
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (layers,) = [contract["layers"] for contract in contracts if contract["type"] == "layers"]
+    return layers
+
+
+def test_the_architecture_page_states_the_import_layers_the_contract_checks():
+    """The page's layer line is the contract's layers, top to bottom, each module of a shared layer named."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    (line,) = [line for line in page.splitlines() if line.startswith("**Import layers, top to bottom:**")]
+    stated = [" | ".join(part.strip("` ") for part in layer.split(",")) for layer in line.split(":**")[1].split(" > ")]
+    assert stated == _contract_layers()
+
+
+def test_the_architecture_page_names_every_module_of_the_packages():
+    """Each module of ``consert/`` and ``baselines/`` is named on the page (by its file name), so a reader finds
+    where every idea lives; a new module without a word there fails."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    modules = [path for package in ("consert", "baselines") for path in sorted((ROOT / package).rglob("*.py"))]
+    unnamed = [
+        str(path.relative_to(ROOT))
+        for path in modules
+        if path.name != "__init__.py" and f"`{path.name}`" not in page and f"{path.parent.name}/{path.name}" not in page
+    ]
+    assert unnamed == []
