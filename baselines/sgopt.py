@@ -35,13 +35,13 @@ from consert.encode.batching import TokenCache, pad_multiple, to_device
 from consert.encode.models import default_device, resolve_model
 from consert.encode.precision import training_precision
 from consert.train.config import COMPILE_CHOICES
-from consert.train.encoder import load_trainable, set_seed
 from consert.train.export import export_model
 from consert.train.graphs import FP16_BLOCKER, GraphedStep, graphed_probe_runner, graphs_unavailable
 from consert.train.loop import LoopResult, loop_settings, run_loop
 from consert.train.losses import similarities_in_fp32
 from consert.train.packed import Packing, packed_hidden_states
 from consert.train.record import loop_record, provenance_record
+from consert.train.trained_encoder import load_trainable, set_seed
 
 
 @dataclass(frozen=True)

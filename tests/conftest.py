@@ -77,7 +77,7 @@ def tiny_tree(tmp_path) -> Path:
 def tiny_model_dir(tmp_path_factory) -> str:
     """A tiny randomly initialised BERT (2 layers, the stand-in's vocabulary) saved as a model folder."""
     from consert.bench.cuda import random_bert
-    from consert.bench.paper_cost import TINY_SHAPE
+    from consert.bench.dag_cost import TINY_SHAPE
 
     return random_bert(tmp_path_factory.mktemp("tiny-bert"), TINY_SHAPE)
 

@@ -118,9 +118,9 @@ def bench_training_step(data: SentEvalData, repeats: int, batch_size: int = 96) 
     from sentence_transformers.losses import MultipleNegativesRankingLoss
 
     from consert.train.config import TrainConfig
-    from consert.train.encoder import TrainedEncoder, set_seed
     from consert.train.execution import StepExecution
     from consert.train.objectives import Contrastive
+    from consert.train.trained_encoder import TrainedEncoder, set_seed
 
     texts = data.unlabeled_texts()
     rng = np.random.default_rng(0)

@@ -1,6 +1,6 @@
 """``consert bench --config FILE --share KIND ...``: whether small jobs run together raise a card's throughput.
 
-A job kind of the config (as :mod:`consert.bench.paper_cost` groups them) is run as whole jobs: ``copies``
+A job kind of the config (as :mod:`consert.bench.dag_cost` groups them) is run as whole jobs: ``copies``
 processes started together, each training ``steps`` steps of the kind from its own start (imports, the
 model, the precision choice, graph captures: what a job of the DAG does besides its evaluation; the step
 executed as the kind's full run executes it), and the wall
@@ -42,7 +42,7 @@ def _job(kind: str, config, model: str, data_root: str, steps: int, device: str,
     """One job of the kind, in a process of its own: its data read, ``steps`` steps trained, executed as a run
     of ``run_steps`` steps is (CUDA graphs or compilation where its full run takes them); its steady steps/s
     put on the ``rates`` queue."""
-    from consert.bench.paper_cost import measure_kind
+    from consert.bench.dag_cost import measure_kind
     from consert.data.senteval import load_senteval
 
     rates.put(measure_kind(kind, config, model, load_senteval(data_root), steps, device, run_steps).steps_per_s)
@@ -80,7 +80,7 @@ def sharing_table(
 ) -> pd.DataFrame:
     """Per kind and number of copies: the wall seconds, the summed steady steps/s, and both throughput ratios
     against one job at a time. ``run_steps``: each kind's planned run length
-    (:func:`consert.bench.paper_cost.kind_run_steps`)."""
+    (:func:`consert.bench.dag_cost.kind_run_steps`)."""
     rows = []
     for kind, config in kinds.items():
         walls, rates = {}, {}

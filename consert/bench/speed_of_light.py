@@ -69,13 +69,13 @@ def step_work(config: TrainConfig, data: SentEvalData, batches: int = 2, dtype: 
     kernels on CUDA only, in ``dtype`` (autocast's): as autocast runs the step, casting each weight at each use,
     and with the linear layers cast once and the per-token chain fused."""
     from consert.train.cast_once import CastOnce
-    from consert.train.encoder import TrainedEncoder, set_seed
     from consert.train.execution import StepExecution
     from consert.train.fused import fused_encoder
     from consert.train.loop import batches as loop_batches
     from consert.train.loop import loop_settings
     from consert.train.objectives import objective_for
     from consert.train.packed import packed_encoder
+    from consert.train.trained_encoder import TrainedEncoder, set_seed
 
     counted = config.replace(packed="on", cuda_graphs="off", compile="off", dtype="fp32")
     set_seed(counted.seed)

@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
 
     data = load_senteval(args.data)
     if args.config:
-        return _paper_cost(args, data)
+        return _dag_cost(args, data)
     if args.device == "cuda":
         from consert.bench import cuda
 
@@ -124,10 +124,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _paper_cost(args: argparse.Namespace, data) -> int:
+def _dag_cost(args: argparse.Namespace, data) -> int:
     """``--config``: the workflow config's job kinds timed here and its DAG's cost projected (or, with
     ``--share``, jobs of some kinds run together)."""
-    from consert.bench import paper_cost
+    from consert.bench import dag_cost
     from consert.hardware import hardware_summary
     from consert.io import write_csv
     from consert.paper.workflow_config import read_workflow_config
@@ -136,7 +136,7 @@ def _paper_cost(args: argparse.Namespace, data) -> int:
     if args.share:
         table = _sharing(args, workflow, data)
     else:
-        table, totals = paper_cost.run(
+        table, totals = dag_cost.run(
             workflow, data, args.device, args.steps, args.gpus, args.shape, tuple(args.compare), args.speed_of_light
         )
         table = table.assign(gpus=args.gpus, **{f"total_{name}": value for name, value in totals.items()})
@@ -151,15 +151,15 @@ def _sharing(args: argparse.Namespace, workflow: WorkflowConfig, data):
     import tempfile
 
     from consert import gpu_mps
-    from consert.bench import paper_cost, sharing
+    from consert.bench import dag_cost, sharing
     from consert.hardware import hardware_summary
 
-    jobs, kinds = paper_cost.planned_jobs(workflow, data)
+    jobs, kinds = dag_cost.planned_jobs(workflow, data)
     chosen = sharing.matching_kinds(kinds, args.share)
-    run_steps = paper_cost.kind_run_steps(jobs)
+    run_steps = dag_cost.kind_run_steps(jobs)
     print(f"{len(chosen)} job kinds run 1 to {max(args.copies)} at once on {hardware_summary(args.device)}")
     with tempfile.TemporaryDirectory(prefix="consert-share-models-") as scratch:
-        models = paper_cost.random_models({kind.split()[0] for kind in chosen}, Path(scratch), args.shape)
+        models = dag_cost.random_models({kind.split()[0] for kind in chosen}, Path(scratch), args.shape)
         mps = Path(scratch) / "mps"
         if args.mps:
             print(gpu_mps.start(mps) or "MPS: no NVIDIA GPU here; not started")

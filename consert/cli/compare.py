@@ -41,12 +41,12 @@ def _published_rows(text: str) -> str:
     """An argparse type: ``ARTIFACT:ROW`` globs whose artifact part names a compared artifact."""
     from fnmatch import fnmatch
 
-    from consert.verdict.compare import COMPARED
+    from consert.verdict.compare import COMPARED_BLOCKS
 
     artifact, sep, row = text.partition(":")
     if not sep or not artifact or not row:
         raise argparse.ArgumentTypeError(f"expected ARTIFACT:ROW (a glob, e.g. 'table2:*large*'), got {text!r}")
-    known = sorted({block.artifact for block in COMPARED})
+    known = sorted({block.artifact for block in COMPARED_BLOCKS})
     if not any(fnmatch(name, artifact) for name in known):
         raise argparse.ArgumentTypeError(
             f"{text!r}: no compared artifact is {artifact!r}; expected one of {', '.join(known)}"

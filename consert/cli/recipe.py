@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``consert recipe`` on parsed ``args``; return its exit status."""
     from consert.io import write_csv
-    from consert.paper.card import recipe_card, unexplained
+    from consert.paper.recipe_card import recipe_card, unexplained
     from consert.paper.workflow_config import read_workflow_config
 
     card = recipe_card(read_workflow_config(args.configfile))

@@ -6,5 +6,5 @@
 - :mod:`.compare`, :mod:`.yardstick`: each number against the published one, an equivalence test with a
   declared margin, and the gate; :mod:`.gate_rates`: the gate's error rates, by simulation;
   :mod:`.claims`: the paper's sentences, tested with the uncertainty of seeds;
-- :mod:`.card`, :mod:`.card_baselines`: the recipe card, every run next to the authors' recipe.
+- :mod:`.recipe_card`, :mod:`.recipe_card_baselines`: the recipe card, every run next to the authors' recipe.
 """

@@ -6,7 +6,7 @@ encoder, and SG-OPT's loop) on one trainer.
   :class:`~consert.train.config.TrainConfig` a run is built from;
 - :mod:`.trainer`: the stages (unsupervised, NLI, joint, two-stage); :mod:`.loop`: the optimisation loop
   with dev-set selection; :mod:`.optim`: the authors' AdamW;
-- :mod:`.losses`, :mod:`.augcse`: the objectives and heads;
+- :mod:`.losses`, :mod:`.augcse_heads`, :mod:`.objectives`: the losses, heads and objectives;
 - :mod:`.augment`, :mod:`.text_augment`, :mod:`.views`: augmented views at the embedding layer or the text;
 - :mod:`.packed`, :mod:`.graphs`: the packed forward and its CUDA-graph replay;
 - :mod:`.export`: the trained encoder saved in sentence-transformers' format.

@@ -19,7 +19,7 @@ from consert.train.packed import Packing, packed_encoder
 from consert.train.views import PackedPass
 
 if TYPE_CHECKING:
-    from consert.train.encoder import TrainedEncoder
+    from consert.train.trained_encoder import TrainedEncoder
 
 
 @dataclass(frozen=True)

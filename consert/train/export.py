@@ -77,12 +77,12 @@ def export_model(
     :class:`~consert.encode.pooling.Pooling`'s, layer averages included: :func:`sentence_transformers_pooling`).
 
     Also writes ``consert_training.json`` (config, base model, best step and score),
-    ``training_log.json`` (one entry per step) and the model card (:mod:`consert.train.card`). The folder
+    ``training_log.json`` (one entry per step) and the model card (:mod:`consert.train.model_card`). The folder
     appears complete or not at all: it is written beside the target and renamed into place.
     """
     from sentence_transformers import SentenceTransformer
 
-    from consert.train.card import CARD, model_card
+    from consert.train.model_card import CARD, model_card
 
     try:  # sentence-transformers >= 6
         from sentence_transformers.sentence_transformer import modules as models
@@ -128,7 +128,7 @@ def _readable_as_umask_says(folder: Path) -> None:
 def write_model_card(folder: str | Path, scores=None) -> Path:
     """Write ``folder``'s model card from its training record and, once evaluated, its ``scores`` (the frame of
     :func:`consert.evaluate.protocol.evaluate_model`), atomically and under the user's umask; return its path."""
-    from consert.train.card import CARD, model_card
+    from consert.train.model_card import CARD, model_card
 
     folder = Path(folder)
     record = json.loads((folder / TRAINING_RECORD).read_text())
@@ -139,7 +139,7 @@ def write_model_card(folder: str | Path, scores=None) -> Path:
 class CardTarget:
     """A harness export's model card: its ``path``, the ``pooling`` the export is saved with (its record's
     ``eval_pooling``; None when the record does not say), and whether the card is ``marked`` as the harness's
-    (:data:`consert.train.card.CARD_MARKER`; exports older than the marker are not)."""
+    (:data:`consert.train.model_card.CARD_MARKER`; exports older than the marker are not)."""
 
     path: Path
     pooling: str | None
@@ -149,7 +149,7 @@ class CardTarget:
 def card_to_update(folder: str | Path) -> CardTarget | None:
     """The model card of ``folder`` when ``folder`` is a harness export (it has a training record and a card);
     None otherwise (a hub id, another model's folder)."""
-    from consert.train.card import CARD, is_harness_card
+    from consert.train.model_card import CARD, is_harness_card
 
     folder = Path(folder)
     record_path, card = folder / TRAINING_RECORD, folder / CARD
@@ -168,7 +168,7 @@ def update_model_card(folder: str | Path, scores) -> Path:
     ``model-index`` and its results section, the rest of the card as it is (hand edits kept). Written
     atomically (a temporary file renamed onto the card) under the user's umask. Raise ValueError when the card
     is not the harness's (:func:`card_to_update`), which is then left untouched; return its path."""
-    from consert.train.card import with_scores
+    from consert.train.model_card import with_scores
 
     target = card_to_update(folder)
     if target is None or not target.marked:

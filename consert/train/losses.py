@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from consert.train.augcse import BatchNormProjection
+from consert.train.augcse_heads import BatchNormProjection
 
 
 def similarities_in_fp32(tensor: torch.Tensor) -> torch.autocast:

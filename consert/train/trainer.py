@@ -17,12 +17,12 @@ from torch import nn
 
 from consert.data.senteval import SentEvalData, load_senteval
 from consert.train.config import TrainConfig
-from consert.train.encoder import TrainedEncoder, set_seed
 from consert.train.execution import StepExecution
 from consert.train.export import export_model
 from consert.train.loop import loop_settings, planned_step_count, run_loop
 from consert.train.objectives import check_objective, objective_for
 from consert.train.record import loop_record, provenance_record
+from consert.train.trained_encoder import TrainedEncoder, set_seed
 
 
 @dataclass

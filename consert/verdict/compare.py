@@ -133,7 +133,7 @@ def _table2_pairs(_: pd.DataFrame) -> list[tuple[str, str, str | None]]:
 
 def read_reproduced(results: Path) -> dict[str, pd.DataFrame | None]:
     """Every reproduced file the comparison reads (None where it is missing). Loading only loads."""
-    files = dict.fromkeys(block.reproduced_file for block in COMPARED)
+    files = dict.fromkeys(block.reproduced_file for block in COMPARED_BLOCKS)
     # .copy(): one block per dtype (a wide table is read as many blocks, and keying it would fragment it)
     return {name: pd.read_csv(results / name).copy() if (results / name).is_file() else None for name in files}
 
@@ -146,7 +146,7 @@ def compare(
     seed_noise: dict[str, float] | None = None,
     seeds: dict[str, int] | None = None,
 ) -> pd.DataFrame:
-    """The comparison table of the reproduced artifacts under ``results``, block by block of :data:`COMPARED`.
+    """The comparison table of the reproduced artifacts under ``results``, block by block of :data:`COMPARED_BLOCKS`.
 
     Every published row the harness reproduces gives cells (``status`` ``compared``) or a gap row:
     ``not run`` when it matches one of ``not_run`` (``artifact:row`` glob patterns a config declares,
@@ -159,7 +159,7 @@ def compare(
     reproduced = read_reproduced(results)
     rows: list[dict[str, Any]] = []
     reported: set[str] = set()
-    for block in COMPARED:
+    for block in COMPARED_BLOCKS:
         frame = reproduced[block.reproduced_file]
         if frame is not None:
             rows += block.cells(published, frame, context)
@@ -193,7 +193,7 @@ def _missing_seeds(frame: pd.DataFrame, seeds: dict[str, int]) -> pd.Series:
 
 
 #: Every compared block, in the order of the comparison's rows.
-COMPARED: tuple[ComparedRows | StatedCells, ...] = (
+COMPARED_BLOCKS: tuple[ComparedRows | StatedCells, ...] = (
     ComparedRows(TABLE2.key, "consert_table2_unsup.csv", TABLE2.csv, _by_method, _table2_pairs),
     ComparedRows("whitening_table1", "bert_whitening_table1.csv", TABLE2.csv, _by_method, _whitening_pairs),
     ComparedRows(
@@ -238,6 +238,6 @@ COMPARED: tuple[ComparedRows | StatedCells, ...] = (
 #: The reproduced artifact files the comparison reads, and the compared artifacts of the paper each feeds (a
 #: missing file is one gap row for each).
 ARTIFACT_FILES = {
-    file: tuple(dict.fromkeys(b.artifact for b in COMPARED if b.reproduced_file == file and b.of_the_paper))
-    for file in dict.fromkeys(block.reproduced_file for block in COMPARED)
+    file: tuple(dict.fromkeys(b.artifact for b in COMPARED_BLOCKS if b.reproduced_file == file and b.of_the_paper))
+    for file in dict.fromkeys(block.reproduced_file for block in COMPARED_BLOCKS)
 }

@@ -17,7 +17,7 @@ from baselines.flow import FlowBaseline
 from baselines.glove import GloveBaseline, load_glove_text
 from baselines.run import evaluate_baseline, fit_corpora
 from baselines.sgopt import ProjectionHead, SgOptConfig, SgOptTrainer
-from consert.paper.card import recipe_card, unexplained
+from consert.paper.recipe_card import recipe_card, unexplained
 from consert.paper.tables import topk_table
 from consert.train.loop import LoopSettings, run_loop
 from consert.verdict.compare import compare

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from consert.bench import execution_settings
-from consert.bench.paper_cost import (
+from consert.bench.dag_cost import (
     KindRate,
     PlannedJob,
     _timed_config,
@@ -246,7 +246,7 @@ def test_an_execution_sets_what_the_config_has_and_applies_where_it_turns_nothin
 def test_a_kind_whose_step_cannot_run_as_graphs_is_left_untimed_with_the_reason(tmp_path):
     """``graphs`` where no graph can run (here: every kind, on a CPU) leaves the column empty and says why in the
     kind's ``timed_as``, for the trainer's kinds and SG-OPT's alike; the cost table itself is still made."""
-    from consert.bench.paper_cost import run
+    from consert.bench.dag_cost import run
     from consert.data.senteval import load_senteval
 
     data = load_senteval(write_senteval_tree(tmp_path / "senteval", pairs_per_file=12))

@@ -118,7 +118,7 @@ def test_the_card_update_replaces_the_scores_and_only_them():
     refused in one line rather than rewritten."""
     import pandas as pd
 
-    from consert.train.card import model_card, with_scores
+    from consert.train.model_card import model_card, with_scores
 
     record = {"eval_pooling": "mean:-2,-1", "config": {"output_dir": "runs/mine/model"}}
     names = [*DATASETS, "Avg"]

@@ -18,8 +18,8 @@ import pytest
 
 from consert import registry
 from consert.paper.artifacts import CSV_FILES, SOURCES
-from consert.paper.cost import cost_table
 from consert.paper.figures import DRAW
+from consert.paper.job_costs import cost_table
 from consert.paper.workflow_config import read_workflow_config
 from consert.workflow_keys import FamilyKeys
 

@@ -122,7 +122,7 @@ def test_the_hook_changes_the_encoders_output_in_a_real_forward_pass():
     """The stand-in, BERT's dropout removed: clean views coincide, each augmentation changes its view."""
     from consert.encode.models import STAND_IN_MODEL, resolve_model
     from consert.encode.pooling import Pooling
-    from consert.train.encoder import load_trainable
+    from consert.train.trained_encoder import load_trainable
     from consert.train.views import two_view_forward
 
     tokenizer, model = load_trainable(resolve_model(STAND_IN_MODEL), "cpu", remove_dropout=True)

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from consert.data.inputs import DEBIAN_WORDNET
-from consert.train.augcse import AugmentationDiscriminator, discriminator_loss, reverse_gradient
+from consert.train.augcse_heads import AugmentationDiscriminator, discriminator_loss, reverse_gradient
 from consert.train.config import TrainConfig
 from consert.train.losses import infonce, infonce_symmetric
 from consert.train.text_augment import (
@@ -125,7 +125,7 @@ def test_each_recipe_names_its_objective_and_the_name_alone_picks_it():
     assert {mode: objective_for(TrainConfig(mode=mode)) for mode in expected} == expected
     assert objective_for(TrainConfig(mode="joint-unsup").first_stage()) is JointNli
     assert objective_for(TrainConfig(mode="augcse", augcse={"discriminator_weight": 0.0})) is AugCSE
-    with pytest.raises(ConfigError, match="objective: expected one of contrastive, nli, joint_nli, augcse, got 'x'"):
+    with pytest.raises(ConfigError, match="objective: expected one of augcse, contrastive, joint_nli, nli, got 'x'"):
         objective_for(TrainConfig(objective="x"))
 
 
@@ -141,7 +141,7 @@ def test_simcse_views_differ_by_dropout_only():
     from consert.encode.models import STAND_IN_MODEL, resolve_model
     from consert.encode.pooling import Pooling
     from consert.train.augment import AugmentationRatios
-    from consert.train.encoder import load_trainable
+    from consert.train.trained_encoder import load_trainable
     from consert.train.views import two_view_forward
 
     resolved = resolve_model(STAND_IN_MODEL)

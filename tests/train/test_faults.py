@@ -45,7 +45,7 @@ def test_non_finite_loss_stops_training_without_export(real_data, tmp_path):
 
 
 def test_collapsed_embedding_stops_training(real_data, tmp_path, monkeypatch):
-    from consert.train import encoder as encoder_module
+    from consert.train import trained_encoder as encoder_module
     from consert.train import trainer as train_module
 
     original = encoder_module.TrainedEncoder.__init__

@@ -133,9 +133,9 @@ def objective_step(model_dir: str, data_dir, values: dict, device: str = "cpu", 
     else the objective's first 6 training items."""
     from consert.data.senteval import load_senteval
     from consert.train.config import TrainConfig
-    from consert.train.encoder import TrainedEncoder
     from consert.train.execution import StepExecution
     from consert.train.objectives import objective_for
+    from consert.train.trained_encoder import TrainedEncoder
 
     config = TrainConfig.from_dict(
         {"model": model_dir, "device": device, "remove_dropout": True, "data": str(data_dir), "dtype": "fp32",

@@ -10,7 +10,7 @@ import pytest
 import torch
 import yaml
 
-from consert.paper.card import UNEXPLAINED, recipe_card, unexplained
+from consert.paper.recipe_card import UNEXPLAINED, recipe_card, unexplained
 from consert.paper.workflow_config import load_workflow_config
 from consert.train.config import TrainConfig
 from consert.train.loop import LoopSettings, capture_ahead, evaluation_grid, run_loop
@@ -250,7 +250,7 @@ def test_a_second_seed_is_listed_and_explained():
 
 
 def test_consert_runs_compare_the_rates_of_their_augmentations():
-    from consert.paper.card import _used_keys
+    from consert.paper.recipe_card import _used_keys
     from consert.train.config import TrainConfig
 
     # the authors' unsupervised views are feature cutoff + shuffle: its rate is part of the recipe
@@ -352,7 +352,7 @@ def test_a_graphed_step_runs_as_capture_ahead_then_the_loop_with_its_gradients_a
 def test_a_stage_with_fused_kernels_says_its_dropout_masks_are_equal_in_distribution_only():
     """compile: on fuses the per-token chain under CUDA graphs (consert.train.fused): where BERT's dropout is on,
     the card says a run equals an uncompiled one in distribution; without dropout, or uncompiled, it says nothing."""
-    from consert.paper.card import consert_notes
+    from consert.paper.recipe_card import consert_notes
     from consert.train.notes import FUSED_DROPOUT_NOTE
 
     supervised = TrainConfig(mode="sup")  # BERT's dropout on

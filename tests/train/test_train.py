@@ -135,9 +135,9 @@ def test_joint_reuses_the_classifiers_clean_pass_as_its_first_view(real_data, tm
     import torch
 
     from consert.data.nli import load_nli
-    from consert.train.encoder import TrainedEncoder
     from consert.train.execution import StepExecution
     from consert.train.objectives import JointNli, objective_for
+    from consert.train.trained_encoder import TrainedEncoder
 
     config = short_config(tmp_path, mode="joint", batch_size=4, dtype="fp32")
     assert config.views == ("none", "token_cutoff") and objective_for(config) is JointNli

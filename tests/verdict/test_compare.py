@@ -412,11 +412,11 @@ def test_every_published_row_has_a_primary_rule():
     """Each compared published table: its artifact's primary column exists in the file (or every column is its
     own row, ``*``), and every published row paired for comparison has a value there or says why not (an
     unpublished row's ``source``). A table without an Avg (BERT-whitening's) once had no primary cell."""
-    from consert.verdict.compare import COMPARED, ComparedRows
+    from consert.verdict.compare import COMPARED_BLOCKS, ComparedRows
     from consert.verdict.decision import load_decision
 
     decision = load_decision(PUBLISHED)
-    for block in (b for b in COMPARED if isinstance(b, ComparedRows)):
+    for block in (b for b in COMPARED_BLOCKS if isinstance(b, ComparedRows)):
         published = pd.read_csv(PUBLISHED / block.published_file)
         primary = decision.primary_column(block.artifact)
         if primary == "*":

@@ -139,7 +139,7 @@ DIAGNOSTIC_FIGURES = registry.stems("diagnostic", CONFIG)
 TABLE1 = f"results/{registry.TABLE1.csv}"
 #: The artifacts the comparison reads (those this config builds), and their CSVs.
 COMPARED_ARTIFACTS = [a for a in registry.ARTIFACTS if a.csv in ARTIFACT_FILES and a.runs_in(CONFIG)]
-COMPARED = [f"results/{a.csv}" for a in COMPARED_ARTIFACTS]
+COMPARED_TABLES = [f"results/{a.csv}" for a in COMPARED_ARTIFACTS]
 #: The evaluation files behind them: the forest plot's stamp names where and when they were computed.
 COMPARED_EVALUATIONS = artifacts.evaluation_inputs([a.key for a in COMPARED_ARTIFACTS], CONFIG)
 

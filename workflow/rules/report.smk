@@ -10,7 +10,7 @@ localrules:
 rule comparison:
     """Every reproduced cell next to its published value (never fails: see check_published)."""
     input:
-        tables=COMPARED,
+        tables=COMPARED_TABLES,
         settings=COMPARISON_CONFIG,
     output:
         report("results/comparison.csv", caption="../report/comparison.rst", category="Comparison"),

@@ -1,9 +1,9 @@
-"""Snakemake script: results/cost.csv (thin wrapper around consert.paper.cost.cost_table)."""
+"""Snakemake script: results/cost.csv (thin wrapper around consert.paper.job_costs.cost_table)."""
 
 import sys
 
 from consert.io import write_csv
-from consert.paper.cost import cost_table
+from consert.paper.job_costs import cost_table
 from consert.workflow_keys import WorkflowConfig
 
 with open(snakemake.log[0], "w") as log:  # noqa: F821 - injected by Snakemake

@@ -1,11 +1,11 @@
 """Snakemake script: the recipe card of the workflow's runs, from their train.yaml (thin wrapper around
-consert.paper.card)."""
+consert.paper.recipe_card)."""
 
 import sys
 from pathlib import Path
 
 from consert.io import write_csv
-from consert.paper.card import recipe_card, unexplained
+from consert.paper.recipe_card import recipe_card, unexplained
 from consert.train.config import load_train_config
 from consert.workflow_keys import WorkflowConfig
 

@@ -31,7 +31,7 @@ __all__ = [
 
 
 def _objectives() -> dict[str, type[Objective]]:
-    """Every named :class:`Objective` of this package's modules (each module imported), by its name."""
+    """Every named :class:`Objective` of this package's modules (each module imported), by its name, in name order."""
     for module in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{module.name}")
     found: dict[str, type[Objective]] = {}
@@ -42,7 +42,7 @@ def _objectives() -> dict[str, type[Objective]]:
         if cls.name and cls.__module__.startswith(f"{__name__}."):
             if found.setdefault(cls.name, cls) is not cls:
                 raise ValueError(f"objective name {cls.name!r}: {found[cls.name].__qualname__} and {cls.__qualname__}")
-    return found
+    return dict(sorted(found.items()))
 
 
 #: Every objective, by the name a recipe gives it.

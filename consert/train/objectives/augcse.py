@@ -8,7 +8,7 @@ from torch import nn
 
 from consert.data.inputs import ExternalInput
 from consert.data.senteval import SentEvalData
-from consert.train.augcse import AugmentationDiscriminator, discriminator_loss
+from consert.train.augcse_heads import AugmentationDiscriminator, discriminator_loss
 from consert.train.corpus import corpus_inputs, training_texts
 from consert.train.losses import CONTRASTIVE_LOSSES
 from consert.train.objectives.base import Objective
@@ -21,7 +21,7 @@ class AugCSE(Objective):
     """AugCSE (``diff_cse_mode``): (original, augmented, original) in one dropout pass through the encoder and
     the projection; the contrastive loss on the two originals, plus ``discriminator_weight`` x the
     reversed-gradient discriminator's BCE on (original, augmented). Its own settings: ``config.augcse``
-    (:class:`consert.train.augcse.AugCseSettings`).
+    (:class:`consert.train.augcse_heads.AugCseSettings`).
 
     Its step is graph-safe: one packed pass over the 3B rows, the labels a further static input (its graphed step
     equals its eager packed one in loss and gradients: ``tests/train/test_graphs.py``, a CUDA test)."""

@@ -13,8 +13,8 @@ from consert.data.senteval import SentEvalData
 from consert.train.config import TrainConfig
 
 if TYPE_CHECKING:
-    from consert.train.encoder import TrainedEncoder
     from consert.train.execution import StepExecution
+    from consert.train.trained_encoder import TrainedEncoder
     from consert.train.views import PackedPass
 
 

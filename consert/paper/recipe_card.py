@@ -1,7 +1,7 @@
 """The recipe card: every planned training run of a workflow config, as it will train, next to the authors'.
 
 ``consert recipe --configfile config/config.yaml`` (and the DAG rule ``recipe``) writes
-``results/recipe.csv``: one row per baseline fit (:mod:`consert.paper.card_baselines`) and one per run
+``results/recipe.csv``: one row per baseline fit (:mod:`consert.paper.recipe_card_baselines`) and one per run
 with its stage, start model, optimisation, views, loss,
 evaluation and precision settings, the authors' source, and ``differs_from_authors``, which lists
 each value that differs from the authors' recipe (:mod:`consert.train.recipes`) with its reason. A
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from consert.paper.card_baselines import MEASURED_PRECISION, UNEXPLAINED, baseline_card_rows
 from consert.paper.plan import RunSpec, plan_runs, train_overrides, unique_runs
+from consert.paper.recipe_card_baselines import MEASURED_PRECISION, UNEXPLAINED, baseline_card_rows
 from consert.train.augment import EMBEDDING_AUGMENTATIONS
 from consert.train.config import TrainConfig
 from consert.train.modes import MODES, authors_recipe, sub_configs
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from consert.workflow_keys import WorkflowConfig
 
 #: Keys compared with the authors' recipe, in column order.
-COMPARED = (
+COMPARED_KEYS = (
     "batch_size",
     "lr",
     "epochs",
@@ -176,13 +176,13 @@ def _used_keys(config: TrainConfig) -> set[str]:
     supervised = objective_for(config).is_supervised
     contrastive_keys = {"views", "temperature", "contrastive_weight", "loss", "projection"}
     own = {name: {f.name for f in dataclasses.fields(cls)} for name, cls in sub_configs().items()}
-    keys = set(COMPARED) - set(EMBEDDING_AUGMENTATIONS) - contrastive_keys - set().union(*own.values())
+    keys = set(COMPARED_KEYS) - set(EMBEDDING_AUGMENTATIONS) - contrastive_keys - set().union(*own.values())
     if objective_for(config).is_contrastive:
         keys |= contrastive_keys
         keys |= {rate for rate in EMBEDDING_AUGMENTATIONS if rate in config.views}
     for name, settings_keys in own.items():  # a method's own settings, where they do anything in this run
         if getattr(config, name).in_use:
-            keys |= settings_keys & set(COMPARED)  # its recipe values (not where its data lies: WordNet's folder)
+            keys |= settings_keys & set(COMPARED_KEYS)  # its recipe values (not where its data lies: WordNet's folder)
     if not supervised:
         keys -= {"classifier_features"}
     if supervised:
@@ -239,7 +239,7 @@ def recipe_card(config: WorkflowConfig, run_configs: dict[str, TrainConfig] | No
         theirs = authors_values(train_config.mode, spec.size)
         used, settings = _used_keys(train_config), train_config.flat()
         differences = []
-        for key in sorted(used, key=COMPARED.index):
+        for key in sorted(used, key=COMPARED_KEYS.index):
             ours = settings[key]
             if not _same(key, ours, theirs[key]):
                 reason = _reason(key, spec, setting)
@@ -264,7 +264,7 @@ def recipe_card(config: WorkflowConfig, run_configs: dict[str, TrainConfig] | No
             "start_model": train_config.stage1_model or train_config.model,
             "nli": train_config.nli_source if objective.is_supervised else "",
         }
-        row.update({key: _text(settings[key]) if key in used else "" for key in COMPARED})
+        row.update({key: _text(settings[key]) if key in used else "" for key in COMPARED_KEYS})
         row.update(
             bert_dropout="off" if train_config.remove_dropout else "on",
             optimizer="AdamW" + ("" if train_config.adam_bias_correction else " (no bias correction)"),

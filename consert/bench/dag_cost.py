@@ -43,8 +43,8 @@ from consert.bench.cuda import random_bert
 from consert.data.senteval import PACKAGE_CHECKOUT, SentEvalData
 from consert.data.senteval import dev_pairs as dev_task_pairs
 from consert.paper.artifacts import sgopt_run
-from consert.paper.card import NLI_PAIRS, STS_TEXTS
 from consert.paper.plan import plan_runs, unique_runs
+from consert.paper.recipe_card import NLI_PAIRS, STS_TEXTS
 from consert.paper.run_configs import consert_train_config, sgopt_run_config
 from consert.train.config import TrainConfig
 from consert.train.export import TRAINING_RECORD
