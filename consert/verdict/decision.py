@@ -241,8 +241,8 @@ class RowKinds:
     """``yardsticks.csv``: per published row (``artifact``, ``row`` glob; the first match wins), the kind of
     its seed noise (``none`` for untrained rows), how many runs its published value averages, and, for a
     row that is another artifact's run again (Table 4's batch 96 is Table 2's run), that row. The contrastive
-    family's rows come first, from their records (:data:`consert.train.modes.MODES`: each method's published rows
-    carry its noise kind, each the value of one run)."""
+    family's methods' rows come first, from their records (:data:`consert.train.modes.MODES`: each method's published
+    rows carry its noise kind, each the value of one run); the file's ``family`` rule covers the table's other rows."""
 
     def __init__(self, published: Path):
         table = pd.read_csv(published / ROW_KINDS_FILE, dtype=str, keep_default_na=False)
