@@ -19,6 +19,9 @@ from tests.ci_skips import (  # noqa: F401 (hooks: pytest finds them here)
 )
 from tests.fixtures import write_senteval_tree
 
+#: The checkout's results, figures, runs and logs are the user's: a test that changes them fails the session.
+pytest_plugins = ["tests.checkout_guard"]
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 REAL_DATA = Path(os.environ.get("CONSERT_DATA", SHARED / "data" / "senteval"))

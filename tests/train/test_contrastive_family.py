@@ -309,8 +309,43 @@ def test_adjective_antonyms_from_a_table_and_only_on_adjectives(nlp):
     assert adjectives_antonyms_switch(doc, random.Random(0), lambda: table) == "A bad film with a bad end."
 
 
-@pytest.mark.skipif(not (DEBIAN_WORDNET / "data.adj").is_file(), reason="Debian's wordnet-base is not installed")
+#: A WordNet 3.0 database in Debian's layout, written by hand: its lines hold what wordnet_adjective_antonyms reads
+#: (offset, lexicographer file, synset type, hexadecimal word count, words with lex ids, pointers with their
+#: source/target word numbers, gloss), and the index lists each lemma's senses, the most frequent first.
+WORDNET_DATA = """  1 This software and database is being provided to you, the LICENSEE, by Princeton University
+00000100 00 a 01 good 0 002 ! 00000200 a 0101 & 00000400 a 0000 | having desirable qualities
+00000200 00 a 01 bad 0 001 ! 00000100 a 0101 | having undesirable qualities
+00000300 00 s 01 good 1 001 & 00000100 a 0000 | a satellite sense of good (listed first in the index)
+00000400 00 s 01 fine 0 000 | a satellite with no head sense of its own
+00000500 00 a 02 hot 0 torrid 0 002 ! 00000600 a 0201 ! 00000700 a 0101 | of high temperature
+00000600 00 a 01 cool 0 001 ! 00000500 a 0102 | the antonym of torrid, word 2 of its synset
+00000700 00 a 02 cold 0 frigid 0 001 ! 00000500 a 0101 | of low temperature
+"""
+WORDNET_INDEX = """  1 This software and database is being provided to you, the LICENSEE, by Princeton University
+bad a 1 1 ! 1 0 00000200
+cold a 1 1 ! 1 0 00000700
+fine a 1 1 & 1 0 00000400
+good a 2 2 ! & 2 0 00000300 00000100
+hot a 1 1 ! 1 0 00000500
+"""
+
+
+def test_wordnet_antonyms_from_a_database_in_wordnets_layout(tmp_path):
+    """The first head-adjective sense of each lemma (a satellite sense listed first is passed over), the first
+    antonym pointer from that sense's first word (one from its second word is not), the target word it names;
+    a lemma with satellite senses only has none. Debian's own database: the slow test below."""
+    (tmp_path / "data.adj").write_text(WORDNET_DATA)
+    (tmp_path / "index.adj").write_text(WORDNET_INDEX)
+    antonyms = wordnet_adjective_antonyms(str(tmp_path))
+    assert antonyms == {"bad": "good", "cold": "hot", "good": "bad", "hot": "cold"}
+
+
+@pytest.mark.slow
 def test_wordnet_antonyms_from_debians_database():
+    """On Debian's wordnet-base (CI installs it: ``.ci/run``; elsewhere ``apt-get install wordnet-base`` or
+    ``consert download-data --wordnet``), WordNet 3.0's own antonyms."""
+    if not (DEBIAN_WORDNET / "data.adj").is_file():
+        pytest.skip("Debian's wordnet-base is not installed: apt-get install wordnet-base")
     antonyms = wordnet_adjective_antonyms()
     # WordNet 3.0: good.a.01 <-> bad, hot.a.01 <-> cold, happy.a.01 <-> unhappy
     assert (antonyms["good"], antonyms["hot"], antonyms["happy"]) == ("bad", "cold", "unhappy")
