@@ -15,6 +15,7 @@ rule paper_table:
     params:
         artifact=lambda wc: TABLES[wc.name],
         published=PUBLISHED,
+        config=CONFIG,  # the config checked and typed at the workflow's start: the script does not check it again
     conda:
         "../envs/consert.yaml"
     script:
@@ -29,6 +30,8 @@ rule recipe:
         report("results/recipe.csv", caption="../report/recipe.rst", category="Recipe"),
     log:
         "logs/paper/recipe.log",
+    params:
+        config=CONFIG,
     conda:
         "../envs/consert.yaml"
     script:
@@ -49,6 +52,7 @@ rule paper_figure:
     params:
         artifact=lambda wc: FIGURES[wc.name],
         published=PUBLISHED,
+        config=CONFIG,
     conda:
         "../envs/consert.yaml"
     script:

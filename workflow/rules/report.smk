@@ -54,6 +54,7 @@ rule claims:
         "logs/claims.log",
     params:
         published=PUBLISHED,
+        config=CONFIG,
     conda:
         "../envs/consert.yaml"
     script:
@@ -85,6 +86,8 @@ rule cost:
         report("results/cost.csv", caption="../report/cost.rst", category="Summary"),
     log:
         "logs/cost.log",
+    params:
+        config=CONFIG,
     conda:
         "../envs/consert.yaml"
     script:

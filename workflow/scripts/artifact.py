@@ -3,12 +3,11 @@
 import sys
 
 from consert.paper.artifacts import write_artifact
-from consert.workflow_keys import WorkflowConfig
 
 with open(snakemake.log[0], "w") as log:  # noqa: F821 - injected by Snakemake
     sys.stderr = log
     outputs = snakemake.output  # noqa: F821
     figures = [outputs.png, outputs.pdf] if hasattr(outputs, "png") else None
     published = snakemake.params.get("published")  # noqa: F821
-    config = WorkflowConfig.model_validate(snakemake.config)  # noqa: F821 - checked by the workflow at its start
+    config = snakemake.params.config  # noqa: F821 - typed at the workflow's start
     write_artifact(snakemake.params.artifact, config, outputs[0], figures, published)  # noqa: F821

@@ -6,13 +6,12 @@ from pathlib import Path
 from consert.io import write_csv
 from consert.paper.artifacts import CSV_FILES
 from consert.verdict.claims import CLAIMS_FILE, evaluate_claims, load_claims
-from consert.workflow_keys import WorkflowConfig
 
 with open(snakemake.log[0], "w") as log:  # noqa: F821 - injected by Snakemake
     sys.stderr = log
     published = Path(snakemake.params.published)  # noqa: F821
     claims = load_claims(published / CLAIMS_FILE)
-    config = WorkflowConfig.model_validate(snakemake.config)  # noqa: F821 - checked by the workflow at its start
+    config = snakemake.params.config  # noqa: F821 - typed at the workflow's start
     table = evaluate_claims(claims, Path("results"), config, CSV_FILES, published)
     write_csv(table, snakemake.output[0])  # noqa: F821
     print(table[["id", "size", "verdict", "p_value", "comparable"]].to_string(index=False), file=log)
