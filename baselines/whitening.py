@@ -6,8 +6,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg
 
 from .base import BaselineOptions, CachedPooledVectors
+
+
+def principal_axes(covariance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``U`` and ``s`` of ``Sigma = U diag(s) U^T``, by SVD as the authors (``np.linalg.svd``: LAPACK's divide and
+    conquer, gesdd); where that does not converge, which it can on a rank-deficient covariance of a small task (a
+    384 x 384 one of rank 59 did), by LAPACK's QR iteration (gesvd), which does. The singular values are the same;
+    a column of ``U`` may change its sign, which no cosine of the whitened vectors sees."""
+    try:
+        u, s, _ = np.linalg.svd(covariance)
+    except np.linalg.LinAlgError:
+        u, s, _ = scipy.linalg.svd(covariance, lapack_driver="gesvd")
+    return u, s
 
 
 @dataclass
@@ -25,7 +38,7 @@ class WhiteningTransform:
             raise ValueError(f"whitening needs an N x d array with N >= 2, got shape {x.shape}")
         mu = x.mean(axis=0)
         covariance = np.cov(x - mu, rowvar=False)
-        u, s, _ = np.linalg.svd(covariance)
+        u, s = principal_axes(covariance)
         k = x.shape[1] if k is None else k
         if not 1 <= k <= x.shape[1]:
             raise ValueError(f"whitening dimension k={k} must be in 1..{x.shape[1]}")

@@ -32,6 +32,25 @@ def test_whitening_k_keeps_the_top_principal_directions():
     np.testing.assert_allclose(np.cov(transform.transform(x), rowvar=False), np.eye(2), atol=1e-8)
 
 
+def test_whitening_falls_back_to_qr_iteration_where_divide_and_conquer_does_not_converge(monkeypatch):
+    """LAPACK's gesdd (numpy's SVD) failed to converge on a rank-59 covariance of a 384-d stand-in on a small task
+    (the CI config's DAG, 2026-11-29): the fit then takes gesvd's factors, whose cosines are the same."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(40, 12)) @ rng.normal(size=(12, 30))  # 30-d vectors of rank 12: a rank-deficient covariance
+    expected = WhiteningTransform.fit(x, k=8)
+
+    def diverging(*args, **kwargs):
+        raise np.linalg.LinAlgError("SVD did not converge")
+
+    monkeypatch.setattr(np.linalg, "svd", diverging)
+    fallback = WhiteningTransform.fit(x, k=8)
+    np.testing.assert_allclose(np.abs(fallback.W), np.abs(expected.W), atol=1e-6)  # a column may change its sign
+    y, z = fallback.transform(x[:5]), expected.transform(x[:5])
+    cosines = (y / np.linalg.norm(y, axis=1, keepdims=True)) @ (y / np.linalg.norm(y, axis=1, keepdims=True)).T
+    reference = (z / np.linalg.norm(z, axis=1, keepdims=True)) @ (z / np.linalg.norm(z, axis=1, keepdims=True)).T
+    np.testing.assert_allclose(cosines, reference, atol=1e-8)
+
+
 def test_flow_is_invertible_and_its_log_det_matches_autograd():
     torch.manual_seed(0)
     flow = Glow(dim=8, levels=3, depth=2, width=8).double()
