@@ -506,10 +506,15 @@ def _snakemake_in_root(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_a_bad_config_key_costs_the_user_at_most_three_lines():
+#: The paper's config, named as the default profile names it: for runs in a folder of their own (``--directory``), where
+#: the profile's relative path would not reach it.
+PAPER_CONFIG = ("--configfile", str(ROOT / "config" / "config.yaml"))
+
+
+def test_a_bad_config_key_costs_the_user_at_most_three_lines(tmp_path):
     """`snakemake -n --config foo=1` once printed the schema and the whole config (771 lines)."""
     for override, cause in (("foo=1", "unknown key `foo`"), ("train={lr: abc}", "lr: expected a number, got 'abc'")):
-        result = _snakemake_in_root("-n", "--config", override)
+        result = _snakemake_in_root("-n", "--directory", str(tmp_path), *PAPER_CONFIG, "--config", override)
         lines = (result.stdout + result.stderr).strip().splitlines()
         assert result.returncode != 0 and len(lines) <= 3 and cause in lines[-1], lines
 
@@ -539,8 +544,8 @@ def test_the_job_counts_the_docs_state_are_the_dry_runs(tmp_path, real_data_dir)
     assert measured and set(measured) == {offline}  # every timing in the table is of today's DAG
 
 
-def test_lint_is_clean():
-    result = _snakemake_in_root("--lint")
+def test_lint_is_clean(tmp_path):
+    result = _snakemake_in_root("--lint", "--directory", str(tmp_path), *PAPER_CONFIG)
     assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
 
 
