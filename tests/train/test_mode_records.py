@@ -107,7 +107,6 @@ def test_the_docs_table_of_modes_is_written_from_the_records():
 
 
 def test_the_choices_the_records_derive_are_the_records():
-    from consert.cli import main as cli_main  # noqa: F401  (the command line imports the records lazily)
     from consert.paper.workflow_config import config_schema
     from consert.train.config import TrainConfig
     from consert.train.model_card import model_card
