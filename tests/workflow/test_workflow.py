@@ -725,7 +725,7 @@ REPORT_ENTRIES = [
     ("results/table2_unsup.csv", "Tables", "Table 2 of the paper"),
     ("results/table3_sup.csv", "Tables", "Table 3 of the paper"),
     ("results/table4_batch_size.csv", "Tables", "Table 4 of the paper"),
-    ("results/table_contrastive_family.csv", "Tables", "SimCSE and AugCSE"),
+    ("results/table_contrastive_family.csv", "Tables", "The contrastive family beside ConSERT"),
     ("figures/figure1_scatter.png", "Figures", "Figure 1 of the paper"),
     ("figures/figure4_topk.png", "Figures", "Figure 4 of the paper"),
     ("figures/figure5_heatmap.png", "Figures", "Figure 5 of the paper"),
