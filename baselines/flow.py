@@ -28,7 +28,6 @@ reference's ``drop_remainder``), one epoch, the encoder's dropout on while fitti
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -236,5 +235,5 @@ class FlowBaseline:
         return z.numpy()
 
     def describe(self) -> dict[str, object]:
-        settings = {f"flow_{name}": value for name, value in dataclasses.asdict(self.settings).items()}
+        settings = {f"flow_{name}": value for name, value in self.settings.model_dump().items()}
         return {"method": self.name, **settings, **self.vectors.describe()}

@@ -3,16 +3,16 @@ line can list them without loading torch."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from consert.configs import ConfigError, ResolvedFile, dataclass_from_dict, key
+from pydantic import model_validator
+
+from consert.configs import ConfigError, ResolvedFile, key
 
 if TYPE_CHECKING:
     from consert.workflow_keys import WorkflowConfig
 
 
-@dataclass(frozen=True)
 class FlowSettings(ResolvedFile):
     """How BERT-flow's flow is built and fitted; every default is the authors' (module docstring). A workflow
     config's ``baselines.flow`` overrides them; the workflow hands ``consert baseline flow`` the resolved
@@ -32,14 +32,16 @@ class FlowSettings(ResolvedFile):
         True,
     )
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _checked(self) -> FlowSettings:
         for name in ("levels", "depth", "width", "epochs", "batch_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"flow: {name} must be at least 1, got {getattr(self, name)}")
         if self.lr <= 0 or self.max_grad_norm <= 0 or self.weight_decay < 0:
             raise ConfigError("flow: lr and max_grad_norm must be positive and weight_decay at least 0")
+        return self
 
     @classmethod
     def of_workflow(cls, config: WorkflowConfig) -> FlowSettings:
         """The settings a workflow config gives BERT-flow: the authors', with ``baselines.flow`` over them."""
-        return dataclass_from_dict(cls, config.baselines.flow, source="baselines.flow")
+        return cls.from_dict(config.baselines.flow, source="baselines.flow")

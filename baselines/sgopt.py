@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from pydantic import model_validator
 from torch import nn
 
-from consert.configs import key
+from consert.configs import ConfigError, Settings, key
 from consert.data.senteval import STSB, SentEvalData, dev_pairs, load_senteval
 from consert.encode.batching import TokenCache, pad_multiple, to_device
 from consert.encode.models import default_device, resolve_model
@@ -42,15 +43,15 @@ from consert.train.losses import similarities_in_fp32
 from consert.train.packed import Packing, packed_hidden_states
 from consert.train.record import loop_record, provenance_record
 from consert.train.trained_encoder import load_trainable, set_seed
+from consert.workflow_keys import Temperature
 
 
-@dataclass(frozen=True)
-class SgOptConfig:
+class SgOptConfig(Settings):
     """SG-OPT's settings; every default is the authors' (module docstring), each key with its help text."""
 
     model: str = key("the encoder to tune: a hub id or a local folder")
     output_dir: str = key("where the tuned model is exported (absent, empty, or an earlier export of the harness)")
-    temperature: float = key("tau of phi(u, v) = exp(cos(f(u), f(v)) / tau)", 0.01)
+    temperature: Temperature = key("tau of phi(u, v) = exp(cos(f(u), f(v)) / tau)", 0.01)
     regularization: float = key("lambda: the weight of ||theta_T - theta_F||^2", 0.1)
     lr: float = key("AdamW's learning rate", 5e-5)
     batch_size: int = key("texts per step", 16)
@@ -81,10 +82,12 @@ class SgOptConfig:
         "auto",
     )
 
-    def __post_init__(self):
+    @model_validator(mode="after")
+    def _checked(self) -> SgOptConfig:
         if self.cuda_graphs not in COMPILE_CHOICES:
             choices = ", ".join(COMPILE_CHOICES)
-            raise ValueError(f"SG-OPT cuda_graphs must be one of {choices}, got {self.cuda_graphs!r}")
+            raise ConfigError(f"SG-OPT cuda_graphs must be one of {choices}, got {self.cuda_graphs!r}")
+        return self
 
 
 def graphs_blocker(config: SgOptConfig, device: str) -> str | None:
@@ -110,16 +113,29 @@ class ProjectionHead(nn.Sequential):
                 nn.init.zeros_(layer.bias)
 
 
-def sgopt_loss(c: torch.Tensor, h: torch.Tensor, temperature: float) -> torch.Tensor:
-    """Mean L_opt3 over sentences i and layers k, for projected ``c`` (B x p) and ``h`` (B x (L+1) x p)."""
-    batch, views, _ = h.shape
-    with similarities_in_fp32(c):
-        logits = torch.einsum("ip,mnp->imn", F.normalize(c.float(), dim=-1), F.normalize(h.float(), dim=-1))
-    logits = logits / temperature
-    positives = logits.diagonal(dim1=0, dim2=1).t()  # B x (L+1): phi(c_i, h_{i,k}); no host index (graph-safe)
-    others = ~torch.eye(batch, dtype=torch.bool, device=c.device)
-    negatives = torch.logsumexp(logits.masked_fill(~others.unsqueeze(-1), float("-inf")).flatten(1), dim=1)
-    return (torch.logaddexp(positives, negatives.unsqueeze(1)) - positives).mean()
+class SelfGuidedLoss(nn.Module):
+    """L_opt (module docstring), constructed with its settings as a sentence-transformers loss is: tau
+    (``temperature``) and lambda (``regularization``)."""
+
+    def __init__(self, temperature: float, regularization: float):
+        super().__init__()
+        self.temperature, self.regularization = temperature, regularization
+
+    def contrastive(self, c: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """Mean L_opt3 over sentences i and layers k, for projected ``c`` (B x p) and ``h`` (B x (L+1) x p)."""
+        batch, views, _ = h.shape
+        with similarities_in_fp32(c):
+            logits = torch.einsum("ip,mnp->imn", F.normalize(c.float(), dim=-1), F.normalize(h.float(), dim=-1))
+        logits = logits / self.temperature
+        positives = logits.diagonal(dim1=0, dim2=1).t()  # B x (L+1): phi(c_i, h_{i,k}); no host index (graph-safe)
+        others = ~torch.eye(batch, dtype=torch.bool, device=c.device)
+        negatives = torch.logsumexp(logits.masked_fill(~others.unsqueeze(-1), float("-inf")).flatten(1), dim=1)
+        return (torch.logaddexp(positives, negatives.unsqueeze(1)) - positives).mean()
+
+    def forward(self, c: torch.Tensor, h: torch.Tensor, tuned: nn.Module, frozen: nn.Module) -> torch.Tensor:
+        """L_opt: the contrastive term plus lambda x the squared distance of the tuned copy's weights from the
+        frozen copy's."""
+        return self.contrastive(c, h) + self.regularization * squared_distance(tuned, frozen)
 
 
 def layer_views(hidden_states: Sequence[torch.Tensor], attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
@@ -194,6 +210,7 @@ class SgOptTrainer:
             blocker = FP16_BLOCKER
         std = getattr(self.tuned.config, "initializer_range", 0.02)
         self.head = ProjectionHead(self.tuned.config.hidden_size, config.projection_dim, std).to(self.device)
+        self.criterion = SelfGuidedLoss(config.temperature, config.regularization)
         self.tokens = TokenCache(self.tokenizer, config.max_length)  # each text tokenized once a run
         self.graphed: GraphedStep | None = None
         if blocker is None:
@@ -228,8 +245,7 @@ class SgOptTrainer:
 
     def _objective(self, c: torch.Tensor, views: torch.Tensor) -> torch.Tensor:
         """L_opt from the tuned copy's [CLS] vectors ``c`` (B x d) and the frozen copy's views (B x (L+1) x d)."""
-        contrastive = sgopt_loss(self.head(c), self.head(views), self.config.temperature)
-        return contrastive + self.config.regularization * squared_distance(self.tuned, self.frozen)
+        return self.criterion(self.head(c), self.head(views), self.tuned, self.frozen)
 
     def training_texts(self) -> list[str]:
         return sgopt_texts(self.config.train_texts, self.data)
@@ -301,7 +317,7 @@ def train_sgopt(
         "setting": trainer.resolved.setting,
         **loop_record(outcome),
         "eval_pooling": "cls",
-        **provenance_record(trainer.precision, trainer.device, asdict(config), data),
+        **provenance_record(trainer.precision, trainer.device, config.model_dump(), data),
     }
     output = export_model(
         trainer.tuned,

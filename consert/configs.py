@@ -1,63 +1,154 @@
 """Config plumbing every command shares: the one-line :class:`ConfigError`, fields with their help text,
 YAML files read strictly (duplicate keys and malformed YAML named at their line), ``key=value`` overrides read
-as YAML, dataclasses filled from mappings with every value type-checked before anything runs, and the resolved
-settings files the workflow hands its jobs (:class:`ResolvedFile`)."""
+as YAML, the one way a settings class is declared and checked (:class:`Settings`, pydantic, as the workflow config
+is), and the resolved settings files the workflow hands its jobs (:class:`ResolvedFile`)."""
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 from collections.abc import Hashable
-from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self, get_args
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticUndefined
 
 
 class ConfigError(ValueError):
     """A configuration file or value is invalid; says which file/key and what was expected."""
 
 
-def key(help_text: str, default: Any = dataclasses.MISSING, factory: Any = dataclasses.MISSING) -> Any:
-    """A config field with its one help text (``consert train --list-keys`` and the docs show it)."""
-    return field(default=default, default_factory=factory, metadata={"help": help_text})
+def key(help_text: str, default: Any = PydanticUndefined, factory: Any = None) -> Any:
+    """A settings field with its one help text (``--help``, ``consert train --list-keys`` and the docs show it); no
+    default and no factory: a key the class's own validator fills (a training stage's) or a required one."""
+    if factory is not None:
+        return Field(default_factory=factory, description=help_text)
+    return Field(default, description=help_text)
 
 
-def key_rows(config_class: type, values: Any = None) -> list[tuple[str, Any, str]]:
-    """Each key of a config dataclass: its name, its value in ``values`` (else its default; ``required`` when it has
+#: What a field's type expects, in a fault's words, by pydantic's error type.
+_EXPECTED = {
+    "float_parsing": "a number",
+    "float_type": "a number",
+    "int_parsing": "an integer",
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "bool_type": "true or false (unquoted)",
+    "string_type": "a string",
+    "list_type": "a list",
+    "tuple_type": "a list",
+    "dict_type": "a mapping",
+}
+
+
+class Settings(BaseModel):
+    """A settings class of the harness, declared as the workflow config is (pydantic; each key with its default
+    and help text, :func:`key`): unknown keys refused, no key reassigned once built, every value checked when it
+    is built. Read from a mapping (:meth:`from_dict`), a fault is one :class:`ConfigError` line naming the key,
+    what it holds and what was expected: a boolean key takes ``true``/``false`` only, and a number is never a
+    boolean; a number YAML 1.1 leaves as a string (``5e-7``) is read as the number. A class's own checks
+    (``model_validator(mode="after")``) raise :class:`ConfigError` with their own line."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _booleans_exactly(cls, values: Any) -> Any:
+        """A boolean key takes a boolean, and no other key does (pydantic reads ``1`` as true, true as 1)."""
+        if not isinstance(values, dict):
+            return values
+        for name, value in values.items():
+            field = cls.model_fields.get(name)
+            if field is None or value is None:
+                continue
+            if (field.annotation is bool) != isinstance(value, bool) and (
+                field.annotation is bool or _is_number(field.annotation)
+            ):
+                kind = (
+                    "bool"
+                    if field.annotation is bool
+                    else "int"
+                    if int in (field.annotation, *get_args(field.annotation))
+                    else "float"
+                )
+                expected = _EXPECTED[f"{kind}_type"]
+                raise _TypeFault(f"{name}: expected {expected}, got {value!r} ({type(value).__name__})")
+        return values
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any], source: str = "config") -> Self:
+        """Build from a mapping; a wrong key or value is one :class:`ConfigError` line naming ``source``."""
+        try:
+            return cls.model_validate(values)
+        except ValidationError as err:
+            raise ConfigError(fault_line(err, cls, source)) from None
+
+    def replace(self, **changes: Any) -> Self:
+        """A checked copy with ``changes`` applied."""
+        return type(self).from_dict({**self.model_dump(), **changes}, source=type(self).__name__)
+
+
+class _TypeFault(ConfigError):
+    """A value of the wrong type (a check before pydantic's own): its line is prefixed with the source."""
+
+
+def _is_number(annotation: Any) -> bool:
+    return annotation in (int, float) or set(get_args(annotation)) in ({int, type(None)}, {float, type(None)})
+
+
+def fault_line(err: ValidationError, cls: type[BaseModel], source: str) -> str:
+    """The first fault of a settings class's validation as one line: a check's own :class:`ConfigError` as it is,
+    an unknown key with the known ones (and a "did you mean"), a wrong type with what was expected."""
+    first = err.errors()[0]
+    loc = [str(part) for part in first["loc"]]
+    cause = first.get("ctx", {}).get("error")
+    if isinstance(cause, _TypeFault):
+        return f"{source}: {'.'.join([*loc, str(cause)])}" if loc else f"{source}: {cause}"
+    if isinstance(cause, ConfigError):
+        return str(cause)
+    owner = cls
+    for part in loc[:-1]:  # the settings class that holds the faulty key (a sub-config's)
+        inner = owner.model_fields[part].annotation if part in owner.model_fields else None
+        owner = inner if isinstance(inner, type) and issubclass(inner, BaseModel) else owner
+    where = ": ".join([source, ".".join(loc[:-1])]) if len(loc) > 1 else source
+    name, value = ".".join(loc), first.get("input")
+    if first["type"] == "extra_forbidden":
+        return unknown_key_message(loc[-1], sorted(owner.model_fields), where)
+    if first["type"] == "missing":
+        return f"{source}: {name}: required, not given"
+    if first["type"] == "model_type":
+        inner = owner.model_fields[loc[-1]].annotation
+        return f"{source}: {name}: expected a mapping of {', '.join(inner.model_fields)}, got {value!r}"
+    if cause is not None:
+        return f"{source}: {name}: {cause}"
+    if first["type"] == "greater_than":
+        bound = first["ctx"]["gt"]
+        expected = "a positive number" if bound == 0 else f"a number above {bound}"
+        return f"{source}: {name}: expected {expected}, got {value!r}"
+    expected = _EXPECTED.get(first["type"], first["msg"].lower().removeprefix("input should be "))
+    return f"{source}: {name}: expected {expected}, got {value!r} ({type(value).__name__})"
+
+
+def key_rows(config_class: type[BaseModel], values: Any = None) -> list[tuple[str, Any, str]]:
+    """Each key of a settings class: its name, its value in ``values`` (else its default; ``required`` when it has
     none) and its one help text. The docs' tables and the commands' ``--help`` show these rows."""
     rows = []
-    for item in dataclasses.fields(config_class):
+    for name, item in config_class.model_fields.items():
         if values is not None:
-            value = getattr(values, item.name)
-        elif item.default is not dataclasses.MISSING:
-            value = item.default
-        elif item.default_factory is not dataclasses.MISSING:
-            value = item.default_factory()
+            value = getattr(values, name)
+        elif not item.is_required():
+            value = item.get_default(call_default_factory=True)
         else:
             value = "required"
-        rows.append((item.name, value, item.metadata["help"]))
+        rows.append((name, value, item.description))
     return rows
 
 
-def keys_epilog(config_class: type, title: str) -> str:
-    """A ``--help`` epilog listing the keys of a config dataclass, each with its default and help text."""
+def keys_epilog(config_class: type[BaseModel], title: str) -> str:
+    """A ``--help`` epilog listing the keys of a settings class, each with its default and help text."""
     lines = [f"{title}:"] + [f"  {name:22} {value!s:12} {text}" for name, value, text in key_rows(config_class)]
     return "\n".join(lines)
-
-
-def dataclass_from_dict(cls: type, values: dict[str, Any], source: str = "config") -> Any:
-    """Instantiate config dataclass ``cls`` from a mapping: unknown keys and bad numbers are ConfigErrors."""
-    fields = {f.name: str(f.type) for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - set(fields))
-    if unknown:
-        raise ConfigError(unknown_key_message(unknown[0], sorted(fields), source))
-    values = {key: _coerce(key, value, fields[key], source) for key, value in values.items()}
-    try:
-        return cls(**values)
-    except TypeError as err:
-        raise ConfigError(f"{source}: {err}") from None
 
 
 def unknown_key_message(key: str, known: list[str], where: str, what: str = "key") -> str:
@@ -66,43 +157,6 @@ def unknown_key_message(key: str, known: list[str], where: str, what: str = "key
     close = difflib.get_close_matches(key, known, n=1)
     hint = f" (did you mean `{close[0]}`?)" if close else ""
     return f"{where}: unknown {what} `{key}`{hint}; known {what}s: {', '.join(known)}"
-
-
-def _coerce(key: str, value: Any, annotation: str, source: str) -> Any:
-    """Check ``value`` against the field's type before anything runs; read numbers that YAML 1.1
-    leaves as strings (``5e-7``). A quoted ``"false"`` is not a bool and ``1.9`` is not an int."""
-    kinds = [kind.strip() for kind in annotation.split("|")]
-    base = kinds[0]
-
-    def fail(expected: str) -> ConfigError:
-        return ConfigError(f"{source}: {key}: expected {expected}, got {value!r} ({type(value).__name__})")
-
-    if value is None:
-        if "None" in kinds:
-            return None
-        raise fail(f"a value of type {base} (null is not allowed)")
-    if base == "bool":
-        if not isinstance(value, bool):
-            raise fail("true or false (unquoted)")
-        return value
-    if base in ("int", "float"):
-        if isinstance(value, str):
-            try:
-                value = float(value) if base == "float" else int(value)
-            except ValueError:
-                raise fail("a number") from None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise fail("an integer" if base == "int" else "a number")
-        if base == "int" and not isinstance(value, int):
-            raise fail("an integer")
-        return float(value) if base == "float" else value
-    if base == "str" and not isinstance(value, str):
-        raise fail("a string")
-    if base.startswith(("tuple", "list")) and not isinstance(value, list | tuple):
-        raise fail("a list")
-    if base.startswith("dict") and not isinstance(value, dict):
-        raise fail("a mapping")
-    return value
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -187,16 +241,16 @@ def parse_overrides(pairs: list[str], flag: str = "--set") -> dict[str, Any]:
     return values
 
 
-class ResolvedFile:
-    """A settings dataclass the workflow resolves from its config and hands its jobs as one YAML file, every key
+class ResolvedFile(Settings):
+    """A settings class the workflow resolves from its config and hands its jobs as one YAML file, every key
     present (``results/*_config.yaml``), which the job's command reads back: BERT-flow's settings, the
     encoding's, the comparison's."""
 
     @classmethod
-    def read(cls, path: str | Path):
+    def read(cls, path: str | Path) -> Self:
         """The settings in a YAML file; a wrong key or value is a one-line :class:`ConfigError`."""
-        return dataclass_from_dict(cls, read_yaml(path), source=str(path))
+        return cls.from_dict(read_yaml(path), source=str(path))
 
     def to_yaml(self) -> str:
         """Every setting as YAML (what :meth:`read` reads back)."""
-        return yaml.safe_dump(dataclasses.asdict(self), sort_keys=False, allow_unicode=True)
+        return yaml.safe_dump(self.model_dump(), sort_keys=False, allow_unicode=True)

@@ -20,6 +20,9 @@ Stage = str
 #: Training keys (``consert train --list-keys``), checked by the trainer's own config when a run is planned.
 TrainKeys = dict[str, Any]
 Positive = Annotated[float, Field(gt=0)]
+#: A contrastive loss's temperature, declared once (checked > 0 wherever a config gives one): the training config's
+#: (ConSERT's, the family's), SG-OPT's tau and Figure 7's sweep.
+Temperature = Positive
 AtLeastOne = Annotated[int, Field(ge=1)]
 
 
@@ -105,7 +108,7 @@ class SweepKeys(Keys):
     augmentations: list[Literal["none", "shuffle", "token_cutoff", "feature_cutoff", "dropout"]] = Field(
         description="Figure 5's augmentations; every pair of them is a cell."
     )
-    temperatures: list[Positive] = Field(description="Figure 7's temperatures.")
+    temperatures: list[Temperature] = Field(description="Figure 7's temperatures.")
     batch_sizes: list[AtLeastOne] = Field(description="Table 4's batch sizes.")
     few_shot: list[AtLeastOne | None] = Field(description="Numbers of unlabeled texts; null = all.")
 

@@ -24,7 +24,6 @@ the CPU jobs, are not timed here.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import json
 import math
@@ -207,7 +206,7 @@ def _timed_config(config, model: str, steps: int, device: str, workdir: Path, da
     # epochs enough that max_steps, not a small data set, ends the timing run
     common = {"model": model, "max_steps": steps, "epochs": steps, "device": device, "output_dir": str(workdir / "out")}
     if isinstance(config, SgOptConfig):
-        return dataclasses.replace(config, **common, eval_every=10 * steps), []
+        return config.replace(**common, eval_every=10 * steps), []
     # one dev evaluation, after the timed steps (the epoch grid would score the dev set at each short epoch's end)
     changes: dict[str, Any] = {**common, "eval_every": 10 * steps, "eval_grid": "global", "data": data_dir}
     if config.two_stage:  # its second stage alone, from the random model as from its NLI run's export
@@ -224,9 +223,9 @@ def _timed_config(config, model: str, steps: int, device: str, workdir: Path, da
     augcse = config.augcse
     if augcse.spacy_model and importlib.util.find_spec(augcse.spacy_model) is None:
         without = tuple(n for n in augcse.text_augmentations if n in WITHOUT_PARSER)
-        changes["augcse"] = dataclasses.replace(augcse, spacy_model=None, text_augmentations=without)
+        changes["augcse"] = augcse.replace(spacy_model=None, text_augmentations=without)
         swapped.append(f"no parser-based augmentations ({augcse.spacy_model} is not installed)")
-    return dataclasses.replace(config, **changes), swapped
+    return config.replace(**changes), swapped
 
 
 def untimeable(config) -> str | None:
@@ -498,7 +497,7 @@ def run(
                 if settings is None:
                     continue
                 try:
-                    timed = dataclasses.replace(config, **settings)
+                    timed = config.replace(**settings)
                     with _inductor_cache(Path(scratch) / f"{execution} {kind}"):
                         compared[execution][kind] = measure_kind(kind, timed, model, data, steps, device).steps_per_s
                 except ValueError as refused:  # cuda_graphs: on where the step cannot be graphed says why

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
 from baselines import BASELINES, baseline_spec
 from baselines.flow_settings import FlowSettings
@@ -53,12 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FLOW.yaml",
         help="flow: its settings as one YAML file (the workflow's results/flow_config.yaml); --flow-KEY overrides",
     )
-    for setting in dataclasses.fields(FlowSettings):  # one flag per setting, with the setting's own help
-        flag, help_text = f"--flow-{setting.name.replace('_', '-')}", f"flow: {setting.metadata['help']}"
-        if setting.type == "bool":
+    for name, setting in FlowSettings.model_fields.items():  # one flag per setting, with the setting's own help
+        flag, help_text = f"--flow-{name.replace('_', '-')}", f"flow: {setting.description}"
+        if setting.annotation is bool:
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
         else:
-            parse = at_least(1) if setting.type == "int" else float
+            parse = at_least(1) if setting.annotation is int else float
             parser.add_argument(flag, type=parse, default=None, help=help_text)
     add_encoder_arguments(parser)
 
@@ -76,8 +75,8 @@ def whitening_k(text: str) -> int | None:
 def flow_settings(args: argparse.Namespace) -> FlowSettings:
     """The flow's settings: ``--flow-config``'s file (else the authors' defaults), then each ``--flow-KEY`` flag."""
     settings = FlowSettings.read(args.flow_config) if args.flow_config else FlowSettings()
-    flags = {s.name: getattr(args, f"flow_{s.name}") for s in dataclasses.fields(FlowSettings)}
-    return dataclasses.replace(settings, **{name: value for name, value in flags.items() if value is not None})
+    flags = {name: getattr(args, f"flow_{name}") for name in FlowSettings.model_fields}
+    return settings.replace(**{name: value for name, value in flags.items() if value is not None})
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,9 +4,10 @@ gate read, as a training run reads its ``train.yaml``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from pydantic import model_validator
 
 from consert.configs import ConfigError, ResolvedFile, key
 from consert.paper.design import expected_seeds
@@ -16,7 +17,6 @@ if TYPE_CHECKING:
     from consert.workflow_keys import WorkflowConfig
 
 
-@dataclass
 class ComparisonConfig(ResolvedFile):
     """A comparison's settings beside the published numbers and their declared decision rule."""
 
@@ -41,20 +41,25 @@ class ComparisonConfig(ResolvedFile):
     )
     allow_stand_in: bool = key("let the gate pass when no cell of the paper is comparable (an offline run)", False)
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _checked(self) -> ComparisonConfig:
         if self.inconclusive not in INCONCLUSIVE_POLICIES:
             raise ConfigError(f"inconclusive: expected one of {INCONCLUSIVE_POLICIES}, got {self.inconclusive!r}")
+        return self
 
     @classmethod
     def of_workflow(cls, config: WorkflowConfig, published: Path) -> ComparisonConfig:
         """The settings a workflow config gives its comparison and its gate."""
         margins, noise, gate = dict(config.comparison.margins), dict(config.comparison.seed_noise), config.gate
         decision = load_decision(published, margins, noise)
-        return cls(
-            margins=margins,
-            seed_noise=noise,
-            seeds=expected_seeds(config, decision),
-            not_run=list(config.not_run),
-            inconclusive=gate.inconclusive,
-            allow_stand_in=gate.allow_stand_in,
+        return cls.from_dict(
+            {
+                "margins": margins,
+                "seed_noise": noise,
+                "seeds": expected_seeds(config, decision),
+                "not_run": list(config.not_run),
+                "inconclusive": gate.inconclusive,
+                "allow_stand_in": gate.allow_stand_in,
+            },
+            source="config",
         )

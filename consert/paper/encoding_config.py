@@ -4,8 +4,9 @@ as its writer did, and no rule builds a command's flags from the config."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from pydantic import model_validator
 
 from consert.configs import ConfigError, ResolvedFile, key
 from consert.encode.pooling import MODEL_POOLING, Pooling
@@ -17,7 +18,6 @@ if TYPE_CHECKING:
     from consert.workflow_keys import WorkflowConfig
 
 
-@dataclass(frozen=True)
 class EncodingSettings(ResolvedFile):
     """The encoding a workflow config gives its evaluation and baseline jobs; each command takes the keys it
     uses (``consert encode --help`` and the others list them) and a flag given on its command line wins."""
@@ -31,7 +31,8 @@ class EncodingSettings(ResolvedFile):
     )
     topk_max: int = key("the largest k of Figure 4's curve (tokens removed by frequency)", 50)
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _checked(self) -> EncodingSettings:
         if self.dtype not in DTYPE_CHOICES:
             raise ConfigError(f"dtype: expected one of {', '.join(DTYPE_CHOICES)}, got {self.dtype!r}")
         if self.max_length < MIN_MAX_LENGTH:
@@ -40,6 +41,7 @@ class EncodingSettings(ResolvedFile):
             raise ConfigError(f"topk_max: must be 0 or more, got {self.topk_max}")
         check_poolings("poolings", self.poolings, evaluated=True)
         check_poolings("cache_poolings", self.cache_poolings)
+        return self
 
     @classmethod
     def of_workflow(cls, config: WorkflowConfig) -> EncodingSettings:
@@ -51,12 +53,15 @@ class EncodingSettings(ResolvedFile):
         check_poolings("baselines.flow_pooling", [baselines.flow_pooling])
         poolings = list(baselines.poolings)
         cached = [p for p in poolings if p != MODEL_POOLING]
-        return cls(
-            dtype=config.dtype,
-            max_length=config.train.get("max_length", COMMON["max_length"]),
-            poolings=poolings,
-            cache_poolings=list(dict.fromkeys([*cached, baselines.flow_pooling, *baselines.whitening_poolings])),
-            topk_max=baselines.topk_max,
+        return cls.from_dict(
+            {
+                "dtype": config.dtype,
+                "max_length": config.train.get("max_length", COMMON["max_length"]),
+                "poolings": poolings,
+                "cache_poolings": list(dict.fromkeys([*cached, baselines.flow_pooling, *baselines.whitening_poolings])),
+                "topk_max": baselines.topk_max,
+            },
+            source="config",
         )
 
 

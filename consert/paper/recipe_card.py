@@ -10,7 +10,6 @@ difference no rule explains is marked ``UNEXPLAINED``; for the paper's config th
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -165,7 +164,7 @@ def authors_values(stage: str, size: str) -> dict[str, Any]:
     """The authors' value of every compared key for ``stage`` at ``size`` (``None``: all texts, no step cap)."""
     values = {"max_steps": None, "n_texts": None, "dev_max_pairs": None, "dropout": 0.2, **authors_recipe(stage, size)}
     for name, cls in sub_configs().items():  # a sub-config's keys by their own names, as TrainConfig.flat gives
-        values.update({**dataclasses.asdict(cls()), **values.pop(name)})
+        values.update({**cls().model_dump(), **values.pop(name)})
     values["upsample"] = True  # few-shot runs: main.py --data_proportion with --do_upsampling (Figure 6)
     values["seed"] = MODES[stage].seed
     return values
@@ -175,7 +174,7 @@ def _used_keys(config: TrainConfig) -> set[str]:
     """The keys that matter for this run's stage (a rate only when its augmentation is a view)."""
     supervised = objective_for(config).is_supervised
     contrastive_keys = {"views", "temperature", "contrastive_weight", "loss", "projection"}
-    own = {name: {f.name for f in dataclasses.fields(cls)} for name, cls in sub_configs().items()}
+    own = {name: set(cls.model_fields) for name, cls in sub_configs().items()}
     keys = set(COMPARED_KEYS) - set(EMBEDDING_AUGMENTATIONS) - contrastive_keys - set().union(*own.values())
     if objective_for(config).is_contrastive:
         keys |= contrastive_keys

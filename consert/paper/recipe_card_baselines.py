@@ -8,12 +8,12 @@ its reason (``UNEXPLAINED`` when no rule explains it).
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from typing import TYPE_CHECKING, Any
 
 from baselines.flow_settings import FlowSettings
 from baselines.sgopt import SgOptConfig
+from consert.configs import Settings
 from consert.paper.plan import flow_nli_run
 from consert.train.modes import SGOPT
 from consert.train.notes import GRAPHED_DROPOUT_NOTE
@@ -62,10 +62,10 @@ WHITENING_SPLIT_NOTE = (
 )
 
 
-def _defaults(callable_or_dataclass: Any) -> dict[str, Any]:
-    if dataclasses.is_dataclass(callable_or_dataclass):
-        return {f.name: f.default for f in dataclasses.fields(callable_or_dataclass)}
-    parameters = inspect.signature(callable_or_dataclass).parameters.values()
+def _defaults(callable_or_settings: Any) -> dict[str, Any]:
+    if isinstance(callable_or_settings, type) and issubclass(callable_or_settings, Settings):
+        return {name: f.default for name, f in callable_or_settings.model_fields.items() if not f.is_required()}
+    parameters = inspect.signature(callable_or_settings).parameters.values()
     return {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty}
 
 
@@ -91,7 +91,7 @@ def baseline_card_rows(config: WorkflowConfig) -> list[dict[str, Any]]:
 def _flow_row(config: WorkflowConfig, size: str) -> dict[str, Any]:
     """BERT-flow's row for the encoder of ``size``, fitted as Table 2 does and on Table 3's BERT-NLI."""
     flow_authors = _defaults(FlowSettings)
-    flow = dataclasses.asdict(FlowSettings.of_workflow(config))
+    flow = FlowSettings.of_workflow(config).model_dump()
     flow_pooling = config.baselines.flow_pooling
     nli_model = {
         "li": "BERT-flow's own BERT-NLI, trained here by its authors' recipe (run {run}; the reference)",

@@ -4,13 +4,11 @@ reads its file (``consert train --config``, ``consert sgopt --config``) rather t
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from baselines.sgopt import SgOptConfig
-from consert.configs import dataclass_from_dict
 from consert.paper.artifacts import run_model, sgopt_run
 from consert.paper.plan import RunSpec, train_overrides
 from consert.train.config import TrainConfig
@@ -31,14 +29,14 @@ def consert_run_config(run_id: str, spec: RunSpec, config: WorkflowConfig) -> di
 
 
 def sgopt_run_config(size: str, seed: int, config: WorkflowConfig) -> dict[str, Any]:
-    """The resolved SG-OPT config of one seed of ``size`` (its ``data`` beside the dataclass's keys)."""
+    """The resolved SG-OPT config of one seed of ``size`` (its ``data`` beside its settings' keys)."""
     values = {
         "model": config.models[size],
         "seed": seed,
         **config.baselines.sgopt,
         "output_dir": run_model(sgopt_run(size, seed)),
     }
-    resolved = dataclasses.asdict(dataclass_from_dict(SgOptConfig, values, source=sgopt_run(size, seed)))
+    resolved = SgOptConfig.from_dict(values, source=sgopt_run(size, seed)).model_dump()
     return {**resolved, "data": config.data_dir}
 
 

@@ -59,7 +59,9 @@ class AugmentationDiscriminator(nn.Module):
     :class:`AugCseSettings`) before each linear layer, tanh after each (the last included), 4d hidden units,
     one output per class."""
 
-    def __init__(self, dim: int, classes: int, dropout: float = AugCseSettings.discriminator_dropout):
+    def __init__(
+        self, dim: int, classes: int, dropout: float = AugCseSettings.model_fields["discriminator_dropout"].default
+    ):
         super().__init__()
         self.classes = classes
         self.layers = nn.Sequential(

@@ -1,23 +1,24 @@
-"""Training configuration: one validated dataclass, filled from YAML files or ``key=value`` overrides.
+"""Training configuration: one checked settings class, filled from YAML files or ``key=value`` overrides.
 
 Defaults are the authors' recipe (:mod:`consert.train.recipes`): the paper plus what only their code says
 (AdamW without bias correction, eps 1e-6, weight decay 0.01, clip 1.0, warm-up over 10% of the
 planned steps, dev evaluation every 200 steps within each epoch and at each epoch's end, best
 checkpoint by the last-layer mean, contrastive loss = 0.15 x the sum of both directions). Keys whose
 value depends on the stage (lr, batch size, epochs, patience, views and rates, BERT's dropout, the
-classifier features) default to the authors' value for the run's ``mode``: ``TrainConfig(mode="sup")``
+classifier features; declared without a default) take the authors' value for the run's ``mode`` where a config
+does not set them: ``TrainConfig(mode="sup")``
 is the SBERT-NLI recipe. A two-stage ``mode`` describes its second stage; ``stage1`` holds overrides
 of the first (NLI) stage, and ``stage1_model`` names an already trained first stage to start from.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from consert.configs import ConfigError, dataclass_from_dict, key, key_rows, parse_overrides, read_yaml
+from pydantic import model_validator
+
+from consert.configs import ConfigError, Settings, key, key_rows, parse_overrides, read_yaml
 from consert.data.nli import NLI_SOURCES
 from consert.encode.models import STAND_IN_MODEL
 from consert.encode.pooling import POOLER, Pooling
@@ -26,6 +27,7 @@ from consert.train.augment import EMBEDDING_AUGMENTATIONS, check_augmentation
 from consert.train.losses import CONTRASTIVE_LOSSES, FEATURES, PROJECTION_HEADS
 from consert.train.methods import AugCseSettings
 from consert.train.modes import MODES, consert_stage_keys, loop_modes, stage_defaults, sub_configs
+from consert.workflow_keys import Positive, Temperature
 
 
 def _mode_help() -> str:
@@ -51,18 +53,7 @@ CLASSIFIER_FEATURES = tuple(FEATURES)
 MIN_MAX_LENGTH = 8
 
 
-class _ByStage:
-    """Marker default of a stage-dependent key: replaced by the authors' value for the run's mode."""
-
-    def __repr__(self) -> str:
-        return "<the stage's default>"
-
-
-BY_STAGE: Any = _ByStage()
-
-
-@dataclass
-class TrainConfig:
+class TrainConfig(Settings):
     """Everything that decides a ConSERT training run."""
 
     model: str = key("the encoder to start from: a hub id or a local folder", STAND_IN_MODEL)
@@ -70,53 +61,50 @@ class TrainConfig:
         "where the trained model is exported (absent, empty, or an earlier export of the harness)", "runs/consert"
     )
     mode: str = key(_mode_help(), "unsup")
-    # stage-dependent (BY_STAGE: the authors' value for the mode, see consert.train.recipes)
-    objective: str = key(_objective_help(), BY_STAGE)
-    views: tuple[str, str] = key(
-        "the two views' augmentations: shuffle, token_cutoff, feature_cutoff, dropout, none, adversarial", BY_STAGE
+    # stage-dependent (no default here: the authors' value for the mode, see consert.train.recipes)
+    objective: str = key(_objective_help())
+    views: tuple[str, ...] = key(
+        "the two views' augmentations: shuffle, token_cutoff, feature_cutoff, dropout, none, adversarial"
     )
-    token_cutoff: float = key("the share of token positions the token-cutoff view zeroes", BY_STAGE)
-    feature_cutoff: float = key("the share of feature dimensions the feature-cutoff view zeroes", BY_STAGE)
-    remove_dropout: bool = key("BERT's own dropout off (the authors: only the unsupervised run from BERT)", BY_STAGE)
-    lr: float = key("the peak learning rate (linear warm-up, then linear decay)", BY_STAGE)
-    batch_size: int = key("texts (or NLI pairs) per step", BY_STAGE)
-    epochs: int = key("passes over the training texts", BY_STAGE)
-    patience: int | None = key("evaluations without a gain before stopping; None: never stop early", BY_STAGE)
-    classifier_features: tuple[str, ...] = key("NLI classifier input (the authors add max(u, v)^2)", BY_STAGE)
-    classifier_bias: bool = key("SBERT's classifier has one; BERT-flow's NLI classifier has none", BY_STAGE)
-    classifier_init_std: float | None = key("None: nn.Linear's init; else a normal truncated at 2 SD", BY_STAGE)
-    final_state: str = key('"best" dev checkpoint (ConSERT), or "last" (BERT-flow\'s NLI encoder)', BY_STAGE)
+    token_cutoff: float = key("the share of token positions the token-cutoff view zeroes")
+    feature_cutoff: float = key("the share of feature dimensions the feature-cutoff view zeroes")
+    remove_dropout: bool = key("BERT's own dropout off (the authors: only the unsupervised run from BERT)")
+    lr: Positive = key("the peak learning rate (linear warm-up, then linear decay)")
+    batch_size: int = key("texts (or NLI pairs) per step")
+    epochs: int = key("passes over the training texts")
+    patience: int | None = key("evaluations without a gain before stopping; None: never stop early")
+    classifier_features: tuple[str, ...] = key("NLI classifier input (the authors add max(u, v)^2)")
+    classifier_bias: bool = key("SBERT's classifier has one; BERT-flow's NLI classifier has none")
+    classifier_init_std: float | None = key("None: nn.Linear's init; else a normal truncated at 2 SD")
+    final_state: str = key('"best" dev checkpoint (ConSERT), or "last" (BERT-flow\'s NLI encoder)')
     # stage-dependent as well, the same for every ConSERT stage (consert.train.recipes.COMMON); the contrastive
     # family's methods have their own values
-    temperature: float = key("the NT-Xent / InfoNCE temperature", BY_STAGE)
-    contrastive_weight: float = key("cl_rate: times the sum of both directions' NT-Xent, even when alone", BY_STAGE)
-    loss: str = key('"nt_xent" (ConSERT), "infonce" (SimCSE), "infonce_symmetric" (AugCSE)', BY_STAGE)
-    projection: str = key('training-only head: "mlp" (SimCSE\'s Linear + Tanh), "bn_mlp" (AugCSE\'s)', BY_STAGE)
+    temperature: Temperature = key("the NT-Xent / InfoNCE temperature")
+    contrastive_weight: float = key("cl_rate: times the sum of both directions' NT-Xent, even when alone")
+    loss: str = key('"nt_xent" (ConSERT), "infonce" (SimCSE), "infonce_symmetric" (AugCSE)')
+    projection: str = key('training-only head: "mlp" (SimCSE\'s Linear + Tanh), "bn_mlp" (AugCSE\'s)')
     augcse: AugCseSettings = key(
         "AugCSE's own settings (objective augcse), a mapping over the stage's: discriminator_weight, "
-        "discriminator_dropout, text_augmentations, spacy_model",
-        BY_STAGE,
+        "discriminator_dropout, text_augmentations, spacy_model"
     )
-    weight_decay: float = key("AdamW's weight decay (not on biases and LayerNorm weights)", BY_STAGE)
-    adam_eps: float = key("AdamW's epsilon", BY_STAGE)
-    adam_bias_correction: bool = key("ConSERT: transformers.AdamW(correct_bias=False)", BY_STAGE)
-    warmup_ratio: float = key("the share of the planned steps spent warming the learning rate up", BY_STAGE)
-    eval_every: int = key("steps between two STS-B dev evaluations", BY_STAGE)
-    eval_grid: str = key('"epoch": every eval_every steps within each epoch + each epoch\'s end (ConSERT)', BY_STAGE)
-    max_length: int = key("tokens per training text, [CLS] and [SEP] included", BY_STAGE)
-    eval_max_length: int | None = key("dev and test encoding (None: max_length; SimCSE: no truncation)", BY_STAGE)
-    train_pooling: str = key("the pooling of the training views (the objective's sentence vectors)", BY_STAGE)
-    dev_pooling: str = key("checkpoint selection (ConSERT: the model's own last-layer mean)", BY_STAGE)
-    eval_pooling: str = key("the reported test numbers (ConSERT: the last two layers' mean)", BY_STAGE)
-    dropout: float = key("the dropout view's rate", BY_STAGE)
-    adversarial_epsilon: float = key(
-        "the adversarial view's perturbation norm (joint mode's 'adversarial' view)", BY_STAGE
-    )
-    max_grad_norm: float = key("gradient clipping norm", BY_STAGE)
+    weight_decay: float = key("AdamW's weight decay (not on biases and LayerNorm weights)")
+    adam_eps: float = key("AdamW's epsilon")
+    adam_bias_correction: bool = key("ConSERT: transformers.AdamW(correct_bias=False)")
+    warmup_ratio: float = key("the share of the planned steps spent warming the learning rate up")
+    eval_every: int = key("steps between two STS-B dev evaluations")
+    eval_grid: str = key('"epoch": every eval_every steps within each epoch + each epoch\'s end (ConSERT)')
+    max_length: int = key("tokens per training text, [CLS] and [SEP] included")
+    eval_max_length: int | None = key("dev and test encoding (None: max_length; SimCSE: no truncation)")
+    train_pooling: str = key("the pooling of the training views (the objective's sentence vectors)")
+    dev_pooling: str = key("checkpoint selection (ConSERT: the model's own last-layer mean)")
+    eval_pooling: str = key("the reported test numbers (ConSERT: the last two layers' mean)")
+    dropout: float = key("the dropout view's rate")
+    adversarial_epsilon: float = key("the adversarial view's perturbation norm (joint mode's 'adversarial' view)")
+    max_grad_norm: float = key("gradient clipping norm")
     max_steps: int | None = key("stop after this many steps (null: the epochs' length); for smoke runs", None)
     eval_at_start: bool = key("sentence-transformers (the authors' code) first evaluates after eval_every steps", False)
     dev_max_pairs: int | None = key("evaluate on the first n STS-B dev pairs only (fast smoke runs)", None)
-    seed: int = key("the run's seed (data order, views, initialisation of the heads)", BY_STAGE)
+    seed: int = key("the run's seed (data order, views, initialisation of the heads)")
     dtype: str = key("the precision measured fastest on this machine (consert.encode.precision)", "auto")
     compile: str = key(
         'torch.compile the training forward: "auto" (CUDA runs of 500+ steps not replayed as CUDA graphs), "on" (under'
@@ -145,16 +133,25 @@ class TrainConfig:
         {*consert_stage_keys(), "mode", "output_dir", "max_steps", "n_texts", "train_texts", "stage1", "stage1_model"}
     )
 
-    def __post_init__(self) -> None:
-        _choice("mode", self.mode, loop_modes())
-        for name, value in stage_defaults(self.mode).items():
-            if getattr(self, name) is BY_STAGE:
-                setattr(self, name, value)
-        self.views = tuple(self.views)
-        self.classifier_features = tuple(self.classifier_features)
-        for name, settings in sub_configs().items():
-            setattr(self, name, _sub_config(settings, getattr(self, name), stage_defaults(self.mode)[name], name))
+    @model_validator(mode="before")
+    @classmethod
+    def _stage_values(cls, values: Any) -> Any:
+        """The mode's stage values under what the config gives (a sub-config's keys over the stage's)."""
+        if not isinstance(values, dict):
+            return values
+        mode = values.get("mode", cls.model_fields["mode"].default)
+        _choice("mode", mode, loop_modes())
+        stage = stage_defaults(mode)
+        given = {
+            name: {**stage[name], **value} if name in sub_configs() and isinstance(value, dict) else value
+            for name, value in values.items()
+        }
+        return {**stage, **given}
+
+    @model_validator(mode="after")
+    def _checked(self) -> TrainConfig:
         check_train_config(self)
+        return self
 
     @property
     def evaluation_max_length(self) -> int:
@@ -168,7 +165,7 @@ class TrainConfig:
 
     def first_stage(self) -> TrainConfig:
         """A two-stage mode's first (NLI) stage: its own recipe, the shared keys, then ``stage1``."""
-        shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in self.NOT_INHERITED}
+        shared = {name: getattr(self, name) for name in type(self).model_fields if name not in self.NOT_INHERITED}
         values = {
             **shared,
             "mode": MODES[self.mode].first_stage,
@@ -177,14 +174,9 @@ class TrainConfig:
         }
         return TrainConfig.from_dict(values, source="stage1")
 
-    @classmethod
-    def from_dict(cls, values: dict[str, Any], source: str = "config") -> TrainConfig:
-        """Build from a mapping; unknown keys are an error naming the source and the known keys."""
-        return dataclass_from_dict(cls, values, source)
-
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (for JSON/YAML records); a sub-config as its mapping."""
-        values = dataclasses.asdict(self)
+        values = self.model_dump()
         values["views"] = list(self.views)
         values["classifier_features"] = list(self.classifier_features)
         for name in sub_configs():  # a sub-config's tuples as lists, as YAML and JSON write them
@@ -194,14 +186,10 @@ class TrainConfig:
     def flat(self) -> dict[str, Any]:
         """Every setting by its own name, a sub-config's keys beside the others (what the recipe card compares)."""
         settings = sub_configs()
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in settings}
+        values = {name: getattr(self, name) for name in type(self).model_fields if name not in settings}
         for name, cls in settings.items():
-            values.update((f.name, getattr(getattr(self, name), f.name)) for f in dataclasses.fields(cls))
+            values.update((key, getattr(getattr(self, name), key)) for key in cls.model_fields)
         return values
-
-    def replace(self, **changes: Any) -> TrainConfig:
-        """A validated copy with ``changes`` applied."""
-        return dataclasses.replace(self, **changes)
 
 
 def key_help(mode: str = "unsup") -> list[tuple[str, Any, str]]:
@@ -216,15 +204,6 @@ def key_help(mode: str = "unsup") -> list[tuple[str, Any, str]]:
         else:
             rows.append((name, value, text))
     return rows
-
-
-def _sub_config(cls: type, given: Any, stage: dict[str, Any], name: str) -> Any:
-    """A sub-config from what a config file gives (a mapping, over the stage's values) or a finished one."""
-    if isinstance(given, cls):
-        return given
-    if not isinstance(given, dict):
-        raise ConfigError(f"{name}: expected a mapping of {', '.join(f.name for f in dataclasses.fields(cls))}")
-    return dataclass_from_dict(cls, {**stage, **given}, source=name)
 
 
 def check_train_config(config: TrainConfig) -> None:
@@ -277,9 +256,6 @@ def check_train_config(config: TrainConfig) -> None:
             raise ConfigError(f"{name}: expected a positive integer or null, got {getattr(config, name)}")
     if config.patience is not None and config.patience < 1:
         raise ConfigError(f"patience: expected a positive integer or null (no early stopping), got {config.patience}")
-    for name in ("temperature", "lr"):
-        if not getattr(config, name) > 0:
-            raise ConfigError(f"{name}: expected a positive number, got {getattr(config, name)}")
     for name in (*EMBEDDING_AUGMENTATIONS, "warmup_ratio"):
         if not 0 <= getattr(config, name) < 1:
             raise ConfigError(f"{name}: expected a ratio in [0, 1), got {getattr(config, name)}")

@@ -60,6 +60,26 @@ def infonce_symmetric(view1: torch.Tensor, view2: torch.Tensor, temperature: flo
 CONTRASTIVE_LOSSES = {"nt_xent": nt_xent, "infonce": infonce, "infonce_symmetric": infonce_symmetric}
 
 
+class ContrastiveLoss(nn.Module):
+    """``weight`` x a contrastive loss of two views (row i of each a view of text i), constructed with its own
+    settings as a sentence-transformers loss is: which loss (:data:`CONTRASTIVE_LOSSES`), its temperature (checked
+    where it is declared: ``consert.workflow_keys.Temperature``) and its weight (ConSERT's ``cl_rate``).
+
+    ``first`` splits the rows: the loss of rows ``[:first]`` plus that of rows ``[first:]``, so that the two groups
+    never meet as negatives (ConSERT's joint objective: premises and hypotheses apart)."""
+
+    def __init__(self, kind: str, temperature: float, weight: float = 1.0):
+        super().__init__()
+        self.kind, self.temperature, self.weight = kind, temperature, weight
+        self.function = CONTRASTIVE_LOSSES[kind]
+
+    def forward(self, view1: torch.Tensor, view2: torch.Tensor, first: int | None = None) -> torch.Tensor:
+        if first is None:
+            return self.weight * self.function(view1, view2, self.temperature)
+        parts = ((view1[:first], view2[:first]), (view1[first:], view2[first:]))
+        return self.weight * sum(self.function(a, b, self.temperature) for a, b in parts)
+
+
 class ProjectionHead(nn.Module):
     """SimCSE's training-only head on the pooled [CLS] vector: Linear(d, d) then Tanh, initialised as
     BERT initialises its linear layers (weights N(0, 0.02), zero bias); it is not exported."""
@@ -76,11 +96,6 @@ class ProjectionHead(nn.Module):
 
 #: Training-only projection heads by ``TrainConfig.projection`` (``none``: ConSERT's, no head).
 PROJECTION_HEADS = {"mlp": ProjectionHead, "bn_mlp": BatchNormProjection}
-
-
-def paired_nt_xent(view1: torch.Tensor, view2: torch.Tensor, first: int, temperature: float) -> torch.Tensor:
-    """NT-Xent on rows ``[:first]`` (premises) plus NT-Xent on rows ``[first:]`` (hypotheses), as the authors."""
-    return nt_xent(view1[:first], view2[:first], temperature) + nt_xent(view1[first:], view2[first:], temperature)
 
 
 #: The classifier's input blocks, by name.

@@ -5,15 +5,15 @@ only, each value with its source. Their records (name, label, precision, notes, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from consert.configs import ConfigError, key
+from pydantic import model_validator
+
+from consert.configs import ConfigError, Settings, key
 from consert.train.text_augment import LEFT_OUT, check_text_augmentations
 
 
-@dataclass(frozen=True)
-class AugCseSettings:
+class AugCseSettings(Settings):
     """AugCSE's own settings: the objective ``augcse`` reads them, no other does (``TrainConfig.augcse``).
 
     Their authors' values are in AugCSE's recipe (:data:`AUGCSE_RECIPE`); elsewhere the discriminator
@@ -47,8 +47,8 @@ class AugCseSettings:
             "augmentations left out of the authors' 12: " + "; ".join(f"{n} ({why})" for n, why in LEFT_OUT.items())
         ]
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "text_augmentations", tuple(self.text_augmentations))
+    @model_validator(mode="after")
+    def _checked(self) -> AugCseSettings:
         if not 0 <= self.discriminator_dropout < 1:
             raise ConfigError(
                 f"augcse.discriminator_dropout: expected a number in [0, 1), got {self.discriminator_dropout}"
@@ -60,6 +60,7 @@ class AugCseSettings:
                 check_text_augmentations(self.text_augmentations)
             except ValueError as err:
                 raise ConfigError(f"augcse.text_augmentations: {err}") from None
+        return self
 
 
 #: SimCSE, unsupervised (princeton-nlp/SimCSE: run_unsup_example.sh, simcse/models.py, train.py and the

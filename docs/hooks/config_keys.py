@@ -3,7 +3,7 @@ from the keys' own homes.
 
 * ``<!-- training keys -->``: every training key (``consert.train.config.TrainConfig``, its sub-configs' keys as
   ``NAME.KEY``) with its value for an unsupervised run (``consert train --list-keys`` prints the same);
-* ``<!-- keys: MODULE:CLASS -->``: the keys of another config dataclass with their defaults (``FlowSettings``,
+* ``<!-- keys: MODULE:CLASS -->``: the keys of another settings class with their defaults (``FlowSettings``,
   ``SgOptConfig``, ``ComparisonConfig``, ``EncodingSettings``; their commands' ``--help`` lists the same);
 * ``<!-- workflow keys -->``: every key of the workflow config (``consert.workflow_keys.WorkflowConfig``), a block's
   keys as ``block.key``, with its default as YAML writes it;

@@ -3,7 +3,6 @@ authors ran them). Expected values come from the references and the papers, not 
 
 from __future__ import annotations
 
-import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
@@ -89,7 +88,7 @@ def test_a_per_task_fit_fits_once_per_task_and_records_each_fit_size(tiny_tree):
 
 def test_flow_defaults_are_the_authors():
     # optimization_bert_flow.py / run_siamese.py / config_l3_d3_w32.json
-    flow = dataclasses.asdict(FlowBaseline(SimpleNamespace(pooling="mean:1,-1"), progress=False).settings)
+    flow = FlowBaseline(SimpleNamespace(pooling="mean:1,-1"), progress=False).settings.model_dump()
     assert flow == {
         "levels": 3,
         "depth": 3,
@@ -110,9 +109,9 @@ def test_a_workflow_config_resolves_the_flow_settings_over_the_authors():
     from consert.paper.workflow_config import read_workflow_config
 
     offline = FlowSettings.of_workflow(read_workflow_config(ROOT / "config" / "offline.yaml"))
-    assert offline == dataclasses.replace(FlowSettings(), encoder_dropout=False)
+    assert offline == FlowSettings(encoder_dropout=False)
     assert FlowSettings.of_workflow(read_workflow_config(ROOT / "config" / "config.yaml")) == FlowSettings()
-    assert yaml.safe_load(offline.to_yaml()) == dataclasses.asdict(offline)
+    assert yaml.safe_load(offline.to_yaml()) == offline.model_dump()
 
 
 def test_sgopt_trains_on_the_17256_stsb_texts_with_the_codes_settings(real_data):

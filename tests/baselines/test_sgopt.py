@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from baselines.sgopt import (
+    SelfGuidedLoss,
     SgOptConfig,
     SgOptTrainer,
     graphs_blocker,
     layer_views,
-    sgopt_loss,
     squared_distance,
     train_sgopt,
 )
@@ -34,7 +34,7 @@ def test_loss_equals_hand_computation():
         for k in range(2):
             positive = math.exp(cos(c[i], h[i, k]) / tau)
             terms.append(-math.log(positive / (positive + negatives)))
-    assert sgopt_loss(c, h, tau).item() == pytest.approx(sum(terms) / 4, rel=1e-6)
+    assert SelfGuidedLoss(tau, 0.1).contrastive(c, h).item() == pytest.approx(sum(terms) / 4, rel=1e-6)
 
 
 @pytest.mark.parametrize("device", AUTOCAST_DEVICES)
@@ -47,8 +47,8 @@ def test_the_similarities_stay_fp32_under_bf16_autocast(device):
     c = (anchor[:, 0] + 0.05 * torch.randn(4, 32, generator=generator)).bfloat16()
     c, h = c.to(device), h.to(device)
     with torch.autocast(device, dtype=torch.bfloat16):
-        under_autocast = sgopt_loss(c, h, 0.01)
-    assert under_autocast.item() == pytest.approx(sgopt_loss(c, h, 0.01).item(), rel=1e-6)
+        under_autocast = SelfGuidedLoss(0.01, 0.1).contrastive(c, h)
+    assert under_autocast.item() == pytest.approx(SelfGuidedLoss(0.01, 0.1).contrastive(c, h).item(), rel=1e-6)
 
 
 def test_the_distance_to_the_frozen_copy_and_its_gradient_by_hand():

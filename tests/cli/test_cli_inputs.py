@@ -161,7 +161,6 @@ def test_ctrl_c_exits_130_in_one_line_and_leaves_no_output(real_data_dir, tmp_pa
 def test_list_keys_prints_every_training_key_with_the_modes_value_and_its_help(capsys):
     """The supervised recipe (scripts/sup-sbert-base.sh: lr 2e-5) and the unsupervised one (lr 5e-7):
     each key once, with its help text, and nothing trained."""
-    import dataclasses
 
     from consert.train.config import TrainConfig
     from consert.train.methods import AugCseSettings
@@ -169,8 +168,8 @@ def test_list_keys_prints_every_training_key_with_the_modes_value_and_its_help(c
     for mode, lr in (("sup", "2e-05"), ("unsup", "5e-07")):
         assert main(["train", "--list-keys", "--set", f"mode={mode}"]) == 0
         lines = {line.split()[0]: line.split(maxsplit=2)[1:] for line in capsys.readouterr().out.splitlines()}
-        augcse = {f"augcse.{f.name}" for f in dataclasses.fields(AugCseSettings)}  # its sub-config's keys too
-        assert set(lines) == {f.name for f in dataclasses.fields(TrainConfig)} | augcse
+        augcse = {f"augcse.{name}" for name in AugCseSettings.model_fields}  # its sub-config's keys too
+        assert set(lines) == set(TrainConfig.model_fields) | augcse
         assert lines["lr"][0] == lr and lines["mode"][0] == mode and "one text a line" in lines["train_texts"][1]
 
 
@@ -179,15 +178,14 @@ def test_list_keys_prints_every_training_key_with_the_modes_value_and_its_help(c
     [("compare", "consert.paper.comparison_config:ComparisonConfig"), ("sgopt", "baselines.sgopt:SgOptConfig")],
 )
 def test_a_commands_help_lists_the_keys_of_its_config_file_with_their_help(capsys, command, config_class):
-    import dataclasses
     import importlib
 
     module, name = config_class.split(":")
     with pytest.raises(SystemExit):
         main([command, "--help"])
     text = " ".join(capsys.readouterr().out.split())  # argparse wraps nothing in an epilog, but be safe
-    for key in dataclasses.fields(getattr(importlib.import_module(module), name)):
-        assert f" {key.name} " in text and " ".join(key.metadata["help"].split()) in text, key.name
+    for key, field in getattr(importlib.import_module(module), name).model_fields.items():
+        assert f" {key} " in text and " ".join(field.description.split()) in text, key
 
 
 # Issue: no input accepted silently. Each bad input is one line that names the flag or key and what was expected,

@@ -116,7 +116,7 @@ def test_the_choices_the_records_derive_are_the_records():
     assert config_schema()["properties"]["stages"]["propertyNames"]["enum"] == stages
     schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
     assert schema["properties"]["stages"]["propertyNames"]["enum"] == stages
-    help_text = TrainConfig.__dataclass_fields__["mode"].metadata["help"]
+    help_text = TrainConfig.model_fields["mode"].description
     assert all(name in help_text for name in MODES if MODES[name].trained_by == "train") and "sgopt" not in help_text
     card = model_card({"method": "sg-opt", "config": {"output_dir": "runs/x/model"}})
     assert "- Training data: unlabeled texts" in card  # SG-OPT's export, known by the name it records

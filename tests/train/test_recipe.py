@@ -14,7 +14,7 @@ from consert.paper.recipe_card import UNEXPLAINED, recipe_card, unexplained
 from consert.paper.workflow_config import load_workflow_config
 from consert.train.config import TrainConfig
 from consert.train.loop import LoopSettings, capture_ahead, evaluation_grid, run_loop
-from consert.train.losses import NliHead, nt_xent, paired_nt_xent
+from consert.train.losses import ContrastiveLoss, NliHead, nt_xent
 from consert.workflow_keys import WorkflowConfig
 from tests.conftest import PUBLISHED, ROOT
 
@@ -110,7 +110,7 @@ def test_joint_contrastive_loss_never_pits_a_premise_against_its_own_hypothesis(
         hypotheses1, hypotheses2 = torch.randn(4, 8), torch.randn(4, 8)
         view1 = torch.cat([premises1, hypotheses1]).requires_grad_()
         view2 = torch.cat([premises2, hypotheses2])
-        loss = paired_nt_xent(view1, view2, 4, 0.1)
+        loss = ContrastiveLoss("nt_xent", 0.1)(view1, view2, first=4)
         (gradient,) = torch.autograd.grad(loss, view1)
         gradients.append(gradient[:4])
         separate = nt_xent(premises1, premises2, 0.1) + nt_xent(hypotheses1, hypotheses2, 0.1)

@@ -54,25 +54,24 @@ def test_every_page_is_in_the_site_and_it_builds_strictly(tmp_path):
     api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
     assert "locate_senteval" in api and "evaluate_sentence_transformer" in api  # the docstrings are rendered
     assert Path(tmp_path / "site" / "evaluation" / "index.html").is_file()
-    import dataclasses
     import html
 
     from consert.train.config import TrainConfig
     from consert.train.methods import AugCseSettings
 
     training = html.unescape((tmp_path / "site" / "training" / "index.html").read_text(encoding="utf-8"))
-    for key in dataclasses.fields(TrainConfig):  # every training key in the table, with its one help text
-        assert f"<code>{key.name}</code>" in training and key.metadata["help"].replace("|", "/") in training, key.name
-    for key in dataclasses.fields(AugCseSettings):  # and every key of a sub-config, under its name
-        assert f"<code>augcse.{key.name}</code>" in training and key.metadata["help"] in training, key.name
+    for key, field in TrainConfig.model_fields.items():  # every training key in the table, with its one help text
+        assert f"<code>{key}</code>" in training and field.description.replace("|", "/") in training, key
+    for key, field in AugCseSettings.model_fields.items():  # and every key of a sub-config, under its name
+        assert f"<code>augcse.{key}</code>" in training and field.description in training, key
     from baselines.flow_settings import FlowSettings
     from baselines.sgopt import SgOptConfig
     from consert.paper.comparison_config import ComparisonConfig
 
     for page, config_class in (("baselines", FlowSettings), ("baselines", SgOptConfig), ("verdicts", ComparisonConfig)):
         text = html.unescape((tmp_path / "site" / page / "index.html").read_text(encoding="utf-8"))
-        for key in dataclasses.fields(config_class):  # each key of the other configs, with its help, on its page
-            assert f"<code>{key.name}</code>" in text and key.metadata["help"].replace("|", "/") in text, key.name
+        for key, field in config_class.model_fields.items():  # each key of the other configs, with its help
+            assert f"<code>{key}</code>" in text and field.description.replace("|", "/") in text, key
     architecture = (tmp_path / "site" / "architecture" / "index.html").read_text(encoding="utf-8")
     assert '<figure class="rule-graph"><svg' in architecture and "unpkg" not in architecture  # drawn offline
 

@@ -29,8 +29,7 @@ TOY_ROW = "ToyCSE-BERT-base,a toy of the tests,70.00,80.00,75.00,80.00,78.00,77.
 #: The toy's edits, file by file: (path, text it is appended after or inserted before, the text added).
 SETTINGS_AND_RECIPE = '''
 
-@dataclass(frozen=True)
-class ToySettings:
+class ToySettings(Settings):
     """The toy's own settings: the additive margin on the positives' cosine."""
 
     margin: float = key("subtracted from each positive pair's cosine before the softmax", 0.0)
@@ -72,19 +71,32 @@ OBJECTIVE = '''
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from consert.train.objectives.contrastive import Contrastive
 
 
+class MarginInfoNCE(nn.Module):
+    """InfoNCE of the two views with ``margin`` subtracted from each positive pair's cosine, at ``temperature``."""
+
+    def __init__(self, temperature: float, margin: float):
+        super().__init__()
+        self.temperature, self.margin = temperature, margin
+
+    def forward(self, view1: torch.Tensor, view2: torch.Tensor) -> torch.Tensor:
+        cosines = F.normalize(view1, dim=-1) @ F.normalize(view2, dim=-1).T
+        cosines = cosines - self.margin * torch.eye(len(cosines), device=cosines.device)
+        return F.cross_entropy(cosines / self.temperature, torch.arange(len(cosines), device=cosines.device))
+
+
 class ToyMargin(Contrastive):
-    """SimCSE's views, with ``config.toycse.margin`` subtracted from each positive pair's cosine."""
+    """SimCSE's views, its loss with the toy's margin (``config.toycse.margin``) on the positives."""
 
     name = "toy_margin"
 
-    def views_loss(self, view1: torch.Tensor, view2: torch.Tensor) -> torch.Tensor:
-        cosines = F.normalize(view1, dim=-1) @ F.normalize(view2, dim=-1).T
-        cosines = cosines - self.config.toycse.margin * torch.eye(len(cosines), device=cosines.device)
-        return F.cross_entropy(cosines / self.config.temperature, torch.arange(len(cosines), device=cosines.device))
+    @classmethod
+    def loss_module(cls, config) -> nn.Module:
+        return MarginInfoNCE(config.temperature, config.toycse.margin)
 '''
 
 
@@ -114,7 +126,7 @@ def add_the_toy(copy: Path) -> None:
         "from consert.train.methods import AugCseSettings",
         "from consert.train.methods import AugCseSettings, ToySettings",
     )
-    field = '    toycse: ToySettings = key("the toy\'s own settings (objective toy_margin): margin", BY_STAGE)\n'
+    field = '    toycse: ToySettings = key("the toy\'s own settings (objective toy_margin): margin")\n'
     _replace(config, "    weight_decay: float = key(", field + "    weight_decay: float = key(")
     (train / "objectives" / "toy.py").write_text(OBJECTIVE.lstrip(), encoding="utf-8")  # its loss
     with (copy / "results" / "published" / "contrastive_family.csv").open("a", encoding="utf-8") as published:

@@ -10,9 +10,8 @@ from consert.data.inputs import ExternalInput
 from consert.data.senteval import SentEvalData
 from consert.train.augcse_heads import AugmentationDiscriminator, discriminator_loss
 from consert.train.corpus import corpus_inputs, training_texts
-from consert.train.losses import CONTRASTIVE_LOSSES
 from consert.train.objectives.base import Objective
-from consert.train.objectives.contrastive import projection_head
+from consert.train.objectives.contrastive import contrastive_loss, projection_head
 from consert.train.text_augment import AugmentedText, augment_corpus, augmentation_inputs, spacy_pipeline
 from consert.train.views import PackedPass, pooled_forward
 
@@ -21,7 +20,7 @@ class AugCSE(Objective):
     """AugCSE (``diff_cse_mode``): (original, augmented, original) in one dropout pass through the encoder and
     the projection; the contrastive loss on the two originals, plus ``discriminator_weight`` x the
     reversed-gradient discriminator's BCE on (original, augmented). Its own settings: ``config.augcse``
-    (:class:`consert.train.augcse_heads.AugCseSettings`).
+    (:class:`consert.train.methods.AugCseSettings`).
 
     Its step is graph-safe: one packed pass over the 3B rows, the labels a further static input (its graphed step
     equals its eager packed one in loss and gradients: ``tests/train/test_graphs.py``, a CUDA test)."""
@@ -42,6 +41,7 @@ class AugCSE(Objective):
         super().__init__(config, encoder, execution)
         hidden, device = encoder.hidden_size, encoder.device
         self.projection = projection_head(config, hidden, device)
+        self.contrastive, self.settings = contrastive_loss(config), config.augcse
         classes = len(config.augcse.text_augmentations) + 1  # each augmentation, and "no augmentation"
         self.discriminator = AugmentationDiscriminator(
             hidden, classes=classes, dropout=config.augcse.discriminator_dropout
@@ -69,11 +69,9 @@ class AugCSE(Objective):
     ) -> torch.Tensor:
         """The step's loss of the tokenized (original, augmented, original) rows on the device (no host reads:
         graph-safe; ``F.one_hot`` with its class count given does not read the labels back on CUDA)."""
-        config, encoder = self.config, self.encoder
+        encoder = self.encoder
         pooled = pooled_forward(self.execution.forward_model, ids, mask, encoder.train_pooling, packed=packed)
         projected = self.projection(pooled) if self.projection is not None else pooled
         anchor, augmented, positive = projected.split(len(labels))
-        contrastive = CONTRASTIVE_LOSSES[config.loss](anchor, positive, config.temperature)
-        return config.contrastive_weight * contrastive + config.augcse.discriminator_weight * discriminator_loss(
-            self.discriminator, anchor, augmented, labels
-        )
+        discriminated = discriminator_loss(self.discriminator, anchor, augmented, labels)
+        return self.contrastive(anchor, positive) + self.settings.discriminator_weight * discriminated

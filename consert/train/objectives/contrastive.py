@@ -10,7 +10,7 @@ from consert.data.senteval import SentEvalData
 from consert.encode.batching import to_device
 from consert.train.config import TrainConfig
 from consert.train.corpus import corpus_inputs, training_texts
-from consert.train.losses import CONTRASTIVE_LOSSES, PROJECTION_HEADS
+from consert.train.losses import PROJECTION_HEADS, ContrastiveLoss
 from consert.train.objectives.base import Objective
 from consert.train.views import PackedPass, two_view_forward
 
@@ -21,8 +21,14 @@ def projection_head(config: TrainConfig, hidden: int, device: str) -> nn.Module 
     return head(hidden).to(device) if head else None
 
 
+def contrastive_loss(config: TrainConfig) -> ContrastiveLoss:
+    """The contrastive loss ``config`` names, constructed with its settings: ``loss``, ``temperature`` and
+    ``contrastive_weight``."""
+    return ContrastiveLoss(config.loss, config.temperature, config.contrastive_weight)
+
+
 class Contrastive(Objective):
-    """``contrastive_weight`` x the contrastive loss (``config.loss``) of two augmented views of each text,
+    """A loss of two augmented views of each text (:meth:`loss_module`: ``contrastive_weight`` x ``config.loss``),
     through the projection head when there is one (SimCSE). The one step that CUDA graphs can replay."""
 
     name = "contrastive"
@@ -35,6 +41,13 @@ class Contrastive(Objective):
     def __init__(self, config, encoder, execution):
         super().__init__(config, encoder, execution)
         self.projection = projection_head(config, encoder.hidden_size, encoder.device)
+        self.contrastive = self.loss_module(config)
+
+    @classmethod
+    def loss_module(cls, config: TrainConfig) -> nn.Module:
+        """The loss of the batch's two views (one row per text), constructed with its settings. An objective on
+        the same views with another loss overrides this alone (its forward graph-safe: no host reads)."""
+        return contrastive_loss(config)
 
     def heads(self) -> list[nn.Module]:
         return [self.projection] if self.projection is not None else []
@@ -63,10 +76,4 @@ class Contrastive(Objective):
         )
         if self.projection is not None:  # both views in one call: a batch-norm head normalises them together
             view1, view2 = self.projection(torch.cat([view1, view2])).split(len(ids))
-        return self.views_loss(view1, view2)
-
-    def views_loss(self, view1: torch.Tensor, view2: torch.Tensor) -> torch.Tensor:
-        """The loss of the batch's two views (one row per text): ``contrastive_weight`` x ``config.loss``. An
-        objective on the same views with another loss overrides this alone (graph-safe: no host reads)."""
-        config = self.config
-        return config.contrastive_weight * CONTRASTIVE_LOSSES[config.loss](view1, view2, config.temperature)
+        return self.contrastive(view1, view2)

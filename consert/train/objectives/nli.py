@@ -12,8 +12,9 @@ from consert.data.inputs import ExternalInput, file_input
 from consert.data.nli import LABEL_INDEX, SICK_E_LABEL, load_nli
 from consert.data.senteval import NliPair, SentEvalData
 from consert.train.augment import fgv_perturbation
-from consert.train.losses import NliHead, paired_nt_xent
+from consert.train.losses import NliHead
 from consert.train.objectives.base import Objective
+from consert.train.objectives.contrastive import contrastive_loss
 from consert.train.views import (
     PackedPass,
     forward_with_embedding_grad,
@@ -101,6 +102,7 @@ class JointNli(NliClassification):
         self.clean_first = config.views[0] == "none" and "adversarial" not in config.views
         if not self.clean_first:
             self.graphs_blocker = f"joint views {'+'.join(config.views)}: only a clean first view is graphed"
+        self.contrastive_loss = contrastive_loss(config)
 
     def pair_loss(self, pooled, ids, mask, packed, labels) -> torch.Tensor:
         """The cross entropy, plus the contrastive loss of the clean pass against the second view."""
@@ -108,8 +110,9 @@ class JointNli(NliClassification):
         return cross_entropy + self.contrastive(*self.views(pooled, ids, mask, packed), len(labels))
 
     def contrastive(self, view1: torch.Tensor, view2: torch.Tensor, count: int) -> torch.Tensor:
-        """``contrastive_weight`` x NT-Xent over the premises' views plus over the hypotheses'."""
-        return self.config.contrastive_weight * paired_nt_xent(view1, view2, count, self.config.temperature)
+        """The contrastive loss (``contrastive_weight`` x NT-Xent) over the premises' views plus over the
+        hypotheses'."""
+        return self.contrastive_loss(view1, view2, first=count)
 
     def views(
         self, pooled, ids, mask, packed: PackedPass | None, host_mask=None, perturbation=None
