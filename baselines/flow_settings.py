@@ -3,11 +3,12 @@ line can list them without loading torch."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from pydantic import model_validator
+from pydantic import Field
 
-from consert.configs import ConfigError, ResolvedFile, key
+from consert.configs import ResolvedFile, key
+from consert.workflow_keys import AtLeastOne, Positive
 
 if TYPE_CHECKING:
     from consert.workflow_keys import WorkflowConfig
@@ -18,28 +19,19 @@ class FlowSettings(ResolvedFile):
     config's ``baselines.flow`` overrides them; the workflow hands ``consert baseline flow`` the resolved
     settings as one file (``results/flow_config.yaml``)."""
 
-    levels: int = key("levels of the Glow (BERT-flow's config_l3_d3_w32: 3)", 3)
-    depth: int = key("flow steps per level (3)", 3)
-    width: int = key("hidden units of each coupling's network (32)", 32)
-    lr: float = key("constant learning rate of the flow (1e-3)", 1e-3)
-    weight_decay: float = key("AdamWeightDecay's decay, on every flow variable (0.01)", 0.01)
-    max_grad_norm: float = key("global gradient-norm clip (1.0)", 1.0)
-    epochs: int = key("passes over the fitted texts (1)", 1)
-    batch_size: int = key("sentences a step (64: the authors' 32 pairs), the last partial batch dropped", 64)
+    levels: AtLeastOne = key("levels of the Glow (BERT-flow's config_l3_d3_w32: 3)", 3)
+    depth: AtLeastOne = key("flow steps per level (3)", 3)
+    width: AtLeastOne = key("hidden units of each coupling's network (32)", 32)
+    lr: Positive = key("constant learning rate of the flow (1e-3)", 1e-3)
+    weight_decay: Annotated[float, Field(ge=0)] = key("AdamWeightDecay's decay, on every flow variable (0.01)", 0.01)
+    max_grad_norm: Positive = key("global gradient-norm clip (1.0)", 1.0)
+    epochs: AtLeastOne = key("passes over the fitted texts (1)", 1)
+    batch_size: AtLeastOne = key("sentences a step (64: the authors' 32 pairs), the last partial batch dropped", 64)
     encoder_dropout: bool = key(
         "encode every fitting batch afresh with the encoder's dropout on, as the authors' estimator did (one "
         "encoder pass per fitted sentence); false reads the cached dropout-free vectors",
         True,
     )
-
-    @model_validator(mode="after")
-    def _checked(self) -> FlowSettings:
-        for name in ("levels", "depth", "width", "epochs", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"flow: {name} must be at least 1, got {getattr(self, name)}")
-        if self.lr <= 0 or self.max_grad_norm <= 0 or self.weight_decay < 0:
-            raise ConfigError("flow: lr and max_grad_norm must be positive and weight_decay at least 0")
-        return self
 
     @classmethod
     def of_workflow(cls, config: WorkflowConfig) -> FlowSettings:

@@ -12,6 +12,7 @@ from typing import Any, Self, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 
@@ -122,12 +123,36 @@ def fault_line(err: ValidationError, cls: type[BaseModel], source: str) -> str:
         return f"{source}: {name}: expected a mapping of {', '.join(inner.model_fields)}, got {value!r}"
     if cause is not None:
         return f"{source}: {name}: {cause}"
-    if first["type"] == "greater_than":
-        bound = first["ctx"]["gt"]
-        expected = "a positive number" if bound == 0 else f"a number above {bound}"
-        return f"{source}: {name}: expected {expected}, got {value!r}"
+    if first["type"] == "literal_error":
+        return f"{source}: {name}: expected one of {first['ctx']['expected']}, got {value!r}"
+    if first["type"] in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        return f"{source}: {name}: expected {_bounds_text(owner.model_fields[loc[-1]])}, got {value!r}"
     expected = _EXPECTED.get(first["type"], first["msg"].lower().removeprefix("input should be "))
     return f"{source}: {name}: expected {expected}, got {value!r} ({type(value).__name__})"
+
+
+def _bounds_text(field: FieldInfo) -> str:
+    """What a bounded field takes, in words: a ratio in [0, 1), a positive number or integer, at least n; "or null"
+    where it may be null."""
+    bounds: dict[str, Any] = {}
+
+    def collect(metadata: Any) -> None:
+        for item in metadata:
+            collect(getattr(item, "metadata", ()))  # a Field(...) inside Annotated holds its constraints
+            bounds.update({k: getattr(item, k) for k in ("gt", "ge", "lt") if getattr(item, k, None) is not None})
+
+    collect(field.metadata)
+    for member in get_args(field.annotation):  # a bounded type in a union (``AtLeastOne | None``)
+        collect(getattr(member, "__metadata__", ()))
+    if bounds == {"ge": 0, "lt": 1}:
+        text = "a ratio in [0, 1)"
+    elif bounds.get("gt") == 0:
+        text = "a positive number"
+    elif bounds.get("ge") == 1:
+        text = "a positive integer"
+    else:
+        text = " and ".join(f"{dict(gt='above', ge='at least', lt='below')[k]} {v}" for k, v in bounds.items())
+    return f"{text} or null" if type(None) in get_args(field.annotation) else text
 
 
 def key_rows(config_class: type[BaseModel], values: Any = None) -> list[tuple[str, Any, str]]:

@@ -4,14 +4,14 @@ as its writer did, and no rule builds a command's flags from the config."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import model_validator
 
 from consert.configs import ConfigError, ResolvedFile, key
 from consert.encode.pooling import MODEL_POOLING, Pooling
 from consert.encode.precision import DTYPE_CHOICES
-from consert.train.config import MIN_MAX_LENGTH
+from consert.train.config import Tokens
 from consert.train.recipes import COMMON
 
 if TYPE_CHECKING:
@@ -22,8 +22,10 @@ class EncodingSettings(ResolvedFile):
     """The encoding a workflow config gives its evaluation and baseline jobs; each command takes the keys it
     uses (``consert encode --help`` and the others list them) and a flag given on its command line wins."""
 
-    dtype: str = key("precision of every encoding (auto: the fastest measured on the machine)", "auto")
-    max_length: int = key("tokens per sentence, [CLS] and [SEP] included (the training max_length)", 64)
+    dtype: Literal[DTYPE_CHOICES] = key(
+        "precision of every encoding (auto: the fastest measured on the machine)", "auto"
+    )
+    max_length: Tokens = key("tokens per sentence, [CLS] and [SEP] included (the training max_length)", 64)
     poolings: list[str] = key("the poolings BERT is evaluated with untrained (Table 2's rows)", factory=list)
     cache_poolings: list[str] = key(
         "the poolings a corpus vector cache holds: those above, then those BERT-flow and whitening are fitted on",
@@ -33,10 +35,6 @@ class EncodingSettings(ResolvedFile):
 
     @model_validator(mode="after")
     def _checked(self) -> EncodingSettings:
-        if self.dtype not in DTYPE_CHOICES:
-            raise ConfigError(f"dtype: expected one of {', '.join(DTYPE_CHOICES)}, got {self.dtype!r}")
-        if self.max_length < MIN_MAX_LENGTH:
-            raise ConfigError(f"max_length: must be at least {MIN_MAX_LENGTH}, got {self.max_length}")
         if self.topk_max < 0:
             raise ConfigError(f"topk_max: must be 0 or more, got {self.topk_max}")
         check_poolings("poolings", self.poolings, evaluated=True)

@@ -14,20 +14,20 @@ of the first (NLI) stage, and ``stage1_model`` names an already trained first st
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from consert.configs import ConfigError, Settings, key, key_rows, parse_overrides, read_yaml
 from consert.data.nli import NLI_SOURCES
 from consert.encode.models import STAND_IN_MODEL
 from consert.encode.pooling import POOLER, Pooling
 from consert.encode.precision import DTYPE_CHOICES
-from consert.train.augment import EMBEDDING_AUGMENTATIONS, check_augmentation
+from consert.train.augment import check_augmentation
 from consert.train.losses import CONTRASTIVE_LOSSES, FEATURES, PROJECTION_HEADS
 from consert.train.methods import AugCseSettings
 from consert.train.modes import MODES, consert_stage_keys, loop_modes, stage_defaults, sub_configs
-from consert.workflow_keys import Positive, Temperature
+from consert.workflow_keys import AtLeastOne, Positive, Temperature
 
 
 def _mode_help() -> str:
@@ -51,6 +51,10 @@ COMPILE_CHOICES = ("auto", "on", "off")
 CLASSIFIER_FEATURES = tuple(FEATURES)
 #: Shortest max_length accepted: [CLS] + [SEP] + a few tokens (2 gives every sentence the same vector).
 MIN_MAX_LENGTH = 8
+#: Tokens per text, [CLS] and [SEP] included.
+Tokens = Annotated[int, Field(ge=MIN_MAX_LENGTH)]
+#: A share of positions, dimensions or steps.
+Ratio = Annotated[float, Field(ge=0, lt=1)]
 
 
 class TrainConfig(Settings):
@@ -66,23 +70,25 @@ class TrainConfig(Settings):
     views: tuple[str, ...] = key(
         "the two views' augmentations: shuffle, token_cutoff, feature_cutoff, dropout, none, adversarial"
     )
-    token_cutoff: float = key("the share of token positions the token-cutoff view zeroes")
-    feature_cutoff: float = key("the share of feature dimensions the feature-cutoff view zeroes")
+    token_cutoff: Ratio = key("the share of token positions the token-cutoff view zeroes")
+    feature_cutoff: Ratio = key("the share of feature dimensions the feature-cutoff view zeroes")
     remove_dropout: bool = key("BERT's own dropout off (the authors: only the unsupervised run from BERT)")
     lr: Positive = key("the peak learning rate (linear warm-up, then linear decay)")
-    batch_size: int = key("texts (or NLI pairs) per step")
-    epochs: int = key("passes over the training texts")
-    patience: int | None = key("evaluations without a gain before stopping; None: never stop early")
-    classifier_features: tuple[str, ...] = key("NLI classifier input (the authors add max(u, v)^2)")
+    batch_size: AtLeastOne = key("texts (or NLI pairs) per step")
+    epochs: AtLeastOne = key("passes over the training texts")
+    patience: AtLeastOne | None = key("evaluations without a gain before stopping; None: never stop early")
+    classifier_features: tuple[Literal[CLASSIFIER_FEATURES], ...] = key(
+        "NLI classifier input (the authors add max(u, v)^2)"
+    )
     classifier_bias: bool = key("SBERT's classifier has one; BERT-flow's NLI classifier has none")
     classifier_init_std: float | None = key("None: nn.Linear's init; else a normal truncated at 2 SD")
-    final_state: str = key('"best" dev checkpoint (ConSERT), or "last" (BERT-flow\'s NLI encoder)')
+    final_state: Literal["best", "last"] = key('"best" dev checkpoint (ConSERT), or "last" (BERT-flow\'s NLI encoder)')
     # stage-dependent as well, the same for every ConSERT stage (consert.train.recipes.COMMON); the contrastive
     # family's methods have their own values
     temperature: Temperature = key("the NT-Xent / InfoNCE temperature")
     contrastive_weight: float = key("cl_rate: times the sum of both directions' NT-Xent, even when alone")
-    loss: str = key('"nt_xent" (ConSERT), "infonce" (SimCSE), "infonce_symmetric" (AugCSE)')
-    projection: str = key('training-only head: "mlp" (SimCSE\'s Linear + Tanh), "bn_mlp" (AugCSE\'s)')
+    loss: Literal[LOSSES] = key('"nt_xent" (ConSERT), "infonce" (SimCSE), "infonce_symmetric" (AugCSE)')
+    projection: Literal[PROJECTIONS] = key('training-only head: "mlp" (SimCSE\'s Linear + Tanh), "bn_mlp" (AugCSE\'s)')
     augcse: AugCseSettings = key(
         "AugCSE's own settings (objective augcse), a mapping over the stage's: discriminator_weight, "
         "discriminator_dropout, text_augmentations, spacy_model"
@@ -90,38 +96,44 @@ class TrainConfig(Settings):
     weight_decay: float = key("AdamW's weight decay (not on biases and LayerNorm weights)")
     adam_eps: float = key("AdamW's epsilon")
     adam_bias_correction: bool = key("ConSERT: transformers.AdamW(correct_bias=False)")
-    warmup_ratio: float = key("the share of the planned steps spent warming the learning rate up")
-    eval_every: int = key("steps between two STS-B dev evaluations")
-    eval_grid: str = key('"epoch": every eval_every steps within each epoch + each epoch\'s end (ConSERT)')
-    max_length: int = key("tokens per training text, [CLS] and [SEP] included")
-    eval_max_length: int | None = key("dev and test encoding (None: max_length; SimCSE: no truncation)")
+    warmup_ratio: Ratio = key("the share of the planned steps spent warming the learning rate up")
+    eval_every: AtLeastOne = key("steps between two STS-B dev evaluations")
+    eval_grid: Literal[EVAL_GRIDS] = key(
+        '"epoch": every eval_every steps within each epoch + each epoch\'s end (ConSERT)'
+    )
+    max_length: Tokens = key("tokens per training text, [CLS] and [SEP] included")
+    eval_max_length: Tokens | None = key("dev and test encoding (None: max_length; SimCSE: no truncation)")
     train_pooling: str = key("the pooling of the training views (the objective's sentence vectors)")
     dev_pooling: str = key("checkpoint selection (ConSERT: the model's own last-layer mean)")
     eval_pooling: str = key("the reported test numbers (ConSERT: the last two layers' mean)")
-    dropout: float = key("the dropout view's rate")
+    dropout: Ratio = key("the dropout view's rate")
     adversarial_epsilon: float = key("the adversarial view's perturbation norm (joint mode's 'adversarial' view)")
     max_grad_norm: float = key("gradient clipping norm")
-    max_steps: int | None = key("stop after this many steps (null: the epochs' length); for smoke runs", None)
+    max_steps: AtLeastOne | None = key("stop after this many steps (null: the epochs' length); for smoke runs", None)
     eval_at_start: bool = key("sentence-transformers (the authors' code) first evaluates after eval_every steps", False)
-    dev_max_pairs: int | None = key("evaluate on the first n STS-B dev pairs only (fast smoke runs)", None)
+    dev_max_pairs: AtLeastOne | None = key("evaluate on the first n STS-B dev pairs only (fast smoke runs)", None)
     seed: int = key("the run's seed (data order, views, initialisation of the heads)")
-    dtype: str = key("the precision measured fastest on this machine (consert.encode.precision)", "auto")
-    compile: str = key(
+    dtype: Literal[DTYPE_CHOICES] = key(
+        "the precision measured fastest on this machine (consert.encode.precision)", "auto"
+    )
+    compile: Literal[COMPILE_CHOICES] = key(
         'torch.compile the training forward: "auto" (CUDA runs of 500+ steps not replayed as CUDA graphs), "on" (under'
         ' CUDA graphs: each layer\'s per-token chain fused, consert.train.fused), "off"',
         "auto",
     )
-    packed: str = key('"on": the training passes\' dense layers on real tokens only (consert.train.packed)', "off")
-    cuda_graphs: str = key(
+    packed: Literal["on", "off"] = key(
+        '"on": the training passes\' dense layers on real tokens only (consert.train.packed)', "off"
+    )
+    cuda_graphs: Literal[COMPILE_CHOICES] = key(
         'the packed step (contrastive, NLI, joint) as CUDA graphs: "auto" (CUDA runs of 500+ steps), "on", "off"',
         "auto",
     )
     device: str | None = key("cpu or cuda (null: cuda when available)", None)
     data: str | None = key("the SentEval data folder (null: looked for as every command looks; docs: Data)", None)
     train_texts: str = key('"sts" (the 89,192 unlabeled STS texts) or a file with one text a line', "sts")
-    n_texts: int | None = key("few-shot: the first n of the training texts shuffled with the run's seed", None)
+    n_texts: AtLeastOne | None = key("few-shot: the first n of the training texts shuffled with the run's seed", None)
     upsample: bool = key("few-shot: repeat the n texts int(corpus / n) times (main.py --do_upsampling)", True)
-    nli_source: str = key(
+    nli_source: Literal[NLI_SOURCES] = key(
         "the NLI pairs of sup/joint: sick-e (SICK's entailment labels, offline) or snli+mnli (nli_files)", "sick-e"
     )
     nli_files: list[str] = key("the SNLI/MultiNLI jsonl files read when nli_source is snli+mnli", factory=list)
@@ -207,18 +219,12 @@ def key_help(mode: str = "unsup") -> list[tuple[str, Any, str]]:
 
 
 def check_train_config(config: TrainConfig) -> None:
-    """Every key of ``config`` checked (its stage defaults filled in): a :class:`ConfigError` names the first
-    key that is wrong, what it holds and what was expected."""
-    _choice("loss", config.loss, LOSSES)
-    _choice("projection", config.projection, PROJECTIONS)
+    """What the keys' types cannot say of ``config`` (its stage defaults filled in), checked: a :class:`ConfigError`
+    names the first key that is wrong, what it holds and what was expected."""
     for name in sub_configs():  # a method's own settings, where they do anything, need its objective
         settings, owner = getattr(config, name), MODES[name].recipe["objective"]
         if settings.in_use and config.objective != owner:
             raise ConfigError(f"{name}: {settings.in_use} needs objective {owner!r}, not {config.objective!r}")
-    if config.eval_max_length is not None and config.eval_max_length < MIN_MAX_LENGTH:
-        raise ConfigError(
-            f"eval_max_length: expected at least {MIN_MAX_LENGTH} tokens or null, got {config.eval_max_length}"
-        )
     if len(config.views) != 2:
         raise ConfigError(f"views: expected two augmentation names, got {list(config.views)}")
     for view in config.views:
@@ -228,15 +234,6 @@ def check_train_config(config: TrainConfig) -> None:
             raise ConfigError(f"views: {err}") from None
     if "adversarial" in config.views and config.mode != "joint":
         raise ConfigError("views: 'adversarial' needs the supervised loss; use it with mode 'joint' only")
-    _choice("dtype", config.dtype, DTYPE_CHOICES)
-    _choice("compile", config.compile, COMPILE_CHOICES)
-    _choice("packed", config.packed, ("on", "off"))
-    _choice("cuda_graphs", config.cuda_graphs, COMPILE_CHOICES)
-    _choice("eval_grid", config.eval_grid, EVAL_GRIDS)
-    _choice("final_state", config.final_state, ("best", "last"))
-    for feature in config.classifier_features:
-        _choice("classifier_features", feature, CLASSIFIER_FEATURES)
-    _choice("nli_source", config.nli_source, NLI_SOURCES)
     for name in ("train_pooling", "dev_pooling", "eval_pooling"):
         try:
             kind = Pooling.parse(getattr(config, name)).kind
@@ -244,23 +241,6 @@ def check_train_config(config: TrainConfig) -> None:
             raise ConfigError(f"{name}: {err}") from None
         if kind == POOLER:
             raise ConfigError(f"{name}: {POOLER} is an evaluation pooling (the pooler is not trained or exported)")
-    for name in ("batch_size", "epochs", "eval_every"):
-        if getattr(config, name) < 1:
-            raise ConfigError(f"{name}: expected a positive integer, got {getattr(config, name)}")
-    if config.max_length < MIN_MAX_LENGTH:
-        raise ConfigError(
-            f"max_length: expected at least {MIN_MAX_LENGTH} tokens ([CLS] and [SEP] included), got {config.max_length}"
-        )
-    for name in ("max_steps", "dev_max_pairs"):
-        if getattr(config, name) is not None and getattr(config, name) < 1:
-            raise ConfigError(f"{name}: expected a positive integer or null, got {getattr(config, name)}")
-    if config.patience is not None and config.patience < 1:
-        raise ConfigError(f"patience: expected a positive integer or null (no early stopping), got {config.patience}")
-    for name in (*EMBEDDING_AUGMENTATIONS, "warmup_ratio"):
-        if not 0 <= getattr(config, name) < 1:
-            raise ConfigError(f"{name}: expected a ratio in [0, 1), got {getattr(config, name)}")
-    if config.n_texts is not None and config.n_texts < 1:
-        raise ConfigError(f"n_texts: expected a positive integer or null, got {config.n_texts}")
     if (config.stage1 or config.stage1_model) and not config.two_stage:
         two_stage = tuple(name for name in loop_modes() if MODES[name].first_stage)
         raise ConfigError(f"stage1/stage1_model: only for the two-stage modes {two_stage}, not {config.mode!r}")

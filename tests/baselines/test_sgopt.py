@@ -16,6 +16,7 @@ from baselines.sgopt import (
     squared_distance,
     train_sgopt,
 )
+from consert.configs import ConfigError
 from consert.train.packed import Packing
 from tests.train.test_losses import AUTOCAST_DEVICES
 
@@ -164,8 +165,8 @@ def test_cuda_graphs_are_refused_where_they_cannot_run_and_kept_off_by_auto(tiny
         assert SgOptTrainer(config, data).graphed is None
     with pytest.raises(ValueError, match="cuda_graphs: on, but device cpu is not CUDA"):
         SgOptTrainer(SgOptConfig(model=tiny_model_dir, output_dir="unused", device="cpu", cuda_graphs="on"), data)
-    with pytest.raises(ValueError, match="cuda_graphs must be one of auto, on, off, got 'yes'"):
-        SgOptConfig(model=tiny_model_dir, output_dir="unused", cuda_graphs="yes")
+    with pytest.raises(ConfigError, match="cuda_graphs: expected one of 'auto', 'on' or 'off', got 'yes'"):
+        SgOptConfig.from_dict({"model": tiny_model_dir, "output_dir": "unused", "cuda_graphs": "yes"})
 
 
 @pytest.mark.parametrize(

@@ -92,7 +92,7 @@ def test_a_fault_in_the_file_is_one_line_naming_the_flag_and_the_key(tmp_path, c
     path.write_text("max_length: 4\n", encoding="utf-8")
     with pytest.raises(SystemExit):
         main(["evaluate", STAND_IN_MODEL, "--encoding-config", str(path)])
-    assert "max_length: must be at least 8, got 4" in capsys.readouterr().err
+    assert "max_length: expected at least 8, got 4" in capsys.readouterr().err
 
 
 def test_glove_reads_a_file_or_the_offline_stand_in():

@@ -95,7 +95,7 @@ def test_a_bad_training_key_in_the_workflow_config_is_refused_at_startup(block, 
     ("block", "value", "message"),
     [
         ("flow", {"levls": 2}, r"^config baselines\.flow: unknown key `levls` \(did you mean `levels`\?\)"),
-        ("flow", {"levels": 0}, r"^config baselines\.flow: levels must be at least 1, got 0$"),
+        ("flow", {"levels": 0}, r"^config baselines\.flow: levels: expected a positive integer, got 0$"),
         ("flow", {"lr": "abc"}, r"^config baselines\.flow: lr: expected a number, got 'abc'"),
         ("sgopt", {"lrr": 1e-5}, r"^config baselines\.sgopt, run sgopt-base-seed1: unknown key `lrr` \(did you mean"),
     ],
