@@ -73,5 +73,7 @@ class AugCSE(Objective):
         pooled = pooled_forward(self.execution.forward_model, ids, mask, encoder.train_pooling, packed=packed)
         projected = self.projection(pooled) if self.projection is not None else pooled
         anchor, augmented, positive = projected.split(len(labels))
-        discriminated = discriminator_loss(self.discriminator, anchor, augmented, labels)
-        return self.contrastive(anchor, positive) + self.settings.discriminator_weight * discriminated
+        contrastive = self.contrastive(anchor, positive)  # first: the gradients' summation order (byte-identical runs)
+        return contrastive + self.settings.discriminator_weight * discriminator_loss(
+            self.discriminator, anchor, augmented, labels
+        )
