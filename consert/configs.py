@@ -20,12 +20,14 @@ class ConfigError(ValueError):
     """A configuration file or value is invalid; says which file/key and what was expected."""
 
 
-def key(help_text: str, default: Any = PydanticUndefined, factory: Any = None) -> Any:
-    """A settings field with its one help text (``--help``, ``consert train --list-keys`` and the docs show it); no
-    default and no factory: a key the class's own validator fills (a training stage's) or a required one."""
+def key(help_text: str, default: Any = PydanticUndefined, factory: Any = None, **bounds: float) -> Any:
+    """A settings field with its one help text (``--help``, ``consert train --list-keys`` and the docs show it) and,
+    where only this key has them, its bounds (``gt``, ``ge``, ``lt``: pydantic's; a bound several keys share is a
+    type, such as ``consert.workflow_keys.AtLeastOne``); no default and no factory: a key the class's own validator
+    fills (a training stage's) or a required one."""
     if factory is not None:
-        return Field(default_factory=factory, description=help_text)
-    return Field(default, description=help_text)
+        return Field(default_factory=factory, description=help_text, **bounds)
+    return Field(default, description=help_text, **bounds)
 
 
 #: What a field's type expects, in a fault's words, by pydantic's error type.

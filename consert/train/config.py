@@ -81,20 +81,20 @@ class TrainConfig(Settings):
         "NLI classifier input (the authors add max(u, v)^2)"
     )
     classifier_bias: bool = key("SBERT's classifier has one; BERT-flow's NLI classifier has none")
-    classifier_init_std: float | None = key("None: nn.Linear's init; else a normal truncated at 2 SD")
+    classifier_init_std: float | None = key("None: nn.Linear's init; else a normal truncated at 2 SD", gt=0)
     final_state: Literal["best", "last"] = key('"best" dev checkpoint (ConSERT), or "last" (BERT-flow\'s NLI encoder)')
     # stage-dependent as well, the same for every ConSERT stage (consert.train.recipes.COMMON); the contrastive
     # family's methods have their own values
     temperature: Temperature = key("the NT-Xent / InfoNCE temperature")
-    contrastive_weight: float = key("cl_rate: times the sum of both directions' NT-Xent, even when alone")
+    contrastive_weight: float = key("cl_rate: times the sum of both directions' NT-Xent, even when alone", ge=0)
     loss: Literal[LOSSES] = key('"nt_xent" (ConSERT), "infonce" (SimCSE), "infonce_symmetric" (AugCSE)')
     projection: Literal[PROJECTIONS] = key('training-only head: "mlp" (SimCSE\'s Linear + Tanh), "bn_mlp" (AugCSE\'s)')
     augcse: AugCseSettings = key(
         "AugCSE's own settings (objective augcse), a mapping over the stage's: discriminator_weight, "
         "discriminator_dropout, text_augmentations, spacy_model"
     )
-    weight_decay: float = key("AdamW's weight decay (not on biases and LayerNorm weights)")
-    adam_eps: float = key("AdamW's epsilon")
+    weight_decay: float = key("AdamW's weight decay (not on biases and LayerNorm weights)", ge=0)
+    adam_eps: float = key("AdamW's epsilon", gt=0)
     adam_bias_correction: bool = key("ConSERT: transformers.AdamW(correct_bias=False)")
     warmup_ratio: Ratio = key("the share of the planned steps spent warming the learning rate up")
     eval_every: AtLeastOne = key("steps between two STS-B dev evaluations")
@@ -107,8 +107,8 @@ class TrainConfig(Settings):
     dev_pooling: str = key("checkpoint selection (ConSERT: the model's own last-layer mean)")
     eval_pooling: str = key("the reported test numbers (ConSERT: the last two layers' mean)")
     dropout: Ratio = key("the dropout view's rate")
-    adversarial_epsilon: float = key("the adversarial view's perturbation norm (joint mode's 'adversarial' view)")
-    max_grad_norm: float = key("gradient clipping norm")
+    adversarial_epsilon: float = key("the adversarial view's perturbation norm (joint mode's 'adversarial' view)", ge=0)
+    max_grad_norm: float = key("gradient clipping norm", gt=0)
     max_steps: AtLeastOne | None = key("stop after this many steps (null: the epochs' length); for smoke runs", None)
     eval_at_start: bool = key("sentence-transformers (the authors' code) first evaluates after eval_every steps", False)
     dev_max_pairs: AtLeastOne | None = key("evaluate on the first n STS-B dev pairs only (fast smoke runs)", None)

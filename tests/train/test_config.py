@@ -153,3 +153,21 @@ def test_well_typed_values_still_load():
         {"model": "m", "output_dir": "o", "remove_dropout": False, "seed": 3, "lr": "5e-7", "max_steps": None}
     )
     assert (config.remove_dropout, config.seed, config.lr, config.max_steps) == (False, 3, 5e-7, None)
+
+
+def test_the_temperature_is_declared_once_and_each_config_refuses_a_non_positive_one():
+    """The training config, SG-OPT's and Figure 7's sweep take one declared type for the temperature
+    (``consert.workflow_keys.Temperature``, above 0); each refuses 0 in the same words."""
+    from baselines.sgopt import SgOptConfig
+    from consert.workflow_keys import SweepKeys, Temperature
+
+    assert TrainConfig.model_fields["temperature"].annotation is float  # pydantic unwraps the Annotated type ...
+    for owner in (TrainConfig, SgOptConfig):  # ... and keeps its bound, which is Temperature's
+        assert owner.model_fields["temperature"].metadata == Temperature.__metadata__[0].metadata
+    assert SweepKeys.model_fields["temperatures"].annotation == list[Temperature]
+    for build in (
+        lambda: TrainConfig.from_dict({"temperature": 0}),
+        lambda: SgOptConfig.from_dict({"model": "m", "output_dir": "o", "temperature": 0}),
+    ):
+        with pytest.raises(ConfigError, match="temperature: expected a positive number, got 0"):
+            build()
