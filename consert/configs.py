@@ -8,7 +8,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Hashable
 from pathlib import Path
-from typing import Any, Self, get_args
+from types import UnionType
+from typing import Annotated, Any, Self, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -65,16 +66,9 @@ class Settings(BaseModel):
             field = cls.model_fields.get(name)
             if field is None or value is None:
                 continue
-            if (field.annotation is bool) != isinstance(value, bool) and (
-                field.annotation is bool or _is_number(field.annotation)
-            ):
-                kind = (
-                    "bool"
-                    if field.annotation is bool
-                    else "int"
-                    if int in (field.annotation, *get_args(field.annotation))
-                    else "float"
-                )
+            kinds = _plain_types(field.annotation)
+            if (kinds == {bool}) != isinstance(value, bool) and kinds & {bool, int, float}:
+                kind = "bool" if bool in kinds else "int" if int in kinds else "float"
                 expected = _EXPECTED[f"{kind}_type"]
                 raise _TypeFault(f"{name}: expected {expected}, got {value!r} ({type(value).__name__})")
         return values
@@ -96,8 +90,11 @@ class _TypeFault(ConfigError):
     """A value of the wrong type (a check before pydantic's own): its line is prefixed with the source."""
 
 
-def _is_number(annotation: Any) -> bool:
-    return annotation in (int, float) or set(get_args(annotation)) in ({int, type(None)}, {float, type(None)})
+def _plain_types(annotation: Any) -> set[Any]:
+    """The types a field's annotation admits besides null, each bounded type (``Annotated``) as its base type:
+    ``AtLeastOne | None`` is ``{int}``."""
+    members = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
+    return {get_args(m)[0] if get_origin(m) is Annotated else m for m in members} - {type(None)}
 
 
 def fault_line(err: ValidationError, cls: type[BaseModel], source: str) -> str:
