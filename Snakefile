@@ -49,12 +49,14 @@ rule all:
 onstart:
     check_device()
     start_mps()
+    start_job_server()
 
 
 onsuccess:
     from consert.paper.summary import headline
 
     stop_mps()
+    stop_job_server()
     print("\n".join(headline("results", REPORT_COMMAND)))
 
 
@@ -62,4 +64,5 @@ onerror:
     from consert.paper.summary import failure_lines
 
     stop_mps()
+    stop_job_server()
     print("\n".join(failure_lines(log)))

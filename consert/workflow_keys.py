@@ -239,6 +239,16 @@ class WorkflowConfig(Keys):
         "a card run side by side instead of time-slicing, each computing exactly what it computes alone. Where its "
         "control program is missing one line says so. Local jobs only (SLURM's do not inherit it). false: no MPS.",
     )
+    job_server: bool = Field(
+        False,
+        title="start each local job's `consert` command from one process that has imported the harness once "
+        "(seconds saved per job; the benchmarks' CPU time and memory are then the launcher's)",
+        description="Start a job server at the workflow's start (local jobs only: a cluster's jobs start their own "
+        "processes): each job's `consert` command runs in a process forked from one that has imported torch, "
+        "transformers and the harness once, with the job's own arguments, folder, environment, streams and exit "
+        "status. A job whose Python or import-time environment differs starts its own process. Snakemake's "
+        "benchmark files then measure the launcher, so results/cost.csv leaves CPU time and peak memory empty.",
+    )
     threads: AtLeastOne | Literal["auto"] = Field(
         2,
         title="torch threads per job (`auto`: the cores of one card's share, `--cores` / `--resources gpu=N`)",

@@ -1,5 +1,7 @@
 """What each artifact cost: the wall time, CPU time and peak memory of every job under it, from
-Snakemake's benchmark files, with the hardware the jobs ran on (named by their evaluation CSVs).
+Snakemake's benchmark files, with the hardware the jobs ran on (named by their evaluation CSVs). Under the job
+server (``job_server: true``) a benchmark measures the job's launcher, not the process that computed: the CPU time
+and peak memory are left empty, the wall time kept.
 
 A job that several artifacts need (BERT's corpus encoding, the Table 2 run Figures 1 and 4 show) is
 counted in each of them; the ``all`` row counts every job once.
@@ -57,7 +59,7 @@ def artifact_jobs(artifact: str, config: WorkflowConfig) -> dict[str, str]:
     return jobs
 
 
-def _job_cost(jobs: dict[str, str], root: Path) -> dict[str, Any]:
+def _job_cost(jobs: dict[str, str], root: Path, launcher_measured: bool = False) -> dict[str, Any]:
     found = [root / path for path in jobs if (root / path).is_file()]
     bench = pd.concat([pd.read_csv(p, sep="\t") for p in found], ignore_index=True) if found else pd.DataFrame()
     hardware: set[str] = set()
@@ -65,14 +67,13 @@ def _job_cost(jobs: dict[str, str], root: Path) -> dict[str, Any]:
         if evaluation and (root / evaluation).is_file():
             frame = pd.read_csv(root / evaluation, usecols=lambda c: c in ("hardware", "device"))
             hardware |= {str(h) for h in frame.get("hardware", frame.get("device", pd.Series(dtype=str))).dropna()}
+    measured = len(bench) and not launcher_measured
     return {
         "jobs": len(jobs),
         "wall_s": round(float(bench["s"].sum()), 1) if len(bench) else float("nan"),
-        "cpu_s": round(float(pd.to_numeric(bench["cpu_time"], errors="coerce").sum()), 1)
-        if len(bench)
-        else float("nan"),
+        "cpu_s": round(float(pd.to_numeric(bench["cpu_time"], errors="coerce").sum()), 1) if measured else float("nan"),
         "peak_rss_mb": round(float(pd.to_numeric(bench["max_rss"], errors="coerce").max()), 1)
-        if len(bench)
+        if measured
         else float("nan"),
         "hardware": " | ".join(sorted(hardware)),
         "missing_benchmarks": len(jobs) - len(found),
@@ -88,6 +89,6 @@ def cost_table(config: WorkflowConfig, root: str | Path = ".") -> pd.DataFrame:
     for artifact in costed:
         jobs = artifact_jobs(artifact.key, config)
         every.update(jobs)
-        rows.append({"artifact": artifact.stem, **_job_cost(jobs, root)})
-    rows.append({"artifact": "all", **_job_cost(every, root)})
+        rows.append({"artifact": artifact.stem, **_job_cost(jobs, root, config.job_server)})
+    rows.append({"artifact": "all", **_job_cost(every, root, config.job_server)})
     return pd.DataFrame(rows, columns=list(COST_COLUMNS))

@@ -14,6 +14,7 @@ import functools
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from consert import registry
@@ -121,3 +122,21 @@ def test_the_cost_table_has_a_row_per_costed_artifact_of_the_config(tmp_path):
     expected = [a.stem for a in registry.ARTIFACTS if a.costed and a.runs_in(config)] + ["all"]
     assert table.artifact.tolist() == expected
     assert (table.missing_benchmarks == table.jobs).all()
+
+
+def test_the_cost_table_leaves_cpu_and_memory_empty_where_the_job_server_ran_the_jobs(tmp_path):
+    """A benchmark file of one job (snakemake's columns), read once as measured by the job's own process and once under
+    the job server, where it measured the launcher: the wall time counts in both, CPU time and memory only in the
+    first."""
+    from consert.paper import artifacts
+
+    config = read_workflow_config(ROOT / "config" / "test.yaml")
+    encode = tmp_path / artifacts.BENCHMARKS / "baselines" / "base" / "encode.tsv"
+    encode.parent.mkdir(parents=True)
+    encode.write_text("s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+                      "12.5\t0:00:12\t812.0\t900\t700\t750\t0\t1\t95\t11.5\n")  # fmt: skip
+    own, launcher = (cost_table(config.model_copy(update={"job_server": flag}), tmp_path) for flag in (False, True))
+    poolings = own.set_index("artifact").loc["all"]
+    assert (poolings.wall_s, poolings.cpu_s, poolings.peak_rss_mb) == (12.5, 11.5, 812.0)
+    under_server = launcher.set_index("artifact").loc["all"]
+    assert under_server.wall_s == 12.5 and pd.isna(under_server.cpu_s) and pd.isna(under_server.peak_rss_mb)

@@ -94,6 +94,18 @@ def dag_run(tmp_path_factory):
     return workdir, data
 
 
+def test_every_consert_job_of_the_run_started_from_the_job_server(dag_run):
+    """The test config asks for the job server: each of the run's `consert` jobs was forked from it (none declined
+    for its environment, which snakemake sets per job). They are the jobs with a benchmark file, every one a
+    `consert` command, and the two that have none (`consert table1`, `consert compare`)."""
+    workdir, _ = dag_run
+    stdout = (workdir / "snakemake.stdout").read_text()
+    found = re.search(r"^job server: (\d+) jobs started from it, (\d+) declined", stdout, re.M)
+    assert found, stdout[-3000:]
+    benchmarked = len(list((workdir / artifacts.BENCHMARKS).rglob("*.tsv")))
+    assert (int(found.group(1)), int(found.group(2))) == (benchmarked + 2, 0)
+
+
 def test_the_run_ends_with_its_verdict_counts_and_where_to_read_more(dag_run):
     """Snakemake's onsuccess: the last lines lead with the banner (nothing of the paper is comparable in the
     test setting), count the published rows by verdict as comparison.csv has them (not run and missing

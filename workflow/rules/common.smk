@@ -174,6 +174,25 @@ def stop_mps():
             print(line)
 
 
+def start_job_server():
+    """`job_server: true` on this machine: the jobs' `consert` commands start from one process that has imported the
+    harness (consert.job_server); a cluster's jobs start their own."""
+    if CONFIG.job_server and workflow.local_exec:
+        from consert import job_server
+
+        job_server.start()
+
+
+def stop_job_server():
+    """Stop the job server this run started, once its jobs are done; one line says how many jobs it started."""
+    if CONFIG.job_server and workflow.local_exec:
+        from consert import job_server
+
+        line = job_server.stop()
+        if line:
+            print(line)
+
+
 def check_device():
     """`device: cuda` (the paper's config): a run on this machine whose jobs take a GPU stops before any job, in one
     line, where torch sees none (a target that needs no GPU, a table rebuilt from results, runs); on a cluster each

@@ -1,0 +1,367 @@
+"""The job server: one process imports the harness once, and each workflow job's ``consert`` command runs in a
+process forked from it, instead of a fresh interpreter importing torch, transformers and the harness again.
+
+A tiny-model job of the test config spends about 8 of its 11 seconds importing and setting up (Zen 4, 2026-11-29);
+forked from a process that has done it, the job starts computing at once. The workflow starts the server at its
+start where the config asks for it (``job_server: true``) and the jobs run on this machine, and stops it at its end
+(``workflow/rules/common.smk``); a job finds it through ``$CONSERT_JOB_SERVER`` (the socket's path).
+
+What a job sees is what a fresh process would: the job's own arguments, working directory, environment and
+standard streams (their file descriptors are passed over the socket, so its log is its log), signals forwarded
+(Ctrl-C, snakemake's SIGTERM), its exit status returned as the command's. Where a fresh interpreter would start
+otherwise, the server declines and the command runs in its own process as before (a *cold* start): another Python
+(a conda environment of the workflow), or an environment that differs in anything read at import time (anything
+but :data:`PER_JOB_ENV`: a job's threads, device and card, its temporary folder). The server keeps count and
+says, when stopped, how many jobs it started and why it declined the others.
+
+What it cannot give: snakemake's ``benchmark:`` files measure the process snakemake started, here the launcher,
+so their CPU time and peak memory are not the job's (their wall time is); the cost table leaves those columns
+empty for a run with the job server (:mod:`consert.paper.job_costs`).
+
+The ``consert`` command is :func:`main` here: it asks the server when ``$CONSERT_JOB_SERVER`` names one, and
+otherwise (or when declined) runs :func:`consert.cli.main` in its own process. This module imports no more than
+the standard library until it runs a command.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+#: The variable that names the server's socket to the jobs.
+SERVER_ENV = "CONSERT_JOB_SERVER"
+#: The thread counts snakemake gives each job (``threads:``) for OpenMP and the BLAS libraries. The libraries read
+#: them when loaded, so the server loads them at one thread each, and a job's counts are applied to the loaded
+#: libraries when it starts (threadpoolctl; torch's by :func:`consert.cli.process.set_threads`).
+THREAD_ENV = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+              "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")  # fmt: skip
+#: Variables a job may set differently from the server: each is read when a command runs, not when a module is
+#: imported (the thread counts, the device and card by :mod:`consert.gpu_pool` before CUDA starts, the temporary
+#: folder by :mod:`tempfile`, reset in the job), or set by a library on itself (polars writes its allocator's
+#: settings into ``_RJEM_MALLOC_CONF`` when snakemake imports it: they matter to polars alone, loaded or not).
+PER_JOB_ENV = frozenset(
+    {*THREAD_ENV, "CONSERT_DEVICE", "CONSERT_GPU_POOL", "CONSERT_GPU_SHARE", "CUDA_VISIBLE_DEVICES",
+     "TMPDIR", "TEMP", "TMP", "TEMPDIR", "_", "SHLVL", "PWD", "OLDPWD", "_RJEM_MALLOC_CONF", SERVER_ENV}
+)  # fmt: skip
+#: What the server imports before it serves: every command, and what the commands import when they run.
+PRELOAD = (
+    "consert.cli",
+    "consert.train.trainer",
+    "consert.train.export",
+    "consert.evaluate.protocol",
+    "consert.encode.ort_engine",
+    "baselines.sgopt",
+    "baselines.flow",
+    "baselines.whitening",
+    "sentence_transformers",
+    "transformers.models.bert.modeling_bert",
+    "transformers.models.bert.tokenization_bert",
+)
+#: Seconds the server waits between checks for finished jobs and for its owner.
+POLL_S = 0.2
+#: A header: the request's length in bytes, sent with the three file descriptors.
+HEADER = 16
+
+
+# --- the command: ask the server, else run here ------------------------------------------------------------------
+
+
+def main() -> int:
+    """The ``consert`` command: run by the job server where ``$CONSERT_JOB_SERVER`` names one that takes it,
+    else in this process."""
+    path = os.environ.get(SERVER_ENV, "")
+    if path:
+        status = _run_on_server(path, sys.argv)
+        if status is not None:
+            return status
+    from consert.cli import main as run_here
+
+    return run_here()
+
+
+def _run_on_server(path: str, argv: list[str]) -> int | None:
+    """The exit status of ``argv`` run by the server at ``path``; None where it is not there or declines."""
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        client.connect(path)
+        request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "python": _python()}).encode()
+        socket.send_fds(client, [str(len(request)).encode().ljust(HEADER)], [0, 1, 2])
+        client.sendall(request)
+        reply = client.makefile("r", encoding="utf-8")
+        first = reply.readline().split()
+    except OSError:
+        client.close()
+        return None
+    if not first or first[0] != "started":
+        client.close()
+        return None
+    pid = int(first[1])
+
+    def forward(signum, _frame):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, forward)
+    last = reply.readline().split()
+    client.close()
+    if len(last) == 2 and last[0] == "exit":
+        return int(last[1])
+    print(f"consert: the job server lost job {pid} ({SERVER_ENV}={path})", file=sys.stderr)
+    return 1
+
+
+def _python() -> list[str]:
+    """What makes two Pythons the same for a job: the interpreter and where its packages are."""
+    return [os.path.realpath(sys.executable), sys.prefix, *sys.path[1:]]
+
+
+# --- the server ----------------------------------------------------------------------------------------------------
+
+
+class Server:
+    """Serves jobs on a Unix socket at ``path``: each accepted request is forked off and run as a command; the
+    server stops when asked (SIGTERM) or when its ``owner`` process is gone."""
+
+    def __init__(self, path: str, owner: int):
+        self.path, self.owner = path, owner
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(path)
+        self.listener.listen(64)  # jobs that come while the imports run wait here
+        self.environment = dict(os.environ)
+        self.running: dict[int, socket.socket] = {}
+        self.started, self.declined = 0, {}
+        self.stopping = False
+
+    def serve(self) -> None:
+        for module in PRELOAD:
+            with contextlib.suppress(ImportError):
+                __import__(module)
+        signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
+        selector = selectors.DefaultSelector()
+        selector.register(self.listener, selectors.EVENT_READ)
+        while not self.stopping and os.getppid() == self.owner:
+            if selector.select(POLL_S):
+                connection, _ = self.listener.accept()
+                self._take(connection)
+            self._reap()
+        self.listener.close()
+        while self.running:  # jobs still running report their own status; the server only waits for them
+            self._reap()
+            time.sleep(POLL_S)
+        print(self.summary(), flush=True)
+
+    def summary(self) -> str:
+        declined = sum(self.declined.values())
+        why = "; ".join(f"{reason}: {count}" for reason, count in sorted(self.declined.items()))
+        return f"job server: {self.started} jobs started from it, {declined} declined" + (f" ({why})" if why else "")
+
+    def _take(self, connection: socket.socket) -> None:
+        connection.settimeout(10)  # a request is sent at once; a launcher that stalls does not stall the server
+        try:
+            header, fds, _, _ = socket.recv_fds(connection, HEADER, 3)
+            length = int(header.decode().strip())
+            payload = b""
+            while len(payload) < length:
+                chunk = connection.recv(length - len(payload))
+                if not chunk:
+                    raise OSError("the request ended early")
+                payload += chunk
+            request = json.loads(payload)
+        except (OSError, ValueError):
+            connection.close()
+            return
+        connection.settimeout(None)
+        reason = self._declines(request)
+        if reason:
+            self.declined[reason] = self.declined.get(reason, 0) + 1
+            connection.sendall(f"declined {reason}\n".encode())
+            connection.close()
+            for fd in fds:
+                os.close(fd)
+            return
+        pid = os.fork()
+        if pid == 0:
+            for other in (self.listener, *self.running.values()):  # another job's launcher sees its own job end
+                other.close()
+            os._exit(_run_job(request, fds, connection))
+        for fd in fds:
+            os.close(fd)
+        self.started += 1
+        self.running[pid] = connection
+        connection.sendall(f"started {pid}\n".encode())
+
+    def _declines(self, request: dict) -> str:
+        """Why a job must start cold, or ''."""
+        if request.get("python") != _python():
+            return "another Python"
+        theirs, ours = request.get("env", {}), self.environment
+        differ = sorted(k for k in set(theirs) | set(ours) if k not in PER_JOB_ENV and theirs.get(k) != ours.get(k))
+        return f"environment differs in {', '.join(differ[:3])}" if differ else ""
+
+    def _reap(self) -> None:
+        while self.running:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            connection = self.running.pop(pid, None)
+            if connection is None:
+                continue
+            if os.WIFSIGNALED(status):  # a job that exits writes its own status; a killed one cannot
+                with contextlib.suppress(OSError):
+                    connection.sendall(f"exit {128 + os.WTERMSIG(status)}\n".encode())
+            connection.close()
+
+
+def _run_job(request: dict, fds: list[int], connection: socket.socket) -> int:
+    """In the forked process: become the job (its streams, folder, environment, arguments, signals), run the
+    command, send its exit status; return it."""
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the job's own streams, as a new interpreter opens them
+    sys.stdout = open(1, "w", closefd=False, buffering=1 if os.isatty(1) else -1)  # noqa: SIM115
+    sys.stderr = open(2, "w", closefd=False, buffering=1)  # noqa: SIM115
+    sys.__stdout__, sys.__stderr__ = sys.stdout, sys.stderr
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    tempfile.tempdir = None  # the job's $TMPDIR
+    _apply_thread_counts(os.environ)
+    sys.argv = list(request["argv"])
+    finished = _watch_launcher(connection)
+    try:
+        from consert.cli import main as run_command
+
+        status = run_command(sys.argv[1:])
+    except SystemExit as stop:
+        status = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        if not isinstance(stop.code, int | None):
+            print(stop.code, file=sys.stderr)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        status = 1
+    with contextlib.suppress(Exception):
+        atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    finished.set()
+    with contextlib.suppress(OSError):
+        connection.sendall(f"exit {status}\n".encode())
+    return status
+
+
+def _apply_thread_counts(environ) -> None:
+    """The BLAS and OpenMP libraries loaded in the server, at the job's thread count (its ``OMP_NUM_THREADS``,
+    else its BLAS count, else the CPUs it may run on), as a process started with that environment loads them."""
+    from threadpoolctl import threadpool_limits
+
+    given = next((environ[name] for name in THREAD_ENV if environ.get(name, "").strip().isdigit()), "")
+    threadpool_limits(limits=int(given) if given else len(os.sched_getaffinity(0)))
+
+
+def _watch_launcher(connection: socket.socket):
+    """Stop the job as a killed process stops (SIGTERM) when its launcher is gone before the job has finished
+    (snakemake killed it); return the event the job sets when it has."""
+    import threading
+
+    finished = threading.Event()
+
+    def watch():
+        with contextlib.suppress(OSError):
+            connection.recv(1)
+        if not finished.is_set():
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, daemon=True).start()
+    return finished
+
+
+# --- starting and stopping it (the workflow) -----------------------------------------------------------------------
+
+
+#: The socket of the server this process started (:func:`start`), which :func:`stop` stops.
+_started: list[str] = []
+
+
+def start(owner: int | None = None) -> str:
+    """Start a server owned by ``owner`` (this process), put its socket in ``$CONSERT_JOB_SERVER`` for the jobs this
+    process starts, and return it ('' where it did not start). The server imports what the jobs need while the
+    first ones wait on its socket."""
+    folder = Path(tempfile.mkdtemp(prefix="consert-jobs-"))
+    path = str(folder / "socket")
+    environment = {**os.environ, **dict.fromkeys(THREAD_ENV, "1")}
+    with (folder / "server.log").open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "consert.job_server", path, str(owner or os.getpid())],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=environment,
+            start_new_session=True,  # a Ctrl-C reaches the jobs through their launchers, not the server at once
+        )
+    deadline = time.monotonic() + 30
+    while not os.path.exists(path) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not os.path.exists(path):
+        process.kill()
+        return ""
+    os.environ[SERVER_ENV] = path
+    (folder / "pid").write_text(str(process.pid))
+    _started.append(path)
+    return path
+
+
+def stop() -> str:
+    """Stop the server :func:`start` started once its jobs are done, remove its folder and return its summary line
+    ('' where none was started)."""
+    if not _started:
+        return ""
+    folder = Path(_started.pop()).parent
+    os.environ.pop(SERVER_ENV, None)
+    try:
+        pid = int((folder / "pid").read_text())
+        os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError):
+        return ""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                break
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 0)
+            time.sleep(POLL_S)
+            continue
+        break
+    lines = (folder / "server.log").read_text().splitlines()
+    summary = next((line for line in reversed(lines) if line.startswith("job server:")), "")
+    for name in ("socket", "pid", "server.log"):
+        with contextlib.suppress(OSError):
+            (folder / name).unlink()
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+    return summary
+
+
+if __name__ == "__main__":
+    Server(sys.argv[1], int(sys.argv[2])).serve()

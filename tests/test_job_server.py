@@ -1,0 +1,170 @@
+"""The job server (consert/job_server.py): a command forked from it is the command run in its own process: the same
+output files, streams, exit status and one-line errors; a job it cannot serve as a fresh interpreter would run
+starts cold and still runs; a signal to the launcher reaches the job; a killed launcher leaves no job behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from consert import job_server
+from consert.encode.models import STAND_IN_MODEL
+
+
+@pytest.fixture(scope="module")
+def server():
+    """A job server owned by this process, stopped after the module's tests; yields the environment its jobs
+    carry (``$CONSERT_JOB_SERVER``), as the workflow's jobs inherit it."""
+    saved = os.environ.get(job_server.SERVER_ENV)
+    path = job_server.start()
+    assert path and os.environ[job_server.SERVER_ENV] == path
+    environment = dict(os.environ)
+    os.environ.pop(job_server.SERVER_ENV)  # this process's own commands stay cold
+    yield environment
+    os.environ[job_server.SERVER_ENV] = path
+    job_server.stop()
+    assert job_server.SERVER_ENV not in os.environ and not Path(path).parent.exists()
+    if saved is not None:
+        os.environ[job_server.SERVER_ENV] = saved
+
+
+def consert(*argv: str, env: dict[str, str], cwd: Path, **kwargs) -> subprocess.CompletedProcess:
+    """``consert ARGV`` as a workflow job runs it: the installed command, its streams files of its own."""
+    out, err = cwd / "stdout.txt", cwd / "stderr.txt"
+    with out.open("w") as stdout, err.open("w") as stderr:
+        result = subprocess.run(
+            [str(Path(sys.executable).parent / "consert"), *argv],
+            env=env,
+            cwd=cwd,
+            stdout=stdout,
+            stderr=stderr,
+            timeout=300,
+            **kwargs,
+        )
+    result.stdout, result.stderr = out.read_text(), err.read_text()
+    return result
+
+
+def _without_server(environment: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in environment.items() if k != job_server.SERVER_ENV}
+
+
+def test_a_job_from_the_server_writes_what_its_own_process_writes(server, tiny_model_dir, tiny_tree, tmp_path):
+    """An evaluation of a tiny BERT, run cold and then from the server, in the job's folder with a relative output
+    path and its own thread count: the same scores to the bit, the same table on stdout, exit 0; then a usage error
+    through the server is the same one line and exit 2."""
+    outputs = {}
+    for how, env in (("cold", _without_server(server)), ("server", server)):
+        folder = tmp_path / how
+        folder.mkdir()
+        env = {**env, "OMP_NUM_THREADS": "1"}
+        arguments = ("evaluate", tiny_model_dir, "--data", str(tiny_tree), "--dtype", "fp32", "--engine", "torch")
+        result = consert(*arguments, "--output", "scores.csv", env=env, cwd=folder)
+        assert result.returncode == 0, result.stderr
+        frame = (folder / "scores.csv").read_text().splitlines()
+        outputs[how] = (result.stdout, [line.split(",")[:12] for line in frame])  # the scores, not the timestamps
+        assert "threads" not in result.stderr
+    assert outputs["cold"] == outputs["server"]
+    usage = consert("evaluate", "--pooling", "nonsense", env=server, cwd=tmp_path)
+    assert usage.returncode == 2 and len(usage.stderr.strip().splitlines()) == 1, usage.stderr
+    assert usage.stderr.startswith("consert evaluate: error:")
+
+
+def test_a_job_that_differs_at_import_time_starts_cold_and_still_runs(server, tmp_path):
+    """A variable read when modules are imported (here HF_HUB_OFFLINE, which huggingface_hub reads on import) set
+    otherwise than the server's: the command runs in its own process, and the server counts it as declined."""
+    changed = {**server, "HF_HUB_OFFLINE": "0" if server.get("HF_HUB_OFFLINE") == "1" else "1"}
+    assert job_server.Server._declines(_FakeServer(server), {"python": job_server._python(), "env": changed})
+    assert not job_server.Server._declines(_FakeServer(server), {"python": job_server._python(), "env": server})
+    other_python = {"python": ["/usr/bin/python3"], "env": server}
+    assert job_server.Server._declines(_FakeServer(server), other_python) == "another Python"
+    result = consert("--version", env=changed, cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout.startswith("consert "), result.stderr
+
+
+class _FakeServer:
+    """What :meth:`Server._declines` reads of a server: the environment it started in."""
+
+    def __init__(self, environment: dict[str, str]):
+        self.environment = {k: v for k, v in environment.items() if k != job_server.SERVER_ENV}
+
+
+def test_ctrl_c_to_the_launcher_reaches_the_job(server, real_data_dir, tmp_path):
+    """SIGINT to the launcher mid-evaluation: the job says it was interrupted in one line, writes nothing, and the
+    launcher exits 130, as the command in its own process does (tests/cli/test_cli_inputs.py)."""
+    output = tmp_path / "scores.csv"
+    argv = ["evaluate", STAND_IN_MODEL, "--tasks", "STS12", "--dtype", "fp32", "--engine", "torch"]
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "consert"), *argv, "--data", str(real_data_dir), "--output", str(output)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**server, "OMP_NUM_THREADS": "1"},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    _wait_for_a_job(server)
+    time.sleep(4)  # the model is loaded and STS12 is being encoded
+    assert process.poll() is None, "the evaluation ended before it could be interrupted"
+    process.send_signal(signal.SIGINT)
+    stderr = process.communicate(timeout=60)[1]
+    assert process.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == "consert evaluate: interrupted; nothing written"
+    assert not output.exists()
+
+
+def test_a_killed_launcher_leaves_no_job_running(server, real_data_dir, tmp_path):
+    """SIGKILL to the launcher (it cannot forward anything): its job stops too, as a killed process's work would."""
+    argv = ["evaluate", STAND_IN_MODEL, "--dtype", "fp32", "--engine", "torch", "--data"]  # the 7 sets: a minute
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "consert"), *argv, str(real_data_dir), "--output", str(tmp_path / "x.csv")],
+        stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        env={**server, "OMP_NUM_THREADS": "1"},
+    )
+    jobs = _wait_for_a_job(server)
+    time.sleep(2)
+    process.kill()
+    process.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(pid) for pid in jobs):
+        time.sleep(0.2)
+    assert not any(_alive(pid) for pid in jobs)
+
+
+def _wait_for_a_job(server: dict[str, str]) -> list[int]:
+    """The job the server has forked, once it has (the server may still be importing what jobs need)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        jobs = _children_of_server(server[job_server.SERVER_ENV])
+        if jobs:
+            return jobs
+        time.sleep(0.1)
+    raise AssertionError("no job was forked from the server")
+
+
+def _children_of_server(socket_path: str) -> list[int]:
+    """The processes the server at ``socket_path`` has forked and not reaped."""
+    server_pid = int((Path(socket_path).parent / "pid").read_text())
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == server_pid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
