@@ -87,6 +87,20 @@ def test_the_suite_uses_the_plugin_and_ci_sets_its_variables():
     assert f"export {ci_skips.DEADLINE_ENV}=" in script
 
 
+def test_ci_runs_the_readmes_two_quickstart_commands_as_written_in_their_order_before_the_slow_suite():
+    """The quickstart's two commands (the main job, then the tests), each line of .ci/run word for word, in that
+    order, then the slow suite: a test that needs the checkout's outputs absent, or a main job that breaks, fails
+    CI."""
+    readme = (ROOT / "README.md").read_text()
+    quickstart = readme.split("## Quickstart", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [line for line in quickstart.splitlines() if line.strip() and not line.startswith("#")]
+    assert len(commands) == 2 and "snakemake" in commands[0] and "pytest" in commands[1], commands
+    script = (ROOT / ".ci" / "run").read_text()
+    lines = script.splitlines()
+    at = [next(i for i, line in enumerate(lines) if line.startswith(command)) for command in commands]
+    assert at[0] < at[1] < next(i for i, line in enumerate(lines) if "pytest -m slow" in line)
+
+
 def test_ci_times_sums_each_test_files_seconds(tmp_path):
     """scripts/ci_times.py: a file's seconds are its tests' (classes and parametrizations included), longest first."""
     report = tmp_path / "report.xml"
