@@ -10,8 +10,9 @@ What a job sees is what a fresh process would: the job's own arguments, working 
 standard streams (their file descriptors are passed over the socket, so its log is its log), signals forwarded
 (Ctrl-C, snakemake's SIGTERM), its exit status returned as the command's. Where a fresh interpreter would start
 otherwise, the server declines and the command runs in its own process as before (a *cold* start): another Python
-(a conda environment of the workflow), or an environment that differs in anything read at import time (anything
-but :data:`PER_JOB_ENV`: a job's threads, device and card, its temporary folder). The server keeps count and
+(a conda environment of the workflow), an environment that differs in anything read at import time (anything
+but :data:`PER_JOB_ENV`: a job's threads, device and card, its temporary folder), or a job that may compute on a
+GPU of this machine (CUDA does not start in a forked process where the parent has loaded its driver). The server keeps count and
 says, when stopped, how many jobs it started and why it declined the others.
 
 What it cannot give: snakemake's ``benchmark:`` files measure the process snakemake started, here the launcher,
@@ -67,6 +68,8 @@ PRELOAD = (
     "transformers.models.bert.modeling_bert",
     "transformers.models.bert.tokenization_bert",
 )
+#: Where a machine with an NVIDIA GPU shows it: there a job that may compute on a GPU starts its own process.
+NVIDIA_DEVICE = Path("/dev/nvidiactl")
 #: Seconds the server waits between checks for finished jobs and for its owner.
 POLL_S = 0.2
 #: A header: the request's length in bytes, sent with the three file descriptors.
@@ -205,6 +208,8 @@ class Server:
         """Why a job must start cold, or ''."""
         if request.get("python") != _python():
             return "another Python"
+        if request.get("env", {}).get("CONSERT_DEVICE", "auto") != "cpu" and NVIDIA_DEVICE.exists():
+            return "may compute on a GPU"  # CUDA cannot start in a forked process once its driver has been loaded
         theirs, ours = request.get("env", {}), self.environment
         differ = sorted(k for k in set(theirs) | set(ours) if k not in PER_JOB_ENV and theirs.get(k) != ours.get(k))
         return f"environment differs in {', '.join(differ[:3])}" if differ else ""

@@ -88,6 +88,20 @@ def test_a_job_that_differs_at_import_time_starts_cold_and_still_runs(server, tm
     assert result.returncode == 0 and result.stdout.startswith("consert "), result.stderr
 
 
+def test_on_a_machine_with_an_nvidia_gpu_a_job_that_may_use_it_starts_cold(server, tmp_path, monkeypatch):
+    """CUDA does not start in a process forked after its driver was loaded: where the machine shows an NVIDIA device,
+    only a job told to compute on the CPU is served."""
+    monkeypatch.setattr(job_server, "NVIDIA_DEVICE", tmp_path / "nvidiactl")
+    fake, python = _FakeServer(server), job_server._python()
+    for device in ("auto", "cuda", "cpu"):
+        assert not job_server.Server._declines(fake, {"python": python, "env": {**server, "CONSERT_DEVICE": device}})
+    (tmp_path / "nvidiactl").touch()
+    for device, reason in (("auto", "may compute on a GPU"), ("cuda", "may compute on a GPU"), ("cpu", "")):
+        assert (
+            job_server.Server._declines(fake, {"python": python, "env": {**server, "CONSERT_DEVICE": device}}) == reason
+        )
+
+
 class _FakeServer:
     """What :meth:`Server._declines` reads of a server: the environment it started in."""
 
