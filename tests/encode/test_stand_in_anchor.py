@@ -62,6 +62,7 @@ def _set_level(frame: pd.DataFrame) -> pd.DataFrame:
     return rows[["spearman", "spearman_mean", "spearman_wmean"]]
 
 
+@pytest.mark.slow  # two more encodings of the 7 sets (about 2 minutes on 2 cores): CI runs it with the slow suite
 def test_the_paths_auto_can_pick_stay_within_0_03_of_pytorch_fp32(fp32_csv, real_data):
     """No set-level number moves by more than the comparison's precision allowance (0.03) from PyTorch fp32.
 
