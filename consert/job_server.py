@@ -12,8 +12,8 @@ standard streams (their file descriptors are passed over the socket, so its log 
 otherwise, the server declines and the command runs in its own process as before (a *cold* start): another Python
 (a conda environment of the workflow), an environment that differs in anything read at import time (anything
 but :data:`PER_JOB_ENV`: a job's threads, device and card, its temporary folder), or a job that may compute on a
-GPU of this machine (CUDA does not start in a forked process where the parent has loaded its driver). The server keeps count and
-says, when stopped, how many jobs it started and why it declined the others.
+GPU of this machine (CUDA does not start in a forked process where the parent has loaded its driver). The server
+keeps count and says, when stopped, how many jobs it started and why it declined the others.
 
 What it cannot give: snakemake's ``benchmark:`` files measure the process snakemake started, here the launcher,
 so their CPU time and peak memory are not the job's (their wall time is); the cost table leaves those columns
