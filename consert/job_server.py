@@ -163,6 +163,10 @@ class Server:
             self._reap()
             time.sleep(POLL_S)
         print(self.summary(), flush=True)
+        if os.getppid() != self.owner:  # the workflow is gone (killed) and cannot remove what it made: the server does
+            import shutil
+
+            shutil.rmtree(Path(self.path).parent, ignore_errors=True)
 
     def summary(self) -> str:
         declined = sum(self.declined.values())

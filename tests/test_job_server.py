@@ -182,3 +182,23 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def test_a_server_whose_workflow_was_killed_stops_and_removes_its_folder(tmp_path):
+    """snakemake killed with SIGKILL cannot stop the server: the server sees its owner gone, stops, and removes its
+    socket's folder."""
+    owner = subprocess.Popen(
+        [sys.executable, "-c", "from consert import job_server; import time; print(job_server.start(), flush=True); "
+         "time.sleep(600)"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    folder = Path(owner.stdout.readline().strip()).parent
+    server_pid = int((folder / "pid").read_text())
+    assert _alive(server_pid)
+    owner.kill()
+    owner.wait()
+    deadline = time.monotonic() + 120  # the server notices once it has imported what jobs need
+    while time.monotonic() < deadline and (folder.exists() or _alive(server_pid)):
+        time.sleep(0.2)
+    assert not folder.exists() and not _alive(server_pid)
