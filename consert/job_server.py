@@ -31,6 +31,7 @@ import contextlib
 import json
 import os
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -164,8 +165,6 @@ class Server:
             time.sleep(POLL_S)
         print(self.summary(), flush=True)
         if os.getppid() != self.owner:  # the workflow is gone (killed) and cannot remove what it made: the server does
-            import shutil
-
             shutil.rmtree(Path(self.path).parent, ignore_errors=True)
 
     def summary(self) -> str:
@@ -212,9 +211,9 @@ class Server:
         """Why a job must start cold, or ''."""
         if request.get("python") != _python():
             return "another Python"
-        if request.get("env", {}).get("CONSERT_DEVICE", "auto") != "cpu" and NVIDIA_DEVICE.exists():
-            return "may compute on a GPU"  # CUDA cannot start in a forked process once its driver has been loaded
         theirs, ours = request.get("env", {}), self.environment
+        if theirs.get("CONSERT_DEVICE", "auto") != "cpu" and NVIDIA_DEVICE.exists():
+            return "may compute on a GPU"  # CUDA cannot start in a forked process once its driver has been loaded
         differ = sorted(k for k in set(theirs) | set(ours) if k not in PER_JOB_ENV and theirs.get(k) != ours.get(k))
         return f"environment differs in {', '.join(differ[:3])}" if differ else ""
 
@@ -331,8 +330,10 @@ def start(owner: int | None = None) -> str:
     deadline = time.monotonic() + 30
     while not os.path.exists(path) and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    if not os.path.exists(path):
+    if not os.path.exists(path):  # the jobs start their own processes; nothing of the server is left behind
         process.kill()
+        process.wait()
+        shutil.rmtree(folder, ignore_errors=True)
         return ""
     os.environ[SERVER_ENV] = path
     (folder / "pid").write_text(str(process.pid))
