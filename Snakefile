@@ -6,7 +6,7 @@ import re
 
 from snakemake.utils import min_version
 
-min_version("8.20")
+min_version("9.17")
 
 
 # The config comes from the profile (profiles/default: config/config.yaml, the paper) or from

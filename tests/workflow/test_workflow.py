@@ -556,6 +556,49 @@ def test_the_job_counts_the_docs_state_are_the_dry_runs(tmp_path, real_data_dir)
     assert measured and set(measured) == {offline}  # every timing in the table is of today's DAG
 
 
+def _dry_run_jobs(workdir: Path, *configfiles: str) -> list[dict]:
+    """Each job `snakemake -n` plans in ``workdir``: its rule, wildcards, inputs, outputs, whether it has a
+    benchmark file (the jobs that compute) and its priority."""
+    result = _snakemake_in_root("-n", "--directory", str(workdir), "--configfile", *configfiles)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    jobs = []
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", result.stdout):
+        rule = re.match(r"(?:local)?rule (\w+):", block)
+        if rule is None:
+            continue
+        field = {key: value.strip() for key, value in re.findall(r"^ {4}(\w+): (.*)$", block, re.MULTILINE)}
+        items = {key: [item.strip() for item in field.get(key, "").split(",") if item.strip()] for key in field}
+        jobs.append(
+            {
+                "job": (rule.group(1), field.get("wildcards", "")),
+                "input": items.get("input", []),
+                "output": items.get("output", []),
+                "computes": "benchmark" in field,
+                "priority": int(field.get("priority", 0)),
+            }
+        )
+    return jobs
+
+
+def test_the_jobs_other_computing_jobs_wait_for_start_first(tmp_path):
+    """On two cores the README's main job once trained a first stage late, and the second stage then ran alone at
+    the end. Every computing job (one with a `benchmark:` file) whose output another computing job reads has the
+    higher priority, and no other job has it: worked out here from the dry run's own inputs and outputs."""
+    jobs = _dry_run_jobs(tmp_path, "config/offline.yaml")
+    computing = [job for job in jobs if job["computes"]]
+    read = {path for job in computing for path in job["input"]}
+    waited_for = {
+        job["job"]
+        for job in computing
+        if any(path == output or path.startswith(output.rstrip("/") + "/") for output in job["output"] for path in read)
+    }
+    prioritised = {job["job"] for job in jobs if job["priority"] > 0}
+    # the corpus encoding, both first stages (joint, sup) and both runs whose vectors are kept (the NLI run for
+    # BERT-flow, the Table 2 run for the top-k curve): the offline config's five
+    assert len(waited_for) == 5 and ("encode_corpus", "size=base") in waited_for
+    assert prioritised == waited_for
+
+
 def test_lint_is_clean(tmp_path):
     result = _snakemake_in_root("--lint", "--directory", str(tmp_path), *PAPER_CONFIG)
     assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr

@@ -14,6 +14,7 @@ rule encode_corpus:
         model=lambda wc: CONFIG.models[wc.size],
         topk_max=lambda wc: topk_max(artifacts.vector_cache(wc.size)),
     threads: THREADS
+    priority: UPSTREAM_PRIORITY  # poolings, whitening, BERT-flow, the top-k curve and the figures read it
     resources:
         gpu=GPU_PER_JOB,
     conda:

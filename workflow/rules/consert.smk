@@ -19,6 +19,7 @@ rule consert_train:
         dtype=DTYPE,
         keep_vectors=[],  # the arguments that keep the evaluation's vectors (the rule below)
     threads: THREADS
+    priority: run_priority
     resources:
         gpu=GPU_PER_JOB,
     conda:
