@@ -50,10 +50,12 @@ THREAD_ENV = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MK
 #: Variables a job may set differently from the server: each is read when a command runs, not when a module is
 #: imported (the thread counts, the device and card by :mod:`consert.gpu_pool` before CUDA starts, the temporary
 #: folder by :mod:`tempfile`, reset in the job), or set by a library on itself (polars writes its allocator's
-#: settings into ``_RJEM_MALLOC_CONF`` when snakemake imports it: they matter to polars alone, loaded or not).
+#: settings into ``_RJEM_MALLOC_CONF`` when snakemake imports it: they matter to polars alone, loaded or not), or
+#: dropped by the shell a job runs in (the prompts ``PS1`` and ``PS2``: a virtual environment's ``activate`` exports
+#: ``PS1``, and bash, which snakemake runs each job's command in, unsets both when not interactive).
 PER_JOB_ENV = frozenset(
     {*THREAD_ENV, "CONSERT_DEVICE", "CONSERT_GPU_POOL", "CONSERT_GPU_SHARE", "CUDA_VISIBLE_DEVICES",
-     "TMPDIR", "TEMP", "TMP", "TEMPDIR", "_", "SHLVL", "PWD", "OLDPWD", "_RJEM_MALLOC_CONF", SERVER_ENV}
+     "TMPDIR", "TEMP", "TMP", "TEMPDIR", "_", "SHLVL", "PWD", "OLDPWD", "PS1", "PS2", "_RJEM_MALLOC_CONF", SERVER_ENV}
 )  # fmt: skip
 #: What the server imports before it serves: every command, and what the commands import when they run.
 PRELOAD = (

@@ -88,6 +88,19 @@ def test_a_job_that_differs_at_import_time_starts_cold_and_still_runs(server, tm
     assert result.returncode == 0 and result.stdout.startswith("consert "), result.stderr
 
 
+def test_a_job_run_by_the_shell_of_an_activated_virtual_environment_is_served(server):
+    """A virtual environment's `activate` exports PS1; bash, which snakemake starts each job's command in, unsets PS1
+    and PS2 in a shell that is not interactive. The README's main job, run where a virtual environment was activated
+    in a script, once had all 32 of its `consert` jobs declined for it."""
+    from snakemake.shell import shell
+
+    activated = {**server, "PS1": "(venv) $ ", "PS2": "> "}
+    listed = shell.check_output("env -0", env=activated).decode()  # as snakemake runs a job's command
+    job = dict(item.split("=", 1) for item in listed.split("\0") if "=" in item)
+    assert "PS1" not in job and "PS2" not in job  # what the shell does, not what the server assumes
+    assert job_server.Server._declines(_FakeServer(activated), {"python": job_server._python(), "env": job}) == ""
+
+
 def test_on_a_machine_with_an_nvidia_gpu_a_job_that_may_use_it_starts_cold(server, tmp_path, monkeypatch):
     """CUDA does not start in a process forked after its driver was loaded: where the machine shows an NVIDIA device,
     only a job told to compute on the CPU is served."""
