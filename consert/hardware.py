@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import platform
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,38 @@ def cpu_flags() -> frozenset[str]:
     return frozenset()
 
 
+#: oneDNN's instruction-set levels (``dnnl_cpu_isa_t``) by the name ``ONEDNN_MAX_CPU_ISA`` takes: each level's bit
+#: mask contains those of the levels below it, so a cap allows a level when its mask contains the level's.
+ONEDNN_ISA_MASKS = {
+    "sse41": 0x1, "avx": 0x3, "avx2": 0x7, "avx2_vnni": 0xF, "avx2_vnni_2": 0x1F, "avx512_core": 0x27,
+    "avx512_core_vnni": 0x67, "avx512_core_bf16": 0xE7, "avx10_1_512": 0x1EF, "avx512_core_fp16": 0x1EF,
+    "avx10_1_512_amx": 0xFEF, "avx512_core_amx": 0xFEF, "avx10_1_512_amx_fp16": 0x1FEF,
+    "avx512_core_amx_fp16": 0x1FEF,
+}  # fmt: skip
+#: The CPU's bf16 units: (``/proc/cpuinfo`` flag, name, the oneDNN level that uses it).
+BF16_UNITS = (("avx512_bf16", "AVX-512 BF16", "avx512_core_bf16"), ("amx_bf16", "AMX", "avx512_core_amx"))
+
+
+def onednn_isa_cap() -> str | None:
+    """The level oneDNN is held to by ``ONEDNN_MAX_CPU_ISA`` (or its old name ``DNNL_MAX_CPU_ISA``), lower case;
+    None where neither is set or it says ``ALL``."""
+    value = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA")
+    return None if not value or value.strip().lower() == "all" else value.strip().lower()
+
+
+def bf16_units() -> list[str]:
+    """The CPU's bf16 units that oneDNN may use: those its flags report, less those above an ``ONEDNN_MAX_CPU_ISA``
+    cap (with ``ONEDNN_MAX_CPU_ISA=AVX2`` an AVX-512 BF16 CPU computes bf16 emulated, as one without the units does).
+    A cap oneDNN does not name here is taken to allow every unit."""
+    flags, cap = cpu_flags(), onednn_isa_cap()
+    allowed = ONEDNN_ISA_MASKS.get(cap or "", -1)
+    return [
+        name
+        for flag, name, level in BF16_UNITS
+        if flag in flags and allowed & ONEDNN_ISA_MASKS[level] == ONEDNN_ISA_MASKS[level]
+    ]
+
+
 def hardware_summary(device: str = "cpu", with_threads: bool = True) -> str:
     """One line naming the hardware a timing or result came from.
 
@@ -41,12 +74,10 @@ def hardware_summary(device: str = "cpu", with_threads: bool = True) -> str:
     if torch.device(device).type == "cuda":
         index = torch.device(device).index or 0
         return f"{torch.cuda.get_device_name(index)} (CUDA {torch.version.cuda})"
-    flags = cpu_flags()
-    units = [name for flag, name in (("avx512_bf16", "AVX-512 BF16"), ("amx_bf16", "AMX")) if flag in flags]
-    summary = (
-        f"{cpu_model_name()}; torch capability {torch.backends.cpu.get_cpu_capability()}; "
-        f"bf16 units: {', '.join(units) or 'none'}"
-    )
+    units = ", ".join(bf16_units()) or "none"
+    if onednn_isa_cap():
+        units += f" (oneDNN capped at {onednn_isa_cap().upper()})"
+    summary = f"{cpu_model_name()}; torch capability {torch.backends.cpu.get_cpu_capability()}; bf16 units: {units}"
     return f"{summary}; {torch.get_num_threads()} threads" if with_threads else summary
 
 

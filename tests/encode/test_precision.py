@@ -261,6 +261,35 @@ def test_hardware_summary_names_the_cpu_its_bf16_units_and_threads():
     assert summary.endswith(f"{torch.get_num_threads()} threads")
 
 
+@pytest.mark.parametrize(
+    ("flags", "cap", "expected"),
+    [
+        ({"avx512_bf16", "amx_bf16"}, None, ["AVX-512 BF16", "AMX"]),
+        ({"avx512_bf16", "amx_bf16"}, "ALL", ["AVX-512 BF16", "AMX"]),
+        ({"avx512_bf16", "amx_bf16"}, "AVX512_CORE_BF16", ["AVX-512 BF16"]),  # below AMX's level
+        ({"avx512_bf16", "amx_bf16"}, "AVX512_CORE_AMX", ["AVX-512 BF16", "AMX"]),
+        ({"avx512_bf16"}, "AVX2", []),  # the AVX2 emulation of an AVX-512 BF16 CPU: bf16 emulated
+        ({"avx512_bf16"}, "AVX512_CORE_VNNI", []),
+        ({"avx2"}, None, []),  # an AVX2-only CPU
+    ],
+)
+def test_bf16_units_are_the_flags_less_what_a_onednn_cap_keeps_it_from(monkeypatch, flags, cap, expected):
+    """oneDNN's documented levels: AVX-512 BF16 is used from ``avx512_core_bf16`` up, AMX from ``avx512_core_amx``."""
+    from consert import hardware
+
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset(flags))
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    if cap is None:
+        monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    else:
+        monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", cap)
+    assert hardware.bf16_units() == expected
+    summary = hardware.hardware_summary("cpu", with_threads=False)
+    assert summary.endswith(
+        f"bf16 units: {', '.join(expected) or 'none'}" + (f" (oneDNN capped at {cap})" if cap and cap != "ALL" else "")
+    )
+
+
 def test_onnxruntime_hidden_states_match_pytorch_on_padded_batches_of_any_length():
     """Every hidden state, at real (unpadded) positions, for batch shapes the export never saw."""
     torch_encoder = SentenceEncoder.load(STAND_IN_MODEL, dtype="fp32", engine="torch", device="cpu")

@@ -67,17 +67,17 @@ def test_the_paths_auto_can_pick_stay_within_0_03_of_pytorch_fp32(fp32_csv, real
     """No set-level number moves by more than the comparison's precision allowance (0.03) from PyTorch fp32.
 
     Checked for every other path ``auto`` can pick on this CPU (the probe measures which is fastest):
-    fp32 through ONNX Runtime, and bf16 autocast (PyTorch) where the CPU has bf16 units (AVX-512 BF16 or
-    AMX); without them bf16 is emulated, about 8x slower than fp32, and the probe never picks it (and
-    this test would spend minutes on it). Per-subset values of small subsets (FNWN: 189 pairs) move more
-    under bf16 and are not bounded here.
+    fp32 through ONNX Runtime, and bf16 autocast (PyTorch) where oneDNN may use the CPU's bf16 units (AVX-512
+    BF16 or AMX); without them, or with oneDNN capped below them (``ONEDNN_MAX_CPU_ISA=AVX2``), bf16 is
+    emulated, about 8x slower than fp32, and the probe never picks it (and this test would spend minutes on it).
+    Per-subset values of small subsets (FNWN: 189 pairs) move more under bf16 and are not bounded here.
     """
     from consert.evaluate.protocol import evaluate_model
-    from consert.hardware import cpu_flags
+    from consert.hardware import bf16_units
     from consert.verdict.yardstick import PRECISION_ALLOWANCE
 
     paths = {("fp32", "onnxruntime")}
-    if cpu_flags() & {"avx512_bf16", "amx_bf16"}:
+    if bf16_units():  # the CPU's, less those an ONEDNN_MAX_CPU_ISA cap keeps oneDNN from
         paths.add(("bf16", "torch"))
     reference = _set_level(fp32_csv)
     for dtype, engine in sorted(paths):
