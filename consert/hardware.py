@@ -48,8 +48,8 @@ BF16_UNITS = (("avx512_bf16", "AVX-512 BF16", "avx512_core_bf16"), ("amx_bf16", 
 def onednn_isa_cap() -> str | None:
     """The level oneDNN is held to by ``ONEDNN_MAX_CPU_ISA`` (or its old name ``DNNL_MAX_CPU_ISA``), lower case;
     None where neither is set or it says ``ALL``."""
-    value = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA")
-    return None if not value or value.strip().lower() == "all" else value.strip().lower()
+    value = (os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or "").strip().lower()
+    return None if value in ("", "all") else value
 
 
 def bf16_units() -> list[str]:
@@ -74,9 +74,9 @@ def hardware_summary(device: str = "cpu", with_threads: bool = True) -> str:
     if torch.device(device).type == "cuda":
         index = torch.device(device).index or 0
         return f"{torch.cuda.get_device_name(index)} (CUDA {torch.version.cuda})"
-    units = ", ".join(bf16_units()) or "none"
-    if onednn_isa_cap():
-        units += f" (oneDNN capped at {onednn_isa_cap().upper()})"
+    units, cap = ", ".join(bf16_units()) or "none", onednn_isa_cap()
+    if cap:
+        units += f" (oneDNN capped at {cap.upper()})"
     summary = f"{cpu_model_name()}; torch capability {torch.backends.cpu.get_cpu_capability()}; bf16 units: {units}"
     return f"{summary}; {torch.get_num_threads()} threads" if with_threads else summary
 

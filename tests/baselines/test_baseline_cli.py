@@ -60,7 +60,8 @@ def test_topk_cli_writes_a_curve(tiny_tree, tmp_path):
 #: values (GloVe's reference is a fast test against sentence-transformers' own modules): pooling, whitening
 #: and GloVe are closed-form, +-0.1; the flow is 1,753 optimiser steps whose rounding depends on the CPU's
 #: vector instructions, +-0.5. The pins were measured with each baseline encoding the sets itself; the test
-#: reads the same vectors from one `consert encode` cache, as the workflow's baseline jobs do.
+#: reads one `consert encode` cache of the same encoder in fp32, as the workflow's baseline jobs do (batched
+#: over more texts, so its vectors equal those up to fp32 rounding; the pins held, 2026-11-29, Zen 4 EPYC).
 PINNED_AVG = {"pooling": (77.08, 0.1), "whitening": (72.47, 0.1), "flow": (72.94, 0.5), "glove": (58.84, 0.1)}
 
 
