@@ -79,10 +79,11 @@ def evaluate_baseline(
     """Fit on ``corpora`` (see :func:`fit_corpora`; per task or once), evaluate on the 7 sets, and
     attach the provenance columns; ``fit_texts`` says how many texts each row's fit saw."""
     corpora = corpora or {}
+    run = f"{embedder.name} of {embedder.describe().get('model', '')}".removesuffix(" of ")  # what a fault names
     if EVERY_TASK in corpora or not corpora:
         if corpora:
             embedder.fit(corpora[EVERY_TASK])
-        frame = evaluate_embedder(data, embedder.encode)
+        frame = evaluate_embedder(data, embedder.encode, run=run)
         frame["fit_texts"] = len(corpora.get(EVERY_TASK, ()))
     else:
         vectors = {}
@@ -90,7 +91,7 @@ def evaluate_baseline(
             embedder.fit(corpora[task])
             sentences = sts.eval_sentences()
             vectors[task] = dict(zip(sentences, embedder.encode(sentences), strict=True))
-        frame = evaluate_task_vectors(data, vectors)
+        frame = evaluate_task_vectors(data, vectors, run=run)
         counts = {task: len(texts) for task, texts in corpora.items()}
         frame["fit_texts"] = frame.dataset.map(counts).fillna(sum(counts.values())).astype(int)
     described = embedder.describe()

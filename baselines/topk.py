@@ -60,7 +60,8 @@ def topk_curve(
         raise KeyError(f"{len(missing)} evaluation sentences have no top-k statistics, e.g. {missing[0]!r}")
     frames = []
     for k, means in rank_sums.masked_means(ks):
-        frame = evaluate_vectors(data, {s: means[row_of[s]] for s in sentences}, resamples=0, with_diagnostics=False)
+        vectors = {s: means[row_of[s]] for s in sentences}
+        frame = evaluate_vectors(data, vectors, resamples=0, with_diagnostics=False, run=f"top-{k} masking")
         removed = encoder.tokenizer.convert_ids_to_tokens(list(ranking[:k]))
         frames.append(frame[frame.subset == "all"].assign(k=k, removed_tokens=" ".join(removed[-1:]) if k else ""))
     return pd.concat(frames, ignore_index=True)

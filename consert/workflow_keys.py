@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.json_schema import GenerateJsonSchema
 
 #: A training stage a config sets keys for (``stages``, ``size_stages``): the name of one of ConSERT's stage records
@@ -24,6 +24,25 @@ Positive = Annotated[float, Field(gt=0)]
 #: (ConSERT's, the family's), SG-OPT's tau and Figure 7's sweep.
 Temperature = Positive
 AtLeastOne = Annotated[int, Field(ge=1)]
+
+
+def repeated_seed_fault(seeds: Sequence[Any]) -> str:
+    """Why a list of seeds cannot be run as given (a seed in it twice: planned once, it would be averaged twice),
+    or ""."""
+    repeated = next((seed for index, seed in enumerate(seeds) if seed in seeds[:index]), None)
+    if repeated is None:
+        return ""
+    return f"seed {repeated} is given twice ({list(seeds)}); expected distinct seeds"
+
+
+def _distinct(seeds: list[int]) -> list[int]:
+    if fault := repeated_seed_fault(seeds):
+        raise ValueError(fault)
+    return seeds
+
+
+#: Seeds of a kind of run: at least one, each once (the schema says ``uniqueItems``).
+Seeds = Annotated[list[int], Field(min_length=1, json_schema_extra={"uniqueItems": True}), AfterValidator(_distinct)]
 
 
 class Keys(BaseModel):
@@ -79,7 +98,7 @@ class BaselineKeys(Keys):
     )
     sgopt: dict[str, Any] = Field({}, description="SgOptConfig overrides (see baselines/sgopt.py).")
     flow_nli: FlowNliKeys = FlowNliKeys()
-    sgopt_seeds: Annotated[list[int], Field(min_length=1)] | None = Field(
+    sgopt_seeds: Seeds | None = Field(
         None,
         description="Seeds of the SG-OPT runs Table 2's row averages (default: the config's seeds). SG-OPT's published "
         "numbers are the mean of 8 runs, seeds 1, 2, 3, 4, 1234, 2345, 3456, 7890 (its Table 8); the paper config "
@@ -95,7 +114,7 @@ class SweepKeys(Keys):
     """Table 4 and Figures 5-7."""
 
     sizes: list[str] = Field(description="Model size labels (keys of models) that the sweeps run on.")
-    seeds: Annotated[list[int], Field(min_length=1)] | None = Field(
+    seeds: Seeds | None = Field(
         None,
         description="Seeds of the sweeps (Table 4, Figures 5-7); default the config's `seeds`. The paper config runs "
         "one: the comparison judges one-seed rows with the declared seed SD (decision.yaml).",
@@ -196,7 +215,7 @@ class WorkflowConfig(Keys):
         "the checkout, else downloaded (docs: Data)",
         description="SentEval data directory (read in place).",
     )
-    seeds: Annotated[list[int], Field(min_length=1)] = Field(
+    seeds: Seeds = Field(
         [1],
         title="the seeds of the primary rows (Tables 2 and 3, the family); tables report the mean, SD and intervals "
         "over them",

@@ -4,6 +4,10 @@ For every STS year the paper merges all subsets and computes Spearman once (``al
 reports the plain mean over subsets (``mean``) and the mean weighted by subset size (``wmean``);
 BERT-flow and BERT-whitening report ``wmean``. STS-B and SICK-R use their test split, for which all
 three coincide. The seven-set average ``Avg`` is taken over the per-set values of the paper's seven sets.
+
+No aggregate skips a missing part: a set's mean over its subsets and the Avg over the sets are NaN where a part is.
+The protocol refuses to score what cannot be scored (:class:`NonFiniteScores`): a vector that is not finite (what a
+diverged run encodes), or a set whose correlation is not (every pair with the same cosine: a collapsed embedding).
 """
 
 from __future__ import annotations
@@ -44,6 +48,55 @@ RESULT_COLUMNS = (
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
 
 
+class NonFiniteScores(ValueError):
+    """Vectors or a correlation that are not finite: nothing is scored or written. The message names the run (where
+    the caller gave one), the set and how many vectors were not finite, in one line."""
+
+
+def check_finite_vectors(data: SentEvalData, vectors: dict[str, dict[str, np.ndarray]], run: str = "") -> None:
+    """Raise :class:`NonFiniteScores` when a set's evaluated sentences have a vector holding a NaN or an infinity,
+    counting them (a diverged run, an fp16 overflow, writes such vectors; their pairs' cosines are NaN)."""
+    not_finite: dict[int, set[str]] = {}  # by mapping: the sets usually share one
+    for name, sts in data.sets.items():
+        given = vectors[name]
+        if id(given) not in not_finite:
+            sentences = list(given)
+            finite = np.isfinite(np.stack([given[s] for s in sentences])).all(axis=1) if sentences else []
+            not_finite[id(given)] = {sentences[i] for i in np.flatnonzero(~np.asarray(finite, dtype=bool))}
+        if not not_finite[id(given)]:
+            continue
+        evaluated = sts.eval_sentences()
+        bad = sum(s in not_finite[id(given)] for s in evaluated)
+        if bad:
+            raise NonFiniteScores(
+                f"{_of(run)}{name}: {bad:,} of {len(evaluated):,} sentence vectors are not finite (NaN or infinite); "
+                "not scored (a diverged run? train it again, or evaluate in fp32)"
+            )
+
+
+def check_finite_scores(scores: dict[str, float], groups: dict[str, tuple[np.ndarray, np.ndarray]], dataset: str,
+                        run: str = "") -> None:  # fmt: skip
+    """Raise :class:`NonFiniteScores` when the merged Spearman of a set (``scores["all"]``), or that of a subset with
+    gold pairs, is not finite: fewer than two pairs, or predictions or gold scores that do not vary."""
+    merged = tuple(np.concatenate(parts) for parts in zip(*groups.values(), strict=True))
+    parts = {"all": merged} | {f"subset:{name}": pair for name, pair in groups.items() if len(pair[1])}
+    for key, (predicted, gold) in parts.items():
+        if np.isfinite(scores[key]):
+            continue
+        where = dataset if key == "all" else f"{dataset} ({key.removeprefix('subset:')})"
+        if len(gold) < 2:
+            why = f"{len(gold)} gold pair"
+        elif np.ptp(predicted) == 0:
+            why = f"all {len(gold):,} pairs have the same cosine (a collapsed embedding)"
+        else:
+            why = f"the gold scores of its {len(gold):,} pairs do not vary"
+        raise NonFiniteScores(f"{_of(run)}{where}: Spearman is not finite: {why}; not scored")
+
+
+def _of(run: str) -> str:
+    return f"{run}: " if run else ""
+
+
 def spearman_x100(predicted: Sequence[float], gold: Sequence[float]) -> float:
     """Spearman rank correlation times 100 (scipy's, ties averaged)."""
     return float(spearmanr(predicted, gold).statistic) * 100.0
@@ -61,7 +114,7 @@ def aggregate(groups: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, flo
     """SentEval's three aggregations over subsets given ``{subset: (predicted, gold)}``.
 
     ``all``: Spearman of all subsets concatenated; ``mean``: mean of per-subset Spearman;
-    ``wmean``: per-subset Spearman weighted by the number of pairs.
+    ``wmean``: per-subset Spearman weighted by the number of pairs. A subset's NaN makes ``mean`` and ``wmean`` NaN.
     """
     per_subset = {name: spearman_x100(pred, gold) for name, (pred, gold) in groups.items()}
     sizes = np.array([len(gold) for _, gold in groups.values()], dtype=float)
@@ -100,6 +153,7 @@ def evaluate_vectors(
     vectors: dict[str, np.ndarray],
     resamples: int = DEFAULT_RESAMPLES,
     with_diagnostics: bool = True,
+    run: str = "",
 ) -> pd.DataFrame:
     """Result frame for sentence vectors given as ``{sentence: vector}`` covering every eval sentence.
 
@@ -107,7 +161,7 @@ def evaluate_vectors(
     :data:`RESULT_COLUMNS` and, for the intervals and diagnostics, :func:`evaluate_task_vectors`.
     """
     return evaluate_task_vectors(
-        data, {name: vectors for name in data.sets}, resamples, with_diagnostics=with_diagnostics
+        data, {name: vectors for name in data.sets}, resamples, with_diagnostics=with_diagnostics, run=run
     )
 
 
@@ -117,6 +171,7 @@ def evaluate_task_vectors(
     resamples: int = DEFAULT_RESAMPLES,
     bootstrap_seed: int = BOOTSTRAP_SEED,
     with_diagnostics: bool = True,
+    run: str = "",
 ) -> pd.DataFrame:
     """As :func:`evaluate_vectors`, with each dataset's own ``{sentence: vector}`` (``vectors[dataset]``).
 
@@ -130,8 +185,11 @@ def evaluate_task_vectors(
     (:data:`~consert.evaluate.diagnostics.DIAGNOSTIC_COLUMNS`); the Avg row, the mean over the sets of
     anisotropy, alignment and uniformity. ``with_diagnostics=False`` leaves them out (their all-pairs
     uniformity costs seconds a set: Figure 4's curve, 51 evaluations of one model, does without).
+    A vector or a set's correlation that is not finite raises :class:`NonFiniteScores`, naming ``run`` (the model or
+    run evaluated), the set and how many vectors; every aggregate is NaN where a part of it is.
     """
     names = [n for n in TASKS if n in data.sets]
+    check_finite_vectors(data, vectors, run)
     scored = {
         name: {sub: score_pairs(pairs, vectors[name]) for sub, pairs in data.sets[name].eval_groups.items()}
         for name in names
@@ -141,6 +199,7 @@ def evaluate_task_vectors(
     for name in names:
         groups = scored[name]
         scores = aggregate(groups)
+        check_finite_scores(scores, groups, name, run)
         n_total = sum(len(gold) for _, gold in groups.values())
         bounds: list[float] = []
         if resamples:
@@ -154,8 +213,9 @@ def evaluate_task_vectors(
     paper = paper_tasks()  # the paper's Avg: its seven sets, as TASKS declares them now
     per_set = frame[(frame.subset == "all") & frame.dataset.isin(paper)]
     if len(per_set) == len(paper):
-        average = ["Avg", "all", int(per_set.n_pairs.sum()), *per_set[list(RESULT_COLUMNS[3:6])].mean()]
-        pearson = float(per_set.pearson.mean())
+        # skipna=False: an Avg over a set that is NaN is NaN, never the mean of the others
+        average = ["Avg", "all", int(per_set.n_pairs.sum()), *per_set[list(RESULT_COLUMNS[3:6])].mean(skipna=False)]
+        pearson = float(per_set.pearson.mean(skipna=False))
         bounds = []
         if resamples:
             replicates["Avg"] = {key: np.mean([replicates[n][key] for n in paper], axis=0) for key in AGGREGATE_KEYS}
@@ -183,7 +243,7 @@ def _with_diagnostics(
     table = pd.DataFrame.from_dict(values, orient="index", columns=list(DIAGNOSTIC_COLUMNS))
     if "Avg" in set(frame.dataset):
         paper = table.loc[list(paper_tasks()), ["anisotropy", "alignment", "uniformity"]]
-        table.loc["Avg", ["anisotropy", "alignment", "uniformity"]] = paper.mean()
+        table.loc["Avg", ["anisotropy", "alignment", "uniformity"]] = paper.mean(skipna=False)
     dataset_rows = frame.subset == "all"
     for column in DIAGNOSTIC_COLUMNS:
         frame[column] = np.where(dataset_rows, frame.dataset.map(table[column]), np.nan)
@@ -194,11 +254,14 @@ def _or_nan(bounds: list[float]) -> list[float]:
     return bounds or [np.nan] * 2 * len(AGGREGATE_KEYS)
 
 
-def evaluate_embedder(data: SentEvalData, embed: EmbedFn, resamples: int = DEFAULT_RESAMPLES) -> pd.DataFrame:
-    """Run the protocol with ``embed`` (list of sentences -> N x d array), each sentence encoded once."""
+def evaluate_embedder(
+    data: SentEvalData, embed: EmbedFn, resamples: int = DEFAULT_RESAMPLES, run: str = ""
+) -> pd.DataFrame:
+    """Run the protocol with ``embed`` (list of sentences -> N x d array), each sentence encoded once (``run``: what
+    a fault names)."""
     sentences = evaluation_sentences(data)
     matrix = embed(sentences)
-    return evaluate_vectors(data, dict(zip(sentences, matrix, strict=True)), resamples)
+    return evaluate_vectors(data, dict(zip(sentences, matrix, strict=True)), resamples, run=run)
 
 
 def pair_predictions(data: SentEvalData, vectors: dict[str, np.ndarray], dataset: str) -> pd.DataFrame:
@@ -269,7 +332,7 @@ def evaluate_model(
         matrices = encoder.encode_poolings(sentences, poolings, progress=progress)
     frames = []
     for pooling, matrix in matrices.items():
-        frame = evaluate_vectors(data, dict(zip(sentences, matrix, strict=True)))
+        frame = evaluate_vectors(data, dict(zip(sentences, matrix, strict=True)), run=f"{model} ({pooling})")
         columns = provenance(
             model=str(model),
             base_model=encoder.resolved.base_model,
@@ -311,7 +374,9 @@ def evaluate_sentence_transformer(
     device = str(encoder.device)
     batch_size = batch_size or default_batch_size(device)
     frame = evaluate_embedder(
-        data, lambda sentences: encoder.encode(sentences, batch_size=batch_size, show_progress_bar=progress)
+        data,
+        lambda sentences: encoder.encode(sentences, batch_size=batch_size, show_progress_bar=progress),
+        run=str(model),
     )
     modules = " + ".join(type(module).__name__ for module in encoder)
     columns = provenance(

@@ -5,7 +5,8 @@ rows carry the provenance of the evaluations behind them. Seeds are averaged: ev
 ``X`` has a companion ``X_std`` (sample standard deviation over seeds, empty for one seed),
 ``X_seed_ci_low``/``_high`` (Student-t interval of the mean over seeds) and ``X_ci_low``/``_high``
 (the test-set bootstrap interval, averaged over seeds); ``n_seeds`` says how many runs each row
-averages.
+averages. No aggregate skips a missing part: a seed's NaN makes the row's mean, SD and interval NaN. A seed is
+averaged once: two evaluations of one row with the same seed are refused.
 """
 
 from __future__ import annotations
@@ -71,33 +72,37 @@ def per_set_scores(evaluation: pd.DataFrame) -> dict[str, float]:
 
 
 def seed_interval(values: pd.Series, level: float = 0.95) -> tuple[float, float]:
-    """Student-t interval of the mean over seeds (NaN for a single seed)."""
+    """Student-t interval of the mean over seeds (NaN for a single seed, and where a seed's value is NaN)."""
     from scipy import stats
 
-    values = values.dropna()
-    if len(values) < 2:
+    if len(values) < 2 or values.isna().any():
         return np.nan, np.nan
     half = stats.t.ppf(0.5 + level / 2, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values))
     return float(values.mean() - half), float(values.mean() + half)
 
 
 def summarize(entries: Iterable[Entry], extra: Sequence[str] = ()) -> pd.DataFrame:
-    """One row per distinct label set (seed ignored): mean and std over seeds of every score column.
+    """One row per distinct label set (seed ignored): mean and std over seeds of every score column, NaN where a
+    seed's value is. A label set given twice with the same seed is a :class:`ValueError` (it would be averaged twice).
 
     ``extra`` names further numeric columns of the evaluation frames (e.g. ``best_step``) to average.
     """
     groups: dict[tuple, list[Entry]] = {}
     for labels, evaluation in entries:
         key = tuple(sorted((k, v) for k, v in labels.items() if k != "seed"))
-        groups.setdefault(key, []).append((labels, evaluation))
+        members = groups.setdefault(key, [])
+        if "seed" in labels and any(other.get("seed") == labels["seed"] for other, _ in members):
+            row = ", ".join(f"{name} {value}" for name, value in key)
+            raise ValueError(f"{row}: seed {labels['seed']} is given twice; expected each seed once")
+        members.append((labels, evaluation))
     rows = []
     for key, members in groups.items():
         row: dict[str, Any] = dict(key)
         scores = pd.DataFrame([per_set_scores(ev) for _, ev in members])
         for column in scores.columns:
-            row[column] = scores[column].mean()
+            row[column] = scores[column].mean(skipna=False)
             if column in SEEDED_SCORES:
-                row[f"{column}_std"] = scores[column].std(ddof=1) if len(members) > 1 else np.nan
+                row[f"{column}_std"] = scores[column].std(ddof=1, skipna=False) if len(members) > 1 else np.nan
                 row[f"{column}_seed_ci_low"], row[f"{column}_seed_ci_high"] = seed_interval(scores[column])
         for column in extra:
             values = [float(ev[column].iloc[0]) for _, ev in members]

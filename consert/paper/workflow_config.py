@@ -27,7 +27,7 @@ from consert.paper.run_configs import sgopt_run_config
 from consert.train.config import TrainConfig, check_train_config
 from consert.train.modes import METHOD_KEYS_BLOCK, STAGE_KEYS_BLOCK, modes_of
 from consert.train.objectives import check_objective
-from consert.workflow_keys import FamilyKeys, WorkflowConfig, json_schema
+from consert.workflow_keys import FamilyKeys, WorkflowConfig, json_schema, repeated_seed_fault
 
 
 def load_workflow_config(config: Mapping[str, Any]) -> WorkflowConfig:
@@ -117,6 +117,8 @@ def check_schema(config: Mapping[str, Any]) -> None:
         known = sorted(error.schema.get("properties", {}))
         unknown = sorted(set(error.instance) - set(known))
         raise ConfigError(unknown_key_message(unknown[0], known, block))
+    if error.validator == "uniqueItems":  # the seeds keys: say which seed repeats
+        raise ConfigError(f"config key `{where}`: {repeated_seed_fault(error.instance)}")
     if "propertyNames" in error.relative_schema_path:  # a block whose keys are a fixed set (the training stages)
         raise ConfigError(unknown_key_message(str(error.instance), list(error.schema["enum"]), block))
     raise ConfigError(f"config key `{where or '(top level)'}`: {error.message}")

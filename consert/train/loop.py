@@ -287,7 +287,13 @@ class _DevSelection:
 
     def record(self, step: int, score: float, times: int) -> bool:
         """Log ``times`` evaluations of the same model scoring ``score`` after ``step``, keep the best state;
-        True when patience runs out."""
+        True when patience runs out. A score that is not finite (NaN vectors, every pair at one cosine) is a fault:
+        no comparison with it chooses a state."""
+        if not math.isfinite(score):
+            raise TrainingFault(
+                f"step {step}: the dev Spearman is {score} (not finite: the dev vectors hold NaN, or every dev pair "
+                "has the same cosine); stopping without export"
+            )
         for _ in range(times):
             self.log.append({"step": step, "dev_spearman": score, "seconds": time.perf_counter() - self.started})
             improved = score > self.best["dev"]

@@ -4,6 +4,7 @@ the equivalence test into a row of ``comparison.csv`` (or a gap: a published row
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -84,9 +85,6 @@ def published_row_cells(
                 out.append(gap_row(artifact, published_name, f"no reproduced row named {reproduced_name!r}"))
             continue
         pub_row, rep_row = pub.iloc[0], rep.iloc[0]
-        if repeated := repeated_seeds(rep_row):
-            out.append(gap_row(artifact, published_name, repeated))  # a seed reported twice stands for a failed one
-            continue
         reason = not_comparable_reason(rep_row, size)
         row_aggregate = aggregate_of(context.aggregates, artifact, published_name)
         decided = False
@@ -107,13 +105,18 @@ def published_row_cells(
     return out
 
 
-def repeated_seeds(row: pd.Series) -> str:
-    """Why a reproduced row's seed labels (``seeds``, "1;2;3") cannot stand for its ``n_seeds`` runs (a label
-    repeated: a seed reported twice in place of a failed one), or ""."""
-    labels = [label.strip() for label in str(row.get("seeds", "") or "").split(";") if label.strip()]
-    if len(labels) == len(set(labels)):
-        return ""
-    return f"seed labels repeat ({row.get('seeds')}): {len(set(labels))} distinct of {len(labels)} seeds ran"
+def read_seeded_table(path: Path) -> pd.DataFrame:
+    """A reproduced table (its ``seeds`` column lists each row's seeds, "1;2;3"), refused in one
+    :class:`ValueError` line when a row lists a seed twice: it would stand for two runs where one ran."""
+    table = pd.read_csv(path).copy()  # .copy(): one block per dtype (keying a wide table would fragment it)
+    for line, seeds in enumerate(table.get("seeds", pd.Series(dtype=str)), start=2):  # line 1: the header
+        labels = [label.strip() for label in str(seeds if pd.notna(seeds) else "").split(";") if label.strip()]
+        repeated = sorted({label for label in labels if labels.count(label) > 1})
+        if repeated:
+            raise ValueError(
+                f"{path}:{line}: seed {repeated[0]} is listed twice (seeds {seeds}); expected each seed once"
+            )
+    return table
 
 
 def cell_row(

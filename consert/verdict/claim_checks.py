@@ -15,6 +15,7 @@ from scipy import stats
 
 from consert import registry
 from consert.data.senteval import DATASETS
+from consert.verdict.cells import read_seeded_table
 from consert.verdict.decision import Decision, RowKinds, authors_topk_k, method_noise
 
 
@@ -110,7 +111,7 @@ class Tables:
         """The artifact's table, or None when it is absent."""
         if artifact not in self._cache:
             path = self.results / self.files[artifact]
-            self._cache[artifact] = pd.read_csv(path) if path.is_file() else None
+            self._cache[artifact] = read_seeded_table(path) if path.is_file() else None
         return self._cache[artifact]
 
     def row(self, cell: dict[str, Any], size: str) -> pd.Series | None:

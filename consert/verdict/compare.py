@@ -27,7 +27,7 @@ import pandas as pd
 
 from consert.encode.models import PAPER_ENCODERS
 from consert.registry import FAMILY, FIGURE4, FIGURE5, TABLE2, TABLE3, TABLE4
-from consert.verdict.cells import Context, gap_row, published_row_cells
+from consert.verdict.cells import Context, gap_row, published_row_cells, read_seeded_table
 from consert.verdict.decision import (
     COMPARISON_COLUMNS,
     PRIMARY,
@@ -134,8 +134,7 @@ def _table2_pairs(_: pd.DataFrame) -> list[tuple[str, str, str | None]]:
 def read_reproduced(results: Path) -> dict[str, pd.DataFrame | None]:
     """Every reproduced file the comparison reads (None where it is missing). Loading only loads."""
     files = dict.fromkeys(block.reproduced_file for block in COMPARED_BLOCKS)
-    # .copy(): one block per dtype (a wide table is read as many blocks, and keying it would fragment it)
-    return {name: pd.read_csv(results / name).copy() if (results / name).is_file() else None for name in files}
+    return {name: read_seeded_table(results / name) if (results / name).is_file() else None for name in files}
 
 
 def compare(

@@ -1,16 +1,17 @@
 """Nothing leaves the gate silently (issue 56): a row that cannot be shown equivalent can still be shown not
-equivalent; seeds that do not spread (a seed never applied) fail; a seed reported twice, a NaN primary cell and a
-missing family file the config trains are ``missing``; rows of another setting are counted; the claims use the
-gate's noise kinds. Fixtures built by construction, expected values from arithmetic and chi-square tables."""
+equivalent; seeds that do not spread (a seed never applied) fail; a NaN primary cell and a missing family file the
+config trains are ``missing``; a table listing a seed twice is refused; rows of another setting are counted; the claims
+use the gate's noise kinds. Fixtures built by construction, expected values from arithmetic and chi-square tables."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from consert.verdict.claim_checks import noise_kind
+from consert.verdict.claim_checks import Tables, noise_kind
 from consert.verdict.compare import compare
-from consert.verdict.decision import MULTI_SUBSET, RowKinds
+from consert.verdict.decision import MULTI_SUBSET, RowKinds, load_decision
 from consert.verdict.gate import gate
 from tests.conftest import PUBLISHED
 from tests.verdict.test_compare import PAPER, _primary, _published_row, _results, _seeded
@@ -43,14 +44,19 @@ def test_seeds_that_do_not_spread_fail_the_gate(tmp_path):
     assert fine.verdict == "reproduced" and not fine.reason
 
 
-def test_a_seed_reported_twice_is_missing(tmp_path):
-    """``seeds`` "1;1;2": three runs counted, two distinct seeds: the row is missing, never decided."""
+def test_a_table_that_lists_a_seed_twice_is_refused_where_it_is_read(tmp_path):
+    """``seeds`` "1;1;2": three runs counted, two distinct seeds. The comparison and the claims refuse the file in one
+    line naming its line (the header is line 1, ConSERT-base's row line 2), never deciding on it."""
     table = _seeded(0.0, 0.0, n=3).assign(seeds=["1;1;2", "1;2;3"])
-    comparison = compare(_results(tmp_path, table), PUBLISHED)
-    base = comparison[comparison.row == "ConSERT-base"]
-    assert base.status.tolist() == ["missing"] and "2 distinct of 3" in base.reason.item()
-    assert _primary(comparison, "ConSERT-large").status == "compared"
-    assert gate(comparison)[0] == 1
+    results = _results(tmp_path, table)
+    with pytest.raises(ValueError, match=r"table2_unsup.csv:2: seed 1 is listed twice \(seeds 1;1;2\)"):
+        compare(results, PUBLISHED)
+    decision = load_decision(PUBLISHED)
+    tables = Tables(results, decision, {"table2": "table2_unsup.csv"})
+    with pytest.raises(ValueError, match="seed 1 is listed twice"):
+        tables("table2")
+    table.assign(seeds=["1;2;3", "1;2;3"]).to_csv(results / "table2_unsup.csv", index=False)
+    assert _primary(compare(results, PUBLISHED), "ConSERT-base").status == "compared"
 
 
 def test_a_nan_cell_of_a_table_whose_every_set_is_primary_is_missing(tmp_path):
