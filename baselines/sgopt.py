@@ -24,18 +24,16 @@ import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from consert.configs import Settings, key
+from consert.configs import AutoOnOff, Settings, key
 from consert.data.senteval import STSB, SentEvalData, dev_pairs, load_senteval
 from consert.encode.batching import TokenCache, pad_multiple, to_device
 from consert.encode.models import default_device, resolve_model
 from consert.encode.precision import training_precision
-from consert.train.config import COMPILE_CHOICES
 from consert.train.export import export_model
 from consert.train.graphs import FP16_BLOCKER, GraphedStep, graphed_probe_runner, graphs_unavailable
 from consert.train.loop import LoopResult, loop_settings, run_loop
@@ -76,7 +74,7 @@ class SgOptConfig(Settings):
     seed: int = key("the run's seed (data order, dropout, the projection head)", 1)
     dtype: str = key("the precision measured fastest on this machine (consert.encode.precision)", "auto")
     device: str | None = key("cpu or cuda (null: cuda when available)", None)
-    cuda_graphs: Literal[COMPILE_CHOICES] = key(
+    cuda_graphs: AutoOnOff = key(
         "replay the step as CUDA graphs over its packed real tokens: on, off, or auto (on CUDA, unless the "
         "precision is fp16, whose gradient scaler a replay cannot run)",
         "auto",

@@ -1,18 +1,21 @@
 """Config plumbing every command shares: the one-line :class:`ConfigError`, fields with their help text,
 YAML files read strictly (duplicate keys and malformed YAML named at their line), ``key=value`` overrides read
-as YAML, the one way a settings class is declared and checked (:class:`Settings`, pydantic, as the workflow config
-is), and the resolved settings files the workflow hands its jobs (:class:`ResolvedFile`)."""
+as YAML, where each key was given (:class:`KeyOrigins`: a file's line or a flag, which a fault names), the one way a
+settings class is declared and checked (:class:`Settings`, pydantic, as the workflow config is), the switches YAML
+1.1 reads as booleans (:data:`OnOff`), and the resolved settings files the workflow hands its jobs
+(:class:`ResolvedFile`)."""
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import UnionType
-from typing import Annotated, Any, Self, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Self, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
@@ -29,6 +32,39 @@ def key(help_text: str, default: Any = PydanticUndefined, factory: Any = None, *
     if factory is not None:
         return Field(default_factory=factory, description=help_text, **bounds)
     return Field(default, description=help_text, **bounds)
+
+
+def _switch(value: Any) -> Any:
+    """``on``/``off`` as given, and YAML 1.1's reading of them (``packed: on`` is ``True``; so are ``true`` and
+    ``yes``): a boolean as ``"on"``/``"off"``, so that every resolved config and record writes the same string."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):  # a quoted boolean, or --config's text
+        return "on" if value.strip().lower() == "true" else "off"
+    return value
+
+
+#: A switch: ``on`` or ``off`` (``true``/``false``, and YAML's ``on``/``off`` read as booleans, normalised to them).
+OnOff = Annotated[Literal["on", "off"], BeforeValidator(_switch)]
+#: A switch with an ``auto`` position (the harness decides from the run): ``auto``, ``on`` or ``off``, as :data:`OnOff`.
+AutoOnOff = Annotated[Literal["auto", "on", "off"], BeforeValidator(_switch)]
+
+
+@dataclass(frozen=True)
+class KeyOrigins:
+    """Where each key of a settings mapping was given, by its path of keys (``("packed",)``, ``("augcse", "x")``): a
+    file's line (``train.yaml:12``) or a flag (``--set``); a key not listed came from ``default``. A fault names the
+    origin of its key, not the file that the other keys came from."""
+
+    default: str
+    keys: Mapping[tuple[str, ...], str] = field(default_factory=dict)
+
+    def of(self, path: Sequence[str]) -> str:
+        """The origin of the key at ``path``: its own, else the nearest enclosing key's, else :attr:`default`."""
+        for end in range(len(path), 0, -1):
+            if (found := self.keys.get(tuple(path[:end]))) is not None:
+                return found
+        return self.default
 
 
 #: What a field's type expects, in a fault's words, by pydantic's error type.
@@ -70,12 +106,13 @@ class Settings(BaseModel):
             if (kinds == {bool}) != isinstance(value, bool) and kinds & {bool, int, float}:
                 kind = "bool" if bool in kinds else "int" if int in kinds else "float"
                 expected = _EXPECTED[f"{kind}_type"]
-                raise _TypeFault(f"{name}: expected {expected}, got {value!r} ({type(value).__name__})")
+                raise _TypeFault(name, f"expected {expected}, got {value!r} ({type(value).__name__})")
         return values
 
     @classmethod
-    def from_dict(cls, values: dict[str, Any], source: str = "config") -> Self:
-        """Build from a mapping; a wrong key or value is one :class:`ConfigError` line naming ``source``."""
+    def from_dict(cls, values: dict[str, Any], source: str | KeyOrigins = "config") -> Self:
+        """Build from a mapping; a wrong key or value is one :class:`ConfigError` line naming where it was given
+        (``source``: one name for every key, or each key's :class:`KeyOrigins`)."""
         try:
             return cls.model_validate(values)
         except ValidationError as err:
@@ -87,7 +124,12 @@ class Settings(BaseModel):
 
 
 class _TypeFault(ConfigError):
-    """A value of the wrong type (a check before pydantic's own): its line is prefixed with the source."""
+    """A value of the wrong type (a check before pydantic's own) of the key ``key``: its line is prefixed with where
+    that key was given."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(f"{key}: {message}")
+        self.key = key
 
 
 def _plain_types(annotation: Any) -> set[Any]:
@@ -97,16 +139,21 @@ def _plain_types(annotation: Any) -> set[Any]:
     return {get_args(m)[0] if get_origin(m) is Annotated else m for m in members} - {type(None)}
 
 
-def fault_line(err: ValidationError, cls: type[BaseModel], source: str) -> str:
-    """The first fault of a settings class's validation as one line: a check's own :class:`ConfigError` as it is,
-    an unknown key with the known ones (and a "did you mean"), a wrong type with what was expected."""
+def fault_line(err: ValidationError, cls: type[BaseModel], source: str | KeyOrigins) -> str:
+    """The first fault of a settings class's validation as one line, opening with where its key was given
+    (``source``'s origin of it): a check's own :class:`ConfigError` as it is, an unknown key with the known ones (and
+    a "did you mean"), a wrong type with what was expected."""
     first = err.errors()[0]
     loc = [str(part) for part in first["loc"]]
+    origins = source if isinstance(source, KeyOrigins) else KeyOrigins(source)
     cause = first.get("ctx", {}).get("error")
     if isinstance(cause, _TypeFault):
-        return f"{source}: {'.'.join([*loc, str(cause)])}" if loc else f"{source}: {cause}"
-    if isinstance(cause, ConfigError):
-        return str(cause)
+        return f"{origins.of([*loc, cause.key])}: {'.'.join([*loc, str(cause)])}"
+    if isinstance(cause, ConfigError):  # a check's own line, "KEY: ...": where that key was given, where known
+        named = tuple(str(cause).split(":", 1)[0].split("."))
+        known = next((named[:end] for end in range(len(named), 0, -1) if named[:end] in origins.keys), None)
+        return f"{origins.keys[known]}: {cause}" if known else str(cause)
+    source = origins.of(loc)
     owner = cls
     for part in loc[:-1]:  # the settings class that holds the faulty key (a sub-config's)
         inner = owner.model_fields[part].annotation if part in owner.model_fields else None
@@ -219,6 +266,28 @@ def yaml_fault(err: yaml.YAMLError, text: str = "") -> tuple[int | None, str]:
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping, rejecting duplicate keys and malformed YAML with file:line errors."""
+    return _read_yaml(path)[0]
+
+
+def read_yaml_origins(path: str | Path) -> tuple[dict[str, Any], dict[tuple[str, ...], str]]:
+    """:func:`read_yaml`'s mapping and where each of its keys is, ``{("a", "b"): "FILE:LINE"}`` for ``a: {b: ...}``,
+    from the YAML's own marks (what :class:`KeyOrigins` takes)."""
+    values, text = _read_yaml(path)
+    lines: dict[tuple[str, ...], str] = {}
+
+    def walk(node: yaml.Node, above: tuple[str, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if isinstance(key_node, yaml.ScalarNode):
+                    lines[(*above, key_node.value)] = f"{path}:{key_node.start_mark.line + 1}"
+                    walk(value_node, (*above, key_node.value))
+
+    if text.strip():
+        walk(yaml.compose(text, Loader=yaml.SafeLoader), ())
+    return values, lines
+
+
+def _read_yaml(path: str | Path) -> tuple[dict[str, Any], str]:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: file not found")
@@ -239,10 +308,10 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         line, problem = yaml_fault(err, text)
         raise ConfigError(f"{path}{f':{line}' if line else ''}: not valid YAML: {problem}") from None
     if values is None:
-        return {}
+        return {}, text
     if not isinstance(values, dict):
         raise ConfigError(f"{path}: expected a mapping of keys to values at the top level")
-    return values
+    return values, text
 
 
 def parse_overrides(pairs: list[str], flag: str = "--set") -> dict[str, Any]:
@@ -263,6 +332,20 @@ def parse_overrides(pairs: list[str], flag: str = "--set") -> dict[str, Any]:
         except yaml.YAMLError as err:
             raise ConfigError(f"{flag} {pair!r}: the value is not valid YAML ({yaml_fault(err)[1]})") from None
     return values
+
+
+def read_settings(
+    cls: type[Settings], path: str | Path | None, overrides: list[str], flag: str = "--set", pop: Sequence[str] = ()
+) -> tuple[Settings, dict[str, Any]]:
+    """``cls`` from a YAML file (optional) with ``key=value`` overrides (``flag``'s) on top; a fault names where its
+    key was given: the file and its line, or ``flag``. ``pop`` names keys taken out before ``cls`` sees them,
+    returned beside it (``{key: value}``, the absent ones left out)."""
+    values, keys = read_yaml_origins(path) if path else ({}, {})
+    given = parse_overrides(overrides, flag)
+    values.update(given)
+    origins = KeyOrigins(str(path) if path else flag, {**keys, **{(key,): flag for key in given}})
+    taken = {key: values.pop(key) for key in pop if key in values}
+    return cls.from_dict(values, source=origins), taken
 
 
 class ResolvedFile(Settings):

@@ -24,14 +24,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``consert sgopt`` on parsed ``args``; return its exit status."""
     from baselines.sgopt import SgOptConfig, train_sgopt
-    from consert.configs import parse_overrides, read_yaml
+    from consert.configs import read_settings
     from consert.data.senteval import load_senteval
     from consert.train.export import check_export_target
 
-    values = read_yaml(args.config) if args.config else {}
-    values.update(parse_overrides(args.set))
-    data_dir = values.pop("data", None)
-    config = SgOptConfig.from_dict(values, source=args.config or "--set")
+    config, taken = read_settings(SgOptConfig, args.config, args.set, pop=("data",))
+    data_dir = taken.get("data")
     check_export_target(config.output_dir, args.overwrite)
     data = load_senteval(data_dir, flag="--set data=DIR")
     result = train_sgopt(config, data)

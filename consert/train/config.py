@@ -18,7 +18,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from consert.configs import ConfigError, Settings, key, key_rows, parse_overrides, read_yaml
+from consert.configs import AutoOnOff, ConfigError, OnOff, Settings, key, key_rows, read_settings
 from consert.data.nli import NLI_SOURCES
 from consert.encode.models import STAND_IN_MODEL
 from consert.encode.pooling import POOLER, Pooling
@@ -47,7 +47,6 @@ def _objective_help() -> str:
 LOSSES = tuple(CONTRASTIVE_LOSSES)
 PROJECTIONS = ("none", *PROJECTION_HEADS)
 EVAL_GRIDS = ("epoch", "global")
-COMPILE_CHOICES = ("auto", "on", "off")
 CLASSIFIER_FEATURES = tuple(FEATURES)
 #: Shortest max_length accepted: [CLS] + [SEP] + a few tokens (2 gives every sentence the same vector).
 MIN_MAX_LENGTH = 8
@@ -116,15 +115,13 @@ class TrainConfig(Settings):
     dtype: Literal[DTYPE_CHOICES] = key(
         "the precision measured fastest on this machine (consert.encode.precision)", "auto"
     )
-    compile: Literal[COMPILE_CHOICES] = key(
+    compile: AutoOnOff = key(
         'torch.compile the training forward: "auto" (CUDA runs of 500+ steps not replayed as CUDA graphs), "on" (under'
         ' CUDA graphs: each layer\'s per-token chain fused, consert.train.fused), "off"',
         "auto",
     )
-    packed: Literal["on", "off"] = key(
-        '"on": the training passes\' dense layers on real tokens only (consert.train.packed)', "off"
-    )
-    cuda_graphs: Literal[COMPILE_CHOICES] = key(
+    packed: OnOff = key('"on": the training passes\' dense layers on real tokens only (consert.train.packed)', "off")
+    cuda_graphs: AutoOnOff = key(
         'the packed step (contrastive, NLI, joint) as CUDA graphs: "auto" (CUDA runs of 500+ steps), "on", "off"',
         "auto",
     )
@@ -254,7 +251,6 @@ def _choice(name: str, value: str, choices: tuple[str, ...]) -> None:
 
 
 def load_train_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
-    """The training config from a YAML file (optional) with ``key=value`` overrides applied on top."""
-    values = read_yaml(path) if path else {}
-    values.update(parse_overrides(overrides or []))
-    return TrainConfig.from_dict(values, source=str(path) if path else "--set")
+    """The training config from a YAML file (optional) with ``key=value`` overrides applied on top; a fault names
+    the file and line, or ``--set``, that gave its key."""
+    return read_settings(TrainConfig, path, overrides or [])[0]

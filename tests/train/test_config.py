@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -179,3 +181,39 @@ def test_the_temperature_is_declared_once_and_each_config_refuses_a_non_positive
     ):
         with pytest.raises(ConfigError, match="temperature: expected a positive number, got 0"):
             build()
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [("on", "on"), ("off", "off"), ("true", "on"), ("false", "off"), ('"on"', "on"), ('"false"', "off")],
+)
+def test_switches_take_on_off_true_false_from_set_and_files_alike(tmp_path, given, expected):
+    """The Training page writes `packed: on`; YAML 1.1 reads it as true. At 03ef47f `--set packed=on` was refused:
+    "packed: expected one of 'on' or 'off', got True". Each is normalised to the string on/off."""
+    assert load_train_config(None, [f"packed={given}"]).packed == expected
+    assert load_train_config(None, [f"compile={given}", f"cuda_graphs={given}"]).compile == expected
+    path = tmp_path / "train.yaml"
+    path.write_text(f"packed: {given}\ncuda_graphs: {given}\n")
+    config = load_train_config(path)
+    assert (config.packed, config.cuda_graphs) == (expected, expected)
+    assert config.to_dict()["packed"] == expected  # the resolved file and the record write the string
+    assert load_train_config(None, ["compile=auto"]).compile == "auto"
+
+
+def test_a_fault_names_where_its_value_was_given_the_set_flag_or_the_files_line(tmp_path):
+    """At 03ef47f a bad `--set` value was blamed on the YAML file the other keys came from."""
+    path = tmp_path / "train.yaml"
+    path.write_text("# a comment\nlr: 1.0e-5\nstage1:\n  lr: 2.0e-5\n")
+    with pytest.raises(ConfigError, match=r"^--set: packed: expected one of 'on' or 'off', got 'maybe'$"):
+        load_train_config(path, ["packed=maybe"])
+    path.write_text("lr: 1.0e-5\naugcse:\n  discriminator_dropout: 0.1\n  discriminator_weight: -1\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(path))}:4: augcse.discriminator_weight: expected a"):
+        load_train_config(path)  # a settings check's own line, prefixed with where its key is
+    path.write_text("# a comment\nlr: 1.0e-5\npacked: maybe\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(path))}:3: packed: expected one of 'on' or 'off'"):
+        load_train_config(path, ["lr=2e-5"])
+    path.write_text("lr: 1.0e-5\nmax_steps: true\n")  # a boolean for a number: the check before pydantic's own
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(path))}:2: max_steps: expected an integer, got True"):
+        load_train_config(path)
+    with pytest.raises(ConfigError, match=r"^--set: max_steps: expected an integer, got True"):
+        load_train_config(path, ["max_steps=true"])

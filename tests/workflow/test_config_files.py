@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import pydantic
 import pytest
 import yaml
 from snakemake.utils import validate
@@ -280,3 +281,55 @@ def test_the_environment_files_and_the_readme_install_the_same_torch_and_python(
     readme = re.search(r"pip install (torch==[\d.]+) -e \.", (ROOT / "README.md").read_text()).group(1)
     assert pins["environment.yml"] == pins["workflow/envs/consert.yaml"] == (["python=3.11"], [readme])
     assert pins["environment-cpu.yml"] == (["python=3.11"], [f"{readme}+cpu"])
+
+
+@pytest.mark.parametrize(
+    ("block", "key"),
+    [({"seeds": [1, 2, 1]}, "seeds"), ({"sweeps": {"seeds": [3, 3]}}, "sweeps.seeds"),
+     ({"baselines": {"sgopt_seeds": [1, 2, 3, 4, 1234, 2345, 2345]}}, "baselines.sgopt_seeds")],
+)  # fmt: skip
+def test_a_seed_given_twice_in_any_seeds_key_is_refused_at_startup(block, key):
+    """At 03ef47f `seeds: [1, 1]` planned the run once and averaged it twice (n_seeds 2, SD 0)."""
+    from consert.paper.workflow_config import typed_overrides
+
+    config = yaml.safe_load((CONFIG / "offline.yaml").read_text())
+    for name, value in block.items():
+        config[name] = {**config.get(name, {}), **value} if isinstance(value, dict) else value
+    with pytest.raises(ConfigError, match=rf"^config key `{re.escape(key)}`: seed \d+ is given twice \(\[") as caught:
+        load_workflow_config(config)
+    assert "\n" not in str(caught.value)
+    # as snakemake's --config gives it: every scalar a string, read as YAML
+    texts = {name: [str(seed) for seed in value] for name, value in block.items() if isinstance(value, list)}
+    if texts:
+        with pytest.raises(ConfigError, match="is given twice"):
+            load_workflow_config(typed_overrides({**config, **texts}, texts))
+    with pytest.raises(pydantic.ValidationError):  # the typed config itself: no path around the schema
+        WorkflowConfig.model_validate({**yaml.safe_load((CONFIG / "offline.yaml").read_text()), "seeds": [1, 1]})
+
+
+def test_on_off_switches_from_the_workflows_blocks_and_its_command_line_resolve_to_on_and_off():
+    """YAML 1.1 reads `packed: on` as true; at 03ef47f every run refused it ("expected one of 'on' or 'off', got
+    True"). From the `train` and `stages` blocks and from --config alike, each run's resolved file says on/off."""
+    from consert.paper.run_configs import consert_run_config
+    from consert.paper.workflow_config import typed_overrides
+
+    config = yaml.safe_load((CONFIG / "offline.yaml").read_text())
+    config["train"] = {**config.get("train", {}), "packed": True, "compile": False}  # `packed: on`, `compile: off`
+    config["stages"] = {**config.get("stages", {}), "unsup": {**config.get("stages", {}).get("unsup", {}),
+                                                              "cuda_graphs": False}}  # fmt: skip
+    typed = load_workflow_config(config)
+    runs = {run_id: consert_run_config(run_id, spec, typed) for run_id, spec in plan_runs_by_id(typed).items()}
+    unsup = next(values for values in runs.values() if values["mode"] == "unsup")
+    assert (unsup["packed"], unsup["compile"], unsup["cuda_graphs"]) == ("on", "off", "off")
+    assert {values["packed"] for values in runs.values() if values["mode"] in ("unsup", "sup", "joint")} == {"on"}
+    override = {"train": {"packed": "on", "cuda_graphs": "true"}}  # snakemake --config "train={packed: on, ...}"
+    typed = load_workflow_config(typed_overrides({**config, **override}, override))
+    runs = {spec.mode: consert_run_config(run_id, spec, typed) for run_id, spec in plan_runs_by_id(typed).items()}
+    assert (runs["unsup"]["packed"], runs["unsup"]["cuda_graphs"]) == ("on", "off")  # its stage's block over train's
+    assert (runs["sup"]["packed"], runs["sup"]["cuda_graphs"]) == ("on", "on")
+
+
+def plan_runs_by_id(config: WorkflowConfig) -> dict:
+    from consert.paper.plan import unique_runs
+
+    return unique_runs(plan_runs(config))
