@@ -12,21 +12,32 @@
 * spaCy's ``en_core_web_sm`` (AugCSE's parser-based augmentations) through spaCy's own ``spacy download``.
 
 Every download goes to ``<name>.partial`` beside its target with a progress bar; a broken connection is resumed
-with an HTTP ``Range`` request, in the same run (:data:`ATTEMPTS` tries) or the next (the partial file stays);
-the size is checked against what the server announced, then the file is renamed into place. Archives are
-unpacked into ``.partial`` names and renamed, then deleted: a crash leaves no half-written input where a run
-would read it. Nothing in the harness downloads what is already on disk.
+with an HTTP ``Range`` request, in the same run (:data:`ATTEMPTS` tries) or the next (the partial file stays, and
+beside it the server's validator, its ``ETag`` or ``Last-Modified``, sent as ``If-Range``: a file that changed on the
+server is fetched whole again, never spliced). A download is called ready only once it is verified
+(:class:`Expected`): its pinned sha256 and size where a public record gives them (SNLI, MultiNLI; SICK's files by the
+shipped manifest); else its own checks (every zip member against its CRC, a gzip stream to its end, the text the
+paper's copy is: wiki1m's 1,000,000 lines, GloVe's 2,196,017 lines of a word and 300 numbers, WordNet's database
+files) and, after its first download, the sha256 that download recorded beside the data. A body the server gave no
+length for is complete only when these checks pass. A file that fails is removed and named in one line with what to
+run. Archives are unpacked into ``.partial`` names and renamed, then deleted: a crash leaves no half-written input
+where a run would read it. Nothing in the harness downloads what is already on disk.
 
 ``$CONSERT_TEST_MIRROR`` (tests only) serves every official URL from a local server: ``http://HOST/PATH`` is
-fetched as ``$CONSERT_TEST_MIRROR/HOST/PATH``.
+fetched as ``$CONSERT_TEST_MIRROR/HOST/PATH``; ``$CONSERT_TEST_DOWNLOADS`` (tests only) names a JSON file of what
+each URL's download must be (:func:`expected_of`), standing in for the shipped pins and counts.
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import gzip
 import hashlib
 import http.client
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,26 +47,34 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
+
+import numpy as np
 
 from consert.data.senteval import (
     BESIDE_CHECKOUT,
     DATA_ENV_VAR,
     DEFAULT_DATA_DIR,
+    MANIFEST,
     SICK_SPLITS,
     STS_YEAR_SUBSETS,
     DataFormatError,
     find_data_dir,
     manifest_mismatches,
     resolve_data_dir,
+    shipped_manifest,
 )
 
 #: How the workflow names a data folder (the hint of its data errors).
 WORKFLOW_FLAG = "--config data_dir=DIR"
 #: Tests only: the base URL of a local server that serves each official URL under ``/HOST/PATH``.
 MIRROR_ENV = "CONSERT_TEST_MIRROR"
+#: Tests only: a JSON file ``{url: {"sha256": ..., "size": ..., "lines": ...}}`` of what each download must be, in
+#: place of the shipped pins and counts (a URL it does not list is unpinned there, with the shipped count).
+TEST_EXPECTED_ENV = "CONSERT_TEST_DOWNLOADS"
 #: Tries per file before a download gives up (each after the first resumes where the last one broke off), and the
 #: seconds waited before the second (doubled before each later one).
 ATTEMPTS = 3
@@ -82,6 +101,118 @@ class DownloadError(OSError):
     """A download that did not complete; the message says what arrived and how to resume."""
 
 
+@dataclass(frozen=True)
+class Pin:
+    """A download's bytes as a public record gives them: their sha256, their size where known, and the record."""
+
+    sha256: str
+    size: int | None
+    record: str
+
+
+#: Marks a download that no public record readable here pins: its own checks (:class:`Expected`) stand in, and the
+#: sha256 of its first download, kept beside the data, holds every later copy.
+UNPINNED: Pin | None = None
+
+
+@dataclass(frozen=True)
+class TextShape:
+    """What a downloaded text must be: UTF-8 of ``lines`` lines, each ``numbers`` numbers after a word where
+    ``numbers`` is set (a word-vector file)."""
+
+    lines: int
+    numbers: int = 0
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What one download must be before it is called ready: ``pin`` (sha256 and size of a public record, or of its
+    first download; :data:`UNPINNED`: none), the shape of the text it leaves (``text``) and the files its folder
+    must hold (``files``)."""
+
+    pin: Pin | None = UNPINNED
+    text: TextShape | None = None
+    files: tuple[str, ...] = ()
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def archive_fault(path: Path) -> str:
+    """Why a downloaded archive is not whole ("" when it is): a zip's every member read against its CRC, a gzip
+    stream read to its end (its CRC and length) and its tar listing; other files pass."""
+    name = path.name.removesuffix(".partial")
+    try:
+        if name.endswith(".zip"):
+            with zipfile.ZipFile(path) as archive:
+                bad = archive.testzip()
+            return f"its member {bad} fails its CRC" if bad else ""
+        if name.endswith((".tar.gz", ".tgz")):
+            with gzip.open(path) as stream:
+                while stream.read(CHUNK):
+                    pass
+            with tarfile.open(path) as archive:
+                archive.getmembers()
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, ValueError) as err:
+        return f"not a readable archive ({' '.join(str(err).split()) or type(err).__name__})"
+    return ""
+
+
+#: Each byte's class in a word-vector file: 0 a byte of a number ("-0.082752", "1.3e-05") or a carriage return, 1 a
+#: space, 2 a newline, 3 any other (a word's).
+_CLASSES = bytes(0 if byte in b"0123456789.eE+-\r" else {ord(" "): 1, ord("\n"): 2}.get(byte, 3) for byte in range(256))
+
+
+def _vector_lines_fault(block: bytes, numbers: int) -> int | None:
+    """The index of the first line of ``block`` (whole lines, each ending in a newline) that is not a word, a space
+    and ``numbers`` space-separated numbers, or None. Vectorised: the ``numbers`` fields after each line's last
+    ``numbers`` spaces may hold only digits, signs, points and exponents, and a word must come before them (a word
+    may hold spaces: GloVe 840B's ". . ." and the like)."""
+    data = np.frombuffer(block.translate(_CLASSES), dtype=np.uint8)
+    ends = np.flatnonzero(data == 2)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    spaces = np.flatnonzero(data == 1)
+    last = np.searchsorted(spaces, ends)  # spaces before each line's end
+    first = np.searchsorted(spaces, starts)
+    enough = last - first >= numbers
+    tail = np.where(enough, spaces[np.clip(last - numbers, 0, max(len(spaces) - 1, 0))], ends)
+    other = np.flatnonzero(data == 3)  # bytes no number holds
+    clean = np.searchsorted(other, tail) == np.searchsorted(other, ends)
+    worded = tail > starts  # a word before the numbers
+    bad = np.flatnonzero(~(enough & clean & worded))
+    return int(bad[0]) if len(bad) else None
+
+
+def text_fault(path: Path, shape: TextShape) -> str:
+    """Why a downloaded text is not the one expected ("" when it is): not UTF-8, another number of lines, or (a
+    word-vector file) a line that is not a word and ``shape.numbers`` numbers. Read in chunks, never whole."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    count, offset, rest = 0, 0, b""
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(CHUNK), b""):
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as err:
+                return f"not UTF-8 text (byte {offset + err.start:,})"
+            offset += len(chunk)
+            block, newline, rest = (rest + chunk).rpartition(b"\n")
+            if newline and shape.numbers and (bad := _vector_lines_fault(block + newline, shape.numbers)) is not None:
+                return f"line {count + bad + 1:,} is not a word and {shape.numbers} numbers"
+            count += block.count(b"\n") + bool(newline)
+        if rest.strip() and shape.numbers and _vector_lines_fault(rest + b"\n", shape.numbers) is not None:
+            return f"line {count + 1:,} is not a word and {shape.numbers} numbers"
+        count += bool(rest.strip())
+    if count != shape.lines:
+        return f"{count:,} lines where the paper's copy has {shape.lines:,}"
+    return ""
+
+
 def official(url: str) -> str:
     """``url``, or its copy on the test mirror when ``$CONSERT_TEST_MIRROR`` is set."""
     mirror = os.environ.get(MIRROR_ENV, "").rstrip("/")
@@ -101,27 +232,66 @@ def _announced_total(response: http.client.HTTPResponse, have: int) -> int | Non
     return int(length) + have if length else None
 
 
-def fetch(url: str, target: Path, progress: bool = True) -> Path:
+def _validator(response: http.client.HTTPResponse) -> dict[str, str]:
+    """What tells this version of the file from another (RFC 9110): a strong ETag, else Last-Modified."""
+    etag = response.headers.get("ETag", "")
+    if etag and not etag.startswith("W/"):  # a weak ETag may not be sent as If-Range
+        return {"If-Range": etag}
+    modified = response.headers.get("Last-Modified", "")
+    return {"If-Range": modified} if modified else {}
+
+
+def _kept_validator(path: Path) -> dict[str, str]:
+    try:
+        return dict(json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return {}
+
+
+def fetch(
+    url: str,
+    target: Path,
+    progress: bool = True,
+    pin: Pin | None = UNPINNED,
+    check: Callable[[Path], str] | None = None,
+    rerun: str = "run the same command again",
+) -> Path:
     """Download ``url`` to ``target`` (kept when already there): into ``target.partial``, resumed with an HTTP
-    ``Range`` request from where an earlier try (this run's or a killed one's) broke off, the size checked
-    against the server's, then renamed onto ``target``. A :class:`DownloadError` after :data:`ATTEMPTS` tries."""
+    ``Range`` request from where an earlier try (this run's or a killed one's) broke off, with ``If-Range`` (the
+    validator of the response the kept bytes came from) so that a file changed on the server starts again; then
+    verified (``pin``'s size and sha256, ``check``'s fault: "" passes) and renamed onto ``target``. A failed
+    verification removes the download; both it and :data:`ATTEMPTS` broken tries are one-line
+    :class:`DownloadError` s ending in ``rerun``, what to run."""
     from tqdm.auto import tqdm
 
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
+    kept = target.with_name(target.name + ".partial.json")  # the validator of the bytes kept in partial
+    size_limit = pin.size if pin is not None else None
     problem = ""
+
+    def start_again() -> None:
+        partial.unlink(missing_ok=True)
+        kept.unlink(missing_ok=True)
+
     for attempt in range(ATTEMPTS):
         if attempt:
             time.sleep(BACKOFF * 2 ** (attempt - 1))
         have = partial.stat().st_size if partial.is_file() else 0
-        request = urllib.request.Request(official(url), headers={"Range": f"bytes={have}-"} if have else {})
+        validator = _kept_validator(kept) if have else {}
+        if have and not validator and pin is None:  # nothing proves the kept bytes are of the file served now
+            start_again()
+            have = 0
+        headers = {"Range": f"bytes={have}-", **validator} if have else {}
         try:
-            with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 - official URLs
-                if have and response.status != 206:  # the server ignored the range: start again
+            with urllib.request.urlopen(urllib.request.Request(official(url), headers=headers), timeout=60) as response:  # noqa: S310
+                if have and response.status != 206:  # the server ignored the range, or the file changed: start again
                     have = 0
-                total = _announced_total(response, have)
+                kept.write_text(json.dumps(_validator(response)))
+                announced = _announced_total(response, have)
+                total = announced if announced is not None else size_limit
                 with (
                     partial.open("ab" if have else "wb") as out,
                     tqdm(
@@ -131,12 +301,14 @@ def fetch(url: str, target: Path, progress: bool = True) -> Path:
                     for chunk in iter(lambda: response.read(CHUNK), b""):
                         out.write(chunk)
                         bar.update(len(chunk))
+                        if total is not None and out.tell() > total:
+                            break  # more than the file holds: stop reading, refused below
         except urllib.error.HTTPError as err:
             whole = err.headers.get("Content-Range", "").rpartition("/")[2] if err.headers else ""
             if err.code == 416 and have and whole == str(have):  # nothing left to send: an earlier try got every byte
                 total = have
             elif err.code == 416 and have:  # the kept bytes are not a start of this file (it changed): start again
-                partial.unlink()
+                start_again()
                 problem = f"the {have:,} bytes kept in {partial.name} were not of this file"
                 continue
             elif err.code in TRANSIENT:
@@ -148,16 +320,24 @@ def fetch(url: str, target: Path, progress: bool = True) -> Path:
             problem = " ".join(str(getattr(err, "reason", err)).split()) or type(err).__name__
             continue
         size = partial.stat().st_size
-        if total is None or size == total:
-            partial.replace(target)
-            return target
-        if size > total:
-            partial.unlink()
-            raise DownloadError(f"{url}: {size} bytes arrived where the server announced {total}; run it again")
-        problem = f"the connection broke off after {size:,} of {total:,} bytes"
+        if total is not None and size < total:
+            problem = f"the connection broke off after {size:,} of {total:,} bytes"
+            continue
+        fault = f"{size:,} bytes arrived where the file has {total:,}" if total is not None and size > total else ""
+        if not fault and pin is not None and (digest := file_sha256(partial)) != pin.sha256:
+            fault = f"its sha256 is {digest[:16]}..., not {pin.sha256[:16]}... ({pin.record})"
+        if not fault and check is not None:
+            fault = check(partial)
+        if fault:
+            start_again()
+            unannounced = " (the server announced no length: the body may have been cut short)" if total is None else ""
+            raise DownloadError(f"{url}: {fault}{unannounced}; the download was removed: {rerun}")
+        partial.replace(target)
+        kept.unlink(missing_ok=True)
+        return target
     received = partial.stat().st_size if partial.is_file() else 0
-    kept = f"{partial} keeps the {received:,} bytes received: run" if received else "nothing arrived: run"
-    raise DownloadError(f"{url}: {problem} ({ATTEMPTS} tries); {kept} the same command again to resume")
+    left = f"{partial} keeps the {received:,} bytes received: run" if received else "nothing arrived: run"
+    raise DownloadError(f"{url}: {problem} ({ATTEMPTS} tries); {left} the same command again to resume")
 
 
 def _archive(url: str, folder: Path) -> Path:
@@ -166,16 +346,14 @@ def _archive(url: str, folder: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _opened(archive: Path, url: str, opener):
-    """``opener(archive)``; an archive that cannot be read (a download spliced from two versions of the file, a
-    server's error page) is removed, so that the next run fetches it again, and named in a :class:`DownloadError`."""
+def _opened(archive: Path, url: str, opener, rerun: str):
+    """``opener(archive)``; an archive that cannot be read (a server's error page) is removed, so that the next run
+    fetches it again, and named in a :class:`DownloadError` ending in ``rerun``."""
     try:
         handle = opener(archive)
     except (zipfile.BadZipFile, tarfile.TarError, EOFError) as err:
         archive.unlink()
-        raise DownloadError(
-            f"{url}: the download is not a readable archive ({err}); it was removed: run again"
-        ) from None
+        raise DownloadError(f"{url}: the download is not a readable archive ({err}); it was removed: {rerun}") from None
     with handle:
         yield handle
 
@@ -189,19 +367,53 @@ def _unpack(member: BinaryIO, target: Path) -> None:
     partial.replace(target)
 
 
+def _discard(archive: Path) -> None:
+    """Remove an archive that was unpacked, and the archives' folder once no other archive waits in it."""
+    archive.unlink()
+    with contextlib.suppress(OSError):
+        archive.parent.rmdir()
+
+
+def expected_of(url: str, shipped: Expected) -> Expected:
+    """What the download of ``url`` must be: ``shipped``, or, where a test names its own manifest
+    (:data:`TEST_EXPECTED_ENV`), the pin and line count it gives that URL (unpinned where it gives none)."""
+    manifest = os.environ.get(TEST_EXPECTED_ENV)
+    if not manifest:
+        return shipped
+    entry = json.loads(Path(manifest).read_text(encoding="utf-8")).get(url, {})
+    pin = Pin(entry["sha256"], entry.get("size"), f"the test manifest {manifest}") if "sha256" in entry else UNPINNED
+    text = replace(shipped.text, lines=entry["lines"]) if shipped.text and "lines" in entry else shipped.text
+    return replace(shipped, pin=pin, text=text)
+
+
+def recorded_pin(record: Path) -> Pin | None:
+    """The sha256 an unpinned file's first download recorded in ``record`` (``SHA256  URL``), or None."""
+    if not record.is_file():
+        return None
+    digest = record.read_text(encoding="utf-8").split(maxsplit=1)[:1]
+    if not digest or not re.fullmatch(r"[0-9a-f]{64}", digest[0]):
+        raise DownloadError(f"{record}: expected a sha256 and the URL it came from; remove the file to download anew")
+    return Pin(digest[0], None, f"its first download, recorded in {record}")
+
+
 @dataclass(frozen=True)
 class Source:
-    """One input from outside the STS sets: its official archive (or file), and what it leaves on disk.
+    """One input from outside the STS sets: its official archive (or file), what it leaves on disk and what that must
+    be (:class:`Expected`: ``pin``, ``text``, ``files``).
 
     ``members`` maps an archive member to its path below the destination folder; a member ending in ``/`` is a
     folder whose files all go there. With no members the download is the file itself (then the destination is
-    a file path)."""
+    a file path). ``text`` is the shape of the text it leaves first (the file itself, or its first member's);
+    ``files`` the files its folder must hold."""
 
     name: str  # the command's flag and the workflow's rule: `consert download-data --NAME`, rule NAME_data
     title: str
     url: str
     default: str  # the destination the paper config names (a folder; the file for a plain download)
     members: tuple[tuple[str, str], ...] = ()
+    pin: Pin | None = UNPINNED
+    text: TextShape | None = None
+    files: tuple[str, ...] = ()
 
     def outputs(self, dest: str | Path | None = None) -> list[Path]:
         """The files (a folder's: the folder) it leaves below ``dest`` (default: :attr:`default`)."""
@@ -214,15 +426,49 @@ class Source:
         """Whether everything it leaves is already on disk."""
         return all(path.exists() for path in self.outputs(dest))
 
+    def record(self, dest: str | Path | None = None) -> Path:
+        """Where an unpinned download's first sha256 is kept, beside the data: ``FILE.sha256`` for a file, the
+        archive's name and ``.sha256`` beside the folder it is unpacked into."""
+        dest = Path(dest or self.default)
+        if not self.members:
+            return dest.with_name(dest.name + ".sha256")
+        return dest.parent / (self.url.rsplit("/", 1)[-1] + ".sha256")
+
     def download(self, dest: str | Path | None = None, progress: bool = True) -> list[Path]:
-        """Fetch and unpack into ``dest`` whatever of it is missing; return its outputs."""
+        """Fetch and unpack into ``dest`` whatever of it is missing, verified (:class:`Expected`); return its outputs.
+        A download that fails its checks is removed, with what it unpacked, in one :class:`DownloadError` line."""
         dest = Path(dest or self.default)
         if self.present(dest):
             return self.outputs(dest)
+        expected = expected_of(self.url, Expected(self.pin, self.text, self.files))
+        record = self.record(dest)
+        pin = expected.pin or recorded_pin(record)
+        rerun = f"run `consert download-data --{self.name}{'' if dest == Path(self.default) else f' {dest}'}` again"
         if not self.members:
-            return [fetch(self.url, dest, progress)]
-        archive = fetch(self.url, _archive(self.url, dest.parent), progress)  # beside dest: a folder may be dest
-        with _opened(archive, self.url, zipfile.ZipFile) as unzipped:
+            check = (lambda path: text_fault(path, expected.text)) if expected.text else None
+            downloaded = fetch(self.url, dest, progress, pin, check, rerun)
+        else:  # beside dest: a folder may be dest
+            downloaded = fetch(self.url, _archive(self.url, dest.parent), progress, pin, archive_fault, rerun)
+            existed = dest.exists()
+            written = self._unpack(downloaded, dest, rerun)
+            fault = self._outputs_fault(dest, expected)
+            if fault:
+                for path in written:
+                    shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+                if not existed and dest.is_dir() and not any(dest.iterdir()):
+                    dest.rmdir()
+                _discard(downloaded)
+                raise DownloadError(f"{self.url}: {fault}; the download was removed: {rerun}")
+        if expected.pin is None and not record.exists():  # its first download: later copies are held to it
+            record.write_text(f"{file_sha256(downloaded)}  {self.url}\n", encoding="utf-8")
+        if self.members:
+            _discard(downloaded)
+        return self.outputs(dest)
+
+    def _unpack(self, archive: Path, dest: Path, rerun: str) -> list[Path]:
+        """Unpack the members not yet below ``dest``; return what it wrote."""
+        written = []
+        with _opened(archive, self.url, zipfile.ZipFile, rerun) as unzipped:
             names = unzipped.namelist()
             for member, below in self.members:
                 target = dest / below if below else dest
@@ -243,10 +489,17 @@ class Source:
                         _unpack(handle, target)
                 else:
                     raise DownloadError(f"{self.url}: the archive has no {member}")
-        archive.unlink()
-        with contextlib.suppress(OSError):  # the archives' folder, once no other archive waits in it
-            archive.parent.rmdir()
-        return self.outputs(dest)
+                written.append(target)
+        return written
+
+    def _outputs_fault(self, dest: Path, expected: Expected) -> str:
+        """Why what it left below ``dest`` is not what the paper read ("" when it is)."""
+        if expected.text is not None:
+            output = self.outputs(dest)[0]
+            if fault := text_fault(output, expected.text):
+                return f"{output.name}: {fault}"
+        missing = [name for name in expected.files if not (self.outputs(dest)[0] / name).is_file()]
+        return f"no {', '.join(missing)} in the archive's folder (WordNet's database files)" if missing else ""
 
 
 def _zip_files(prefix: str, names: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
@@ -266,6 +519,11 @@ SOURCES: dict[str, Source] = {
             "https://nlp.stanford.edu/projects/snli/snli_1.0.zip",  # nlp.stanford.edu/projects/snli
             "data/nli",
             _zip_files("snli_1.0", ("snli_1.0_train.jsonl", "snli_1.0_dev.jsonl", "snli_1.0_test.jsonl")),
+            pin=Pin(
+                "afb3d70a5af5d8de0d9d81e2637e0fb8c22d1235c2749d83125ca43dab0dbd3e",
+                94_550_081,
+                "tensorflow/datasets' url_checksums/snli.txt",
+            ),
         ),
         Source(
             "multinli",
@@ -276,6 +534,13 @@ SOURCES: dict[str, Source] = {
                 "multinli_1.0",
                 ("multinli_1.0_train.jsonl", "multinli_1.0_dev_matched.jsonl", "multinli_1.0_dev_mismatched.jsonl"),
             ),
+            # the record lists a mirror of the same bytes:
+            # http://storage.googleapis.com/tfds-data/downloads/multi_nli/multinli_1.0.zip
+            pin=Pin(
+                "049f507b9e36b1fcb756cfd5aeb3b7a0cfcb84bf023793652987f7e7e0957822",
+                226_850_426,
+                "tensorflow/datasets' url_checksums/multi_nli.txt",
+            ),
         ),
         Source(
             "glove",
@@ -283,8 +548,17 @@ SOURCES: dict[str, Source] = {
             "https://nlp.stanford.edu/data/glove.840B.300d.zip",  # nlp.stanford.edu/projects/glove
             "data/glove",
             (("glove.840B.300d.txt", "glove.840B.300d.txt"),),
+            pin=UNPINNED,  # no public record of its sha256 is readable here: the zip's CRCs and its shape stand in
+            text=TextShape(lines=2_196_017, numbers=300),
         ),
-        Source("wiki1m", "SimCSE's 1M Wikipedia sentences", WIKI1M_URL, "data/wiki1m_for_simcse.txt"),
+        Source(
+            "wiki1m",
+            "SimCSE's 1M Wikipedia sentences",
+            WIKI1M_URL,
+            "data/wiki1m_for_simcse.txt",
+            pin=UNPINNED,  # no public record of its sha256 is readable here: its shape stands in
+            text=TextShape(lines=1_000_000),
+        ),
         Source(
             "wordnet",
             "WordNet 3.0",
@@ -292,6 +566,8 @@ SOURCES: dict[str, Source] = {
             "https://raw.githubusercontent.com/nltk/nltk_data/gh-pages/packages/corpora/wordnet.zip",
             "data/wordnet",
             (("wordnet/", ""),),
+            pin=UNPINNED,  # no public record of its sha256 is readable here: the zip's CRCs and the files stand in
+            files=tuple(f"{kind}.{pos}" for kind in ("index", "data") for pos in ("noun", "verb", "adj", "adv")),
         ),
     )
 }
@@ -327,10 +603,14 @@ def _find(folder: Path, name: str) -> Path:
     return matches[0]
 
 
+#: What ``consert download-data`` fetches the STS sets with, for a download's fault line.
+STS_RERUN = "run `consert download-data` again"
+
+
 def _sts_year(tokenize, year: str, archive_path: Path, scratch: Path, staging: Path) -> None:
     """One STS year's archive into ``staging/STS/<year>-en-test``: inputs tokenized, the gold standard as it is."""
     unpacked = scratch / year
-    with _opened(archive_path, archive_path.name, zipfile.ZipFile) as archive:
+    with _opened(archive_path, archive_path.name, zipfile.ZipFile, STS_RERUN) as archive:
         archive.extractall(unpacked)
     target = staging / "STS" / f"{year}-en-test"
     target.mkdir(parents=True)
@@ -340,6 +620,15 @@ def _sts_year(tokenize, year: str, archive_path: Path, scratch: Path, staging: P
         rows = source_input.read_text(encoding="utf-8").splitlines()
         tokenized = ["\t".join(tokenize(col) for col in row.split("\t")[:2]) for row in rows]
         (target / f"STS.input.{subset}.txt").write_text("\n".join(tokenized) + "\n", encoding="utf-8")
+
+
+def _sick_pin(url: str) -> Pin | None:
+    """A SICK file's pin: it is copied as it is, so the shipped manifest's sha256 is the download's (None for the
+    archives, whose unpacked and tokenized files the manifest checks)."""
+    name = url.rsplit("/", 1)[-1]
+    if url != _SICK_URL.format(name=name):
+        return UNPINNED
+    return Pin(shipped_manifest()[f"SICK/{name}"], None, f"the shipped manifest {MANIFEST}")
 
 
 def download_senteval(dest: Path, progress: bool = True) -> list[str]:
@@ -354,14 +643,15 @@ def download_senteval(dest: Path, progress: bool = True) -> list[str]:
     sick = [_SICK_URL.format(name=name) for name in SICK_SPLITS.values()]
     archives = [*(url for url, _ in _STS_ARCHIVES.values()), _STSB_ARCHIVE, *sick]
     for url in archives:  # every file first: a broken connection resumes without unpacking again
-        fetch(url, _archive(url, dest), progress)
+        pin = expected_of(url, Expected(_sick_pin(url))).pin
+        fetch(url, _archive(url, dest), progress, pin, None if pin else archive_fault, STS_RERUN)
     scratch = dest / ".unpacking"
     shutil.rmtree(scratch, ignore_errors=True)
     staging = scratch / "downstream"
     for year, (url, _) in _STS_ARCHIVES.items():
         _sts_year(tokenize, year, _archive(url, dest), scratch, staging)
     stsb = scratch / "stsb"
-    with _opened(_archive(_STSB_ARCHIVE, dest), _STSB_ARCHIVE, tarfile.open) as archive:
+    with _opened(_archive(_STSB_ARCHIVE, dest), _STSB_ARCHIVE, tarfile.open, STS_RERUN) as archive:
         archive.extractall(stsb, filter="data")
     (staging / "STS" / "STSBenchmark").mkdir(parents=True)
     for split in ("train", "dev", "test"):

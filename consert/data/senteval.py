@@ -16,8 +16,8 @@ carry a fingerprint of exactly the data they came from.
 from __future__ import annotations
 
 import hashlib
-import math
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -80,16 +80,22 @@ class StsData:
     """One evaluation set: scored pairs per subset (STS years) or per split (STS-B, SICK-R).
 
     ``eval_subsets`` names the groups that are evaluated (all subsets of a year; the test split of
-    STS-B and SICK-R). ``texts`` holds every input sentence of every file, in file order, both
-    sides, unscored pairs included, without dedup: the unlabeled corpus of the paper's Table 1.
+    STS-B and SICK-R). ``group_texts`` holds every input sentence of each group's file, in file order, both
+    sides, unscored pairs included, without dedup; :attr:`texts` all of them, group after group: the unlabeled
+    corpus of the paper's Table 1.
     """
 
     name: str
     groups: dict[str, list[ScoredPair]]
     eval_subsets: tuple[str, ...]
-    texts: list[str] = field(default_factory=list)
+    group_texts: dict[str, list[str]] = field(default_factory=dict)
     #: SICK only: entailment labels of each split, aligned with ``groups``.
     nli: dict[str, list[NliPair]] = field(default_factory=dict)
+
+    @property
+    def texts(self) -> list[str]:
+        """Every input sentence of every file, group after group in ``group_texts``' order (the files')."""
+        return [text for texts in self.group_texts.values() for text in texts]
 
     @property
     def eval_groups(self) -> dict[str, list[ScoredPair]]:
@@ -255,12 +261,18 @@ class _FileReader:
         return lines
 
 
+#: A gold score as SentEval's files write it: ASCII digits, optionally a point and more digits ("4", "3.8", "4.800").
+#: ``float()`` alone would also read "0_5" as 5, "٤" (an Arabic-Indic 4) as 4, "nan", "inf" and "1e0".
+GOLD_SCORE = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
 def _parse_score(text: str, path: Path, line: int, valid: tuple[float, float]) -> float:
-    try:
-        score = float(text)
-    except ValueError:
-        raise DataFormatError(path, f"expected a numeric score, found {text!r}", line) from None
-    if not (math.isfinite(score) and valid[0] <= score <= valid[1]):
+    if not GOLD_SCORE.fullmatch(text):
+        raise DataFormatError(
+            path, f"expected a gold score of ASCII digits with an optional decimal point, found {text!r}", line
+        )
+    score = float(text)
+    if not valid[0] <= score <= valid[1]:
         raise DataFormatError(path, f"score {score} outside [{valid[0]}, {valid[1]}]", line)
     return score
 
@@ -276,7 +288,7 @@ def _split_fields(row: str, path: Path, line: int, count: int, exact: bool) -> l
 def load_sts_year(reader: _FileReader, year_dir: Path, name: str, subsets: tuple[str, ...]) -> StsData:
     """Read one STS year: ``STS.input.<subset>.txt`` with its ``STS.gs.<subset>.txt`` per subset."""
     groups: dict[str, list[ScoredPair]] = {}
-    texts: list[str] = []
+    texts: dict[str, list[str]] = {}
     for subset in subsets:
         input_path = year_dir / f"STS.input.{subset}.txt"
         gold_path = year_dir / f"STS.gs.{subset}.txt"
@@ -287,20 +299,19 @@ def load_sts_year(reader: _FileReader, year_dir: Path, name: str, subsets: tuple
                 f"has {len(golds)} lines but {input_path.name} has {len(inputs)}; expected one gold "
                 "line (possibly blank) per sentence pair",
             )
-        pairs = []
+        pairs, texts[subset] = [], []
         for number, (row, gold) in enumerate(zip(inputs, golds, strict=True), start=1):
             sent1, sent2 = (normalize_sentence(s) for s in _split_fields(row, input_path, number, 2, exact=True))
-            texts.extend((sent1, sent2))
+            texts[subset].extend((sent1, sent2))
             if gold.strip():
                 pairs.append(ScoredPair(sent1, sent2, _parse_score(gold.strip(), gold_path, number, SCORE_RANGE)))
         groups[subset] = pairs
-    return StsData(name, groups, eval_subsets=subsets, texts=texts)
+    return StsData(name, groups, eval_subsets=subsets, group_texts=texts)
 
 
 def load_stsb(reader: _FileReader, folder: Path) -> StsData:
     """Read STS-B: score in column 4, sentences in columns 5 and 6 (0-based); later columns ignored."""
     groups: dict[str, list[ScoredPair]] = {}
-    texts: list[str] = []
     for split, filename in STSB_SPLITS.items():
         path = folder / filename
         pairs = []
@@ -312,16 +323,19 @@ def load_stsb(reader: _FileReader, folder: Path) -> StsData:
                 _parse_score(fields[4].strip(), path, number, SCORE_RANGE),
             )
             pairs.append(pair)
-            texts.extend((pair.sent1, pair.sent2))
         groups[split] = pairs
-    return StsData(STSB, groups, eval_subsets=("test",), texts=texts)
+    return StsData(STSB, groups, eval_subsets=("test",), group_texts=_pair_texts(groups))
+
+
+def _pair_texts(groups: dict[str, list[ScoredPair]]) -> dict[str, list[str]]:
+    """Both sentences of every pair of each group, in order (a file whose every pair is scored)."""
+    return {name: [s for pair in pairs for s in (pair.sent1, pair.sent2)] for name, pairs in groups.items()}
 
 
 def load_sick(reader: _FileReader, folder: Path) -> StsData:
     """Read SICK: a header row, then pair_ID, sentence_A, sentence_B, relatedness, entailment label."""
     groups: dict[str, list[ScoredPair]] = {}
     nli: dict[str, list[NliPair]] = {}
-    texts: list[str] = []
     for split, filename in SICK_SPLITS.items():
         path = folder / filename
         lines = reader.lines(path)
@@ -343,17 +357,26 @@ def load_sick(reader: _FileReader, folder: Path) -> StsData:
                 ScoredPair(sent1, sent2, _parse_score(fields[3].strip(), path, number, SICK_RELATEDNESS_RANGE))
             )
             labelled.append(NliPair(sent1, sent2, label))
-            texts.extend((sent1, sent2))
         groups[split], nli[split] = pairs, labelled
-    return StsData("SICK-R", groups, eval_subsets=("test",), texts=texts, nli=nli)
+    return StsData("SICK-R", groups, eval_subsets=("test",), group_texts=_pair_texts(groups), nli=nli)
+
+
+#: The shipped manifest of SentEval's prepared files, as the package holds it.
+MANIFEST = "consert/data/manifests/senteval_sts.json"
+
+
+def shipped_manifest() -> dict[str, str]:
+    """The sha256 of every file of SentEval's prepared data (STS12-16, STS-B, SICK) by its path below
+    ``downstream`` (:data:`MANIFEST`)."""
+    import json
+    from importlib import resources
+
+    return json.loads(resources.files("consert.data.manifests").joinpath("senteval_sts.json").read_text())["files"]
 
 
 def manifest_mismatches(file_hashes: dict[str, str]) -> list[str]:
     """Files whose sha256 differs from the manifest of SentEval's files (or that it does not know)."""
-    import json
-    from importlib import resources
-
-    expected = json.loads(resources.files("consert.data.manifests").joinpath("senteval_sts.json").read_text())["files"]
+    expected = shipped_manifest()
     problems = []
     for name, digest in sorted(file_hashes.items()):
         if name not in expected:

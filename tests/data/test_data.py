@@ -58,8 +58,51 @@ def test_non_numeric_score_names_file_and_line(tiny_tree):
     lines = path.read_text().splitlines()
     lines[4] = "four"
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(DataFormatError, match=r"STS\.gs\.MSRvid\.txt:5: expected a numeric score, found 'four'"):
+    with pytest.raises(DataFormatError, match=r"STS\.gs\.MSRvid\.txt:5: expected a gold score .*, found 'four'"):
         load_senteval(tiny_tree)
+
+
+@pytest.mark.parametrize(
+    ("gold", "where"),
+    [
+        ("0_5", "sts"),  # float() reads it as 5.0
+        ("\u0664", "sts"),  # an Arabic-Indic 4: float() reads it as 4.0
+        ("\uff13.5", "stsb"),  # a full-width 3
+        ("nan", "sts"),
+        ("inf", "stsb"),
+        ("4e0", "sick"),
+        ("+4", "sick"),
+        ("4.", "sts"),
+    ],
+)
+def test_a_gold_score_float_reads_but_senteval_never_writes_is_refused_with_file_line_and_value(tiny_tree, gold, where):
+    """SentEval's gold files hold ASCII decimals ("4", "3.8", "4.800"); anything else is refused, naming the file,
+    the line and the value as found, on each of the three layouts (an STS year, STS-B's column 4, SICK's column 3)."""
+    if where == "sts":
+        path, line = _file(tiny_tree, *STS12, "STS.gs.MSRvid.txt"), 2
+        rows = path.read_text().splitlines()
+        rows[1] = gold
+    else:
+        path = _file(tiny_tree, "downstream", *(("SICK", "SICK_test_annotated.txt") if where == "sick" else
+                                                ("STS", "STSBenchmark", "sts-dev.csv")))  # fmt: skip
+        rows, line = path.read_text().splitlines(), 3
+        fields = rows[2].split("\t")
+        fields[3 if where == "sick" else 4] = gold
+        rows[2] = "\t".join(fields)
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with pytest.raises(DataFormatError) as err:
+        load_senteval(tiny_tree)
+    assert (err.value.path, err.value.line) == (path, line)
+    assert f"found {gold!r}" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_gold_scores_as_senteval_writes_them_are_read_as_their_decimal_value(tiny_tree):
+    path = _file(tiny_tree, *STS12, "STS.gs.MSRvid.txt")
+    rows = path.read_text().splitlines()
+    rows[:4] = ["5", "0.0", " 3.800 ", "4.80000000000000"]  # the real files' shapes (and stray spaces, stripped)
+    path.write_text("\n".join(rows) + "\n")
+    scores = [p.score for p in load_senteval(tiny_tree).sets["STS12"].groups["MSRvid"][:4]]
+    assert scores == [5.0, 0.0, 3.8, 4.8]
 
 
 def test_out_of_range_score_is_rejected(tiny_tree):

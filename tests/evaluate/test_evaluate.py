@@ -67,7 +67,8 @@ def _load_toy(reader, root):
 
     path = root / "TOY" / "pairs.tsv"
     pairs = [ScoredPair(a, b, float(score)) for a, b, score in (line.split("\t") for line in reader.lines(path))]
-    return StsData("TOY", {"test": pairs}, eval_subsets=("test",), texts=[t for p in pairs for t in (p.sent1, p.sent2)])
+    texts = [t for p in pairs for t in (p.sent1, p.sent2)]
+    return StsData("TOY", {"test": pairs}, eval_subsets=("test",), group_texts={"test": texts})
 
 
 def test_a_declared_toy_task_is_evaluated_and_leaves_the_papers_avg_and_corpus_alone(tiny_tree, monkeypatch):
