@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from consert.paper.plan import RunSpec, plan_runs, train_overrides, unique_runs
-from consert.paper.recipe_card_baselines import MEASURED_PRECISION, UNEXPLAINED, baseline_card_rows
+from consert.paper.recipe_card_baselines import (
+    MEASURED_PRECISION,
+    UNEXPLAINED,
+    baseline_card_rows,
+    test_precision_difference,
+)
 from consert.train.augment import EMBEDDING_AUGMENTATIONS
 from consert.train.config import TrainConfig
 from consert.train.modes import MODES, authors_recipe, sub_configs
@@ -253,7 +258,7 @@ def recipe_card(config: WorkflowConfig, run_configs: dict[str, TrainConfig] | No
                 "similarities: fp32 under autocast (authors fp16: apex O1 ran their matmul of the normalised views in "
                 "fp16; fp32 as SimCSE's cosine_similarity, where bf16 would round cosines near 1 to steps of 2**-8)"
             )
-        differences += mode_differences(train_config)
+        differences += [*mode_differences(train_config), test_precision_difference(train_config.dtype)]
         if objective.is_supervised and "snli" not in train_config.nli_source:
             differences.append(f"nli: {train_config.nli_source} (authors snli+mnli; the offline stand-in for them)")
         row: dict[str, Any] = {
@@ -269,7 +274,7 @@ def recipe_card(config: WorkflowConfig, run_configs: dict[str, TrainConfig] | No
             optimizer="AdamW" + ("" if train_config.adam_bias_correction else " (no bias correction)"),
             precision=train_config.dtype,
             authors_source=theirs["source"],
-            differs_from_authors="; ".join(differences),
+            differs_from_authors="; ".join(filter(None, differences)),
             notes=run_notes(train_config, spec.size),
         )
         rows.append(row)

@@ -6,7 +6,7 @@ import random
 from pathlib import Path
 
 from consert.data.inputs import ExternalInput, file_input
-from consert.data.senteval import SentEvalData
+from consert.data.senteval import SentEvalData, paper_tasks
 from consert.train.config import TrainConfig
 
 
@@ -15,10 +15,38 @@ def corpus_inputs(config: TrainConfig) -> list[ExternalInput]:
     return [] if config.train_texts == "sts" else [file_input(config.train_texts, "train_texts")]
 
 
+#: Each STS year's subsets in the order the ConSERT authors' loader reads them (data_utils.py, load_sts12 to
+#: load_sts16), which differs from SentEval's (:data:`consert.data.senteval.STS_YEAR_SUBSETS`) for STS13 and STS14.
+#: Their few-shot subsets are the first n of that corpus after main.py's seeded shuffle.
+AUTHORS_SUBSET_ORDER: dict[str, tuple[str, ...]] = {
+    "STS12": ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
+    "STS13": ("headlines", "OnWN", "FNWN"),
+    "STS14": ("images", "OnWN", "tweet-news", "deft-news", "deft-forum", "headlines"),
+    "STS15": ("answers-forums", "answers-students", "belief", "headlines", "images"),
+    "STS16": ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
+}
+
+
+def authors_corpus(data: SentEvalData) -> list[str]:
+    """The unlabeled STS texts in the order the authors' ``load_datasets`` gives them (main.py ``--train_data
+    stssick``): the paper's sets in their order, each year's subsets in :data:`AUTHORS_SUBSET_ORDER`, STS-B's and
+    SICK's splits train, dev (trial), test. The texts of :meth:`~consert.data.senteval.SentEvalData.unlabeled_texts`,
+    in another order."""
+    texts = []
+    for name in paper_tasks():
+        if name in data.sets:
+            groups = data.sets[name].group_texts
+            texts += [text for group in AUTHORS_SUBSET_ORDER.get(name, tuple(groups)) for text in groups[group]]
+    return texts
+
+
 def training_texts(config: TrainConfig, data: SentEvalData) -> list[str]:
-    """The unlabeled texts (STS corpus or a file), subsampled to ``n_texts`` with the run's seed."""
+    """The unlabeled texts (STS corpus or a file), subsampled to ``n_texts`` with the run's seed. A few-shot sample
+    of the STS corpus is drawn from it in the authors' order (:func:`authors_corpus`), so that a seed gives their
+    texts; the whole corpus is reshuffled every epoch, its order is the sets'."""
     if config.train_texts == "sts":
-        texts = data.unlabeled_texts()
+        few_shot = config.n_texts is not None and config.n_texts < len(data.unlabeled_texts())
+        texts = authors_corpus(data) if few_shot else data.unlabeled_texts()
     else:
         path = Path(config.train_texts)
         if not path.is_file():

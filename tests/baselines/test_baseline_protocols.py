@@ -251,6 +251,7 @@ def test_comparison_uses_the_aggregate_each_published_row_used(tmp_path):
 
 
 def test_the_baseline_card_rows_match_the_references():
+    from consert.paper.recipe_card_baselines import test_precision_difference
     from consert.paper.workflow_config import read_workflow_config
 
     card = recipe_card(read_workflow_config(ROOT / "config" / "config.yaml")).set_index("run")
@@ -267,7 +268,11 @@ def test_the_baseline_card_rows_match_the_references():
     assert "bert-base-uncased (Table 2's BERT-flow rows)" in flow.notes
     assert "BERT-flow's own BERT-NLI" in flow.notes and "base-bertflow-nli-seed1" in flow.notes
     whitening = card.loc["baseline-whitening-base-mean:1,-1-kall"]
-    assert whitening.differs_from_authors == "" and whitening["aggregate"].startswith("wmean")
+    # the paper config's dtype auto: the test sets' precision is measured, the references' fp32 (eng/eval.py)
+    assert whitening.differs_from_authors.startswith("test precision: auto (authors fp32: a freshly loaded model")
+    assert whitening.differs_from_authors == test_precision_difference("auto")  # nothing else differs
+    assert "within 0.03 of PyTorch fp32" in whitening.differs_from_authors
+    assert whitening["aggregate"].startswith("wmean")
     assert "test split's Spearman" in whitening.notes and "71.43" in whitening.notes
     sgopt = card.loc["baseline-sgopt"]
     assert "17,256" in sgopt.fit_corpus and sgopt["aggregate"].startswith("unknown")
@@ -277,6 +282,12 @@ def test_the_baseline_card_rows_match_the_references():
     assert "CUDA graphs" in sgopt.notes and "dropout masks" in sgopt.notes
     glove = card.loc["baseline-glove"]
     assert "SBERT's Table 1" in glove.authors_source and "WhitespaceTokenizer" in glove.method_settings
+    assert "test precision" not in glove.differs_from_authors  # no transformer encodes its sentences
+    assert all(
+        "test precision: auto" in card.loc[run].differs_from_authors for run in card.index if run != "baseline-glove"
+    )
+    fp32 = read_workflow_config(ROOT / "config" / "config.yaml").model_copy(update={"dtype": "fp32"})
+    assert not recipe_card(fp32).differs_from_authors.str.contains("test precision").any()  # the authors' precision
     assert "authors_k = k - 1" in card.loc["analysis-topk"].method_settings
 
 
