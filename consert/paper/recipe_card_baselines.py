@@ -39,20 +39,26 @@ MEASURED_PRECISION = (
     "measured on the machine when run: the fastest of bf16, fp16 + gradient scaler and fp32 on a GPU (bf16 and fp32 "
     "where the step runs as CUDA graphs), of bf16 and fp32 on a CPU"
 )
-#: What every reference evaluates in (ConSERT's eval.py, BERT-flow's, BERT-whitening's, SG-BERT's, SentEval's
-#: examples): a model loaded fresh, in fp32.
-AUTHORS_TEST_PRECISION = "fp32: a freshly loaded model encodes the test sets"
+#: How every reference evaluates, in fp32 (ConSERT's eval.py, BERT-flow's, BERT-whitening's, SG-BERT's, SentEval's
+#: examples).
+AUTHORS_TEST_PRECISION = "a freshly loaded model encodes the test sets"
+#: How ``dtype: auto`` picks the test sets' precision, and what it is held to.
+MEASURED_TEST_PRECISION = (
+    "here the encoding's precision and engine are measured on the machine when run: bf16, or fp32 through PyTorch "
+    "or ONNX Runtime; every set-level Spearman of each path it picks stays within 0.03 of PyTorch fp32, a test on "
+    "the real data: docs, Performance"
+)
+
+
+def fp32_difference(what: str, dtype: str, authors: str, how: str) -> str:
+    """The card's difference ``WHAT: DTYPE (authors fp32: AUTHORS; HOW)`` of a precision the authors ran in fp32,
+    or "" where ``dtype`` is fp32."""
+    return "" if dtype == "fp32" else f"{what}: {dtype} (authors fp32: {authors}; {how})"
 
 
 def test_precision_difference(dtype: str) -> str:
     """The test sets' encoding precision (the workflow's ``dtype``) against the authors', or "" in fp32."""
-    if dtype == "fp32":
-        return ""
-    return (
-        f"test precision: {dtype} (authors {AUTHORS_TEST_PRECISION}; here the encoding's precision and engine are "
-        "measured on the machine when run: bf16, or fp32 through PyTorch or ONNX Runtime; every set-level Spearman "
-        "of each path it picks stays within 0.03 of PyTorch fp32, a test on the real data: docs, Performance)"
-    )
+    return fp32_difference("test precision", dtype, AUTHORS_TEST_PRECISION, MEASURED_TEST_PRECISION)
 
 
 GLOVE_SOURCE = (
@@ -234,12 +240,8 @@ def _sgopt_row(config: WorkflowConfig) -> dict[str, Any]:
 
 def _precision_difference(dtype: str) -> str:
     """SG-OPT's precision against the authors' fp32 (modules.py's fit: use_amp=False), with fp32 similarities."""
-    if dtype == "fp32":
-        return ""
-    return (
-        f"precision: {dtype} (authors fp32: modules.py's fit runs without AMP; {MEASURED_PRECISION}; the "
-        "similarities stay fp32 under autocast)"
-    )
+    how = f"{MEASURED_PRECISION}; the similarities stay fp32 under autocast"
+    return fp32_difference("precision", dtype, "modules.py's fit runs without AMP", how)
 
 
 def _glove_row(config: WorkflowConfig) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import random
 from pathlib import Path
 
 from consert.data.inputs import ExternalInput, file_input
-from consert.data.senteval import SentEvalData, paper_tasks
+from consert.data.senteval import STS_YEAR_SUBSETS, SentEvalData, paper_tasks
 from consert.train.config import TrainConfig
 
 
@@ -19,11 +19,9 @@ def corpus_inputs(config: TrainConfig) -> list[ExternalInput]:
 #: load_sts16), which differs from SentEval's (:data:`consert.data.senteval.STS_YEAR_SUBSETS`) for STS13 and STS14.
 #: Their few-shot subsets are the first n of that corpus after main.py's seeded shuffle.
 AUTHORS_SUBSET_ORDER: dict[str, tuple[str, ...]] = {
-    "STS12": ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
+    **STS_YEAR_SUBSETS,  # STS12, STS15 and STS16 in SentEval's order
     "STS13": ("headlines", "OnWN", "FNWN"),
     "STS14": ("images", "OnWN", "tweet-news", "deft-news", "deft-forum", "headlines"),
-    "STS15": ("answers-forums", "answers-students", "belief", "headlines", "images"),
-    "STS16": ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
 }
 
 
