@@ -34,6 +34,7 @@ from consert.data.senteval import STSB, SentEvalData, dev_pairs, load_senteval
 from consert.encode.batching import TokenCache, pad_multiple, to_device
 from consert.encode.models import default_device, resolve_model
 from consert.encode.precision import training_precision
+from consert.train.architectures import embed, fast_path_fault, trainable_config
 from consert.train.export import export_model
 from consert.train.graphs import FP16_BLOCKER, GraphedStep, graphed_probe_runner, graphs_unavailable
 from consert.train.loop import LoopResult, loop_settings, run_loop
@@ -186,11 +187,12 @@ class SgOptTrainer:
     def __init__(self, config: SgOptConfig, data: SentEvalData):
         self.config, self.data = config, data
         self.resolved = resolve_model(config.model)
+        model_config = trainable_config(self.resolved.path, config.model)  # the table's architectures only
         self.device = default_device(config.device)
         self.tokenizer, self.tuned = load_trainable(self.resolved, self.device, remove_dropout=False)
         self.frozen = copy.deepcopy(self.tuned).train(config.guide_dropout).requires_grad_(False)
         self.tuned.embeddings.requires_grad_(False)  # the 0th layer of BERT_T stays fixed
-        blocker = graphs_blocker(config, self.device)
+        blocker = graphs_blocker(config, self.device) or fast_path_fault(model_config, "cuda_graphs") or None
         if config.cuda_graphs == "on" and blocker:  # refused before any work
             raise ValueError(f"SG-OPT cuda_graphs: on, but {blocker}")
         runner = graphed_probe_runner if blocker is None else None  # auto measures the step as it will run
@@ -229,9 +231,9 @@ class SgOptTrainer:
         """:meth:`padded_loss` over the batch's real tokens only (``packing``, on the device), reading nothing
         back to the host: the dense layers skip the padding, as the ConSERT trainer's packed step does."""
         with torch.no_grad():
-            states = packed_hidden_states(self.frozen, self.frozen.embeddings(input_ids=ids), packing)
+            states = packed_hidden_states(self.frozen, embed(self.frozen, ids), packing)
             views = packed_layer_views(states, packing, self.config.view_pooling)
-        last = packed_hidden_states(self.tuned, self.tuned.embeddings(input_ids=ids), packing)[-1]
+        last = packed_hidden_states(self.tuned, embed(self.tuned, ids), packing)[-1]
         return self._objective(last.index_select(0, packing.first), views)  # each row's [CLS]
 
     def _objective(self, c: torch.Tensor, views: torch.Tensor) -> torch.Tensor:

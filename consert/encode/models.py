@@ -91,6 +91,11 @@ class ResolvedModel:
         return self.name == STAND_IN_MODEL or _trained_from(self.path) == STAND_IN_MODEL
 
     @property
+    def trained_here(self) -> bool:
+        """Whether the folder is an export of this harness's trainer (its training record says so)."""
+        return _trained_from(self.path) is not None
+
+    @property
     def base_model(self) -> str:
         """The pretrained model this one descends from (itself unless our trainer exported it)."""
         return _trained_from(self.path) or self.name
@@ -164,6 +169,41 @@ OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 def looks_like_a_path(text: str) -> bool:
     """A local path rather than a hub id (``org/name``): absolute, relative with ./ or ../, ~, or deeper."""
     return text.startswith(("/", "./", "../", "~")) or text.count("/") > 1 or os.sep != "/" and os.sep in text
+
+
+def sentence_transformer_modules(path: str | os.PathLike) -> list[str]:
+    """The sentence-transformers modules that follow the transformer of the model folder ``path``, each as
+    ``Pooling (mean)``, ``Dense (384 -> 256)``, ``Normalize`` (its ``modules.json``); [] for a plain transformers
+    folder."""
+    import json
+
+    folder = Path(path)
+    try:
+        listed = json.loads((folder / "modules.json").read_text())
+    except (OSError, ValueError):
+        return []
+    described = []
+    for module in listed[1:]:  # the first is the transformer itself
+        kind = str(module.get("type", "")).rsplit(".", 1)[-1]
+        try:
+            settings = json.loads((folder / str(module.get("path", "")) / "config.json").read_text())
+        except (OSError, ValueError):
+            settings = {}
+        if kind == "Pooling":
+            modes = [
+                key.removeprefix("pooling_mode_")
+                for key, on in settings.items()
+                if key.startswith("pooling_mode_") and on is True
+            ]
+            mode = settings.get("pooling_mode") or ", ".join(
+                m.removesuffix("_tokens").removesuffix("_token") for m in modes
+            )
+            described.append(f"Pooling ({mode})" if mode else "Pooling")
+        elif kind == "Dense" and "in_features" in settings:
+            described.append(f"Dense ({settings['in_features']} -> {settings.get('out_features')})")
+        else:
+            described.append(kind)
+    return described
 
 
 def resolve_model(name: str | os.PathLike) -> ResolvedModel:

@@ -13,6 +13,7 @@ from torch import nn
 
 from consert.encode.batching import to_device
 from consert.encode.precision import training_precision
+from consert.train.architectures import fast_path_fault
 from consert.train.fused import fused_encoder, use_compile_cache
 from consert.train.graphs import FP16_BLOCKER, GraphedStep, graphed_probe_runner, graphs_unavailable
 from consert.train.packed import Packing, packed_encoder
@@ -65,6 +66,9 @@ class StepExecution:
         self.packed = self.config.packed == "on" and encoder.train_pooling.layers == (-1,)
         self.packed_encoder = packed_encoder
         self.graphed: GraphedStep | None = None  # the step as CUDA graphs (settle)
+        #: The fast paths an ``auto`` setting would have taken and the model's architecture keeps from it
+        #: (:mod:`consert.train.architectures`), each with why: the run's record says so.
+        self.eager_because: list[str] = []
 
     def graphs_blocker(self, objective: GraphableStep, planned_steps: int) -> str | None:
         """Why this stage cannot (or, under ``cuda_graphs: auto``, should not) train through CUDA graphs,
@@ -73,6 +77,8 @@ class StepExecution:
         unavailable = graphs_unavailable(config.cuda_graphs, self.encoder.device)
         if unavailable is not None:
             return unavailable
+        if fault := fast_path_fault(self.encoder.model.config, "cuda_graphs"):
+            return fault
         if objective.graphs_blocker is not None:
             return objective.graphs_blocker
         if "adversarial" in config.views:
@@ -93,6 +99,8 @@ class StepExecution:
         batch's rows (``graph_copies``)."""
         config, encoder = self.config, self.encoder
         blocker = self.graphs_blocker(objective, planned_steps)
+        if blocker is not None and blocker == fast_path_fault(encoder.model.config, "cuda_graphs"):
+            self.eager_because.append(f"cuda_graphs: {config.cuda_graphs}: {blocker}")
         runner = graphed_probe_runner if blocker is None else None  # auto measures the step as it will run
         encoder.use_precision(training_precision(config.dtype, encoder.device, encoder.model, graphed_runner=runner))
         if blocker is None and encoder.dtype == "fp16":  # asked for explicitly
@@ -144,6 +152,9 @@ class StepExecution:
             cuda = torch.device(self.encoder.device).type == "cuda"
             wanted = "on" if cuda and planned_steps >= COMPILE_MIN_STEPS else "off"
         if wanted != "on" or "adversarial" in self.config.views:  # FGV keeps a tensor of the pass: eager
+            return
+        if fault := fast_path_fault(self.encoder.model.config, "compile"):  # `on` was refused before any work
+            self.eager_because.append(f"compile: {self.config.compile}: {fault}")
             return
         if self.packed:
             self.packed_encoder = fused_encoder()

@@ -47,6 +47,7 @@ from torch import nn
 from consert.encode.batching import to_device
 from consert.encode.pooling import Pooling
 from consert.hardware import cuda_card_paths
+from consert.train.architectures import embed
 
 
 @dataclass(frozen=True)
@@ -267,14 +268,9 @@ def packed_pool(pooling: Pooling, hidden: torch.Tensor, packing: Packing) -> tor
 
 
 def packed_pooled_forward(
-    model: nn.Module,
-    input_ids: torch.Tensor,
-    packing: Packing,
-    pooling: Pooling,
-    position_ids: torch.Tensor | None = None,
-    encoder=packed_encoder,
+    model: nn.Module, input_ids: torch.Tensor, packing: Packing, pooling: Pooling, encoder=packed_encoder
 ) -> torch.Tensor:
-    """Pooled vectors (B x d) of one pass: the model's embedding module (and its editor's hook), then
-    ``encoder`` (:func:`packed_encoder`, or a compiled copy of it) over the real tokens."""
-    embedded = model.embeddings(input_ids=input_ids, position_ids=position_ids)
-    return packed_pool(pooling, encoder(model, embedded, packing), packing)
+    """Pooled vectors (B x d) of one pass: the first encoder layer's input (the embedding module, ELECTRA's
+    projection; the views' hooks act within), then ``encoder`` (:func:`packed_encoder`, or a compiled copy of it)
+    over the real tokens."""
+    return packed_pool(pooling, encoder(model, embed(model, input_ids), packing), packing)

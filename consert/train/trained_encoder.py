@@ -4,18 +4,27 @@ ratios, and the STS-B dev check that selects its checkpoint."""
 from __future__ import annotations
 
 import random
+import sys
 
 import numpy as np
 import torch
 from torch import nn
 
+from consert.configs import ConfigError
 from consert.data.senteval import SentEvalData, dev_pairs
 from consert.encode.batching import TokenCache, pad_multiple
 from consert.encode.encoder import SentenceEncoder
-from consert.encode.models import ResolvedModel, attention_implementation, default_device, resolve_model
+from consert.encode.models import (
+    ResolvedModel,
+    attention_implementation,
+    default_device,
+    resolve_model,
+    sentence_transformer_modules,
+)
 from consert.encode.pooling import Pooling
 from consert.encode.precision import Precision, configure_cuda_matmul
 from consert.evaluate.protocol import encode_and_score, spearman_x100
+from consert.train.architectures import fast_path_fault, trainable_config, view_fault
 from consert.train.augment import AugmentationRatios
 from consert.train.config import TrainConfig
 from consert.train.loop import TrainingFault
@@ -32,22 +41,43 @@ def set_seed(seed: int) -> None:
 
 
 def load_trainable(resolved: ResolvedModel, device: str, remove_dropout: bool):
-    """Tokenizer and model for training; with ``remove_dropout`` every dropout probability is 0."""
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    """Tokenizer and model for training (:func:`trainable_model`)."""
+    from transformers import AutoTokenizer
 
-    config = AutoConfig.from_pretrained(resolved.path)
+    return AutoTokenizer.from_pretrained(resolved.path), trainable_model(resolved.path, device, remove_dropout)
+
+
+def trainable_model(path, device: str, remove_dropout: bool) -> nn.Module:
+    """The model of the folder ``path`` on ``device``; with ``remove_dropout`` every dropout probability is 0: each
+    the architecture's config names (``*dropout``, ``*dropout_prob``: BERT's hidden and attention dropout,
+    DistilBERT's ``dropout``, ModernBERT's attention, embedding and MLP dropout, which it reads as floats), and every
+    ``nn.Dropout`` module."""
+    from transformers import AutoConfig, AutoModel
+
+    config = AutoConfig.from_pretrained(path)
     if remove_dropout:
-        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout"):
-            if hasattr(config, name):
+        for name, value in vars(config).items():
+            if name.endswith(("dropout", "dropout_prob")) and isinstance(value, float):
                 setattr(config, name, 0.0)
-    model = AutoModel.from_pretrained(
-        resolved.path, config=config, attn_implementation=attention_implementation(device)
-    )
+    model = AutoModel.from_pretrained(path, config=config, attn_implementation=attention_implementation(device))
     if remove_dropout:
         for module in model.modules():
             if isinstance(module, nn.Dropout):
                 module.p = 0.0
-    return AutoTokenizer.from_pretrained(resolved.path), model.to(device)
+    return model.to(device)
+
+
+def check_trainable(config: TrainConfig, resolved: ResolvedModel | None = None) -> None:
+    """Refuse, in one :class:`ConfigError` line and before any weights load, a run its model cannot train as the
+    config says (:mod:`consert.train.architectures`): an architecture outside the table, a shuffle view on one
+    with relative positions only, a fast path asked for (``on``) and not proven on it."""
+    resolved = resolved or resolve_model(config.model)
+    model_config = trainable_config(resolved.path, config.model)
+    if fault := view_fault(model_config, config.views, config.model):
+        raise ConfigError(fault)
+    for key in ("packed", "cuda_graphs", "compile"):
+        if getattr(config, key) == "on" and (fault := fast_path_fault(model_config, key)):
+            raise ConfigError(f"{key}: on, but {fault}")
 
 
 class TrainedEncoder:
@@ -57,6 +87,19 @@ class TrainedEncoder:
     def __init__(self, config: TrainConfig, data: SentEvalData):
         self.config = config
         self.resolved = resolve_model(config.model)
+        check_trainable(config, self.resolved)
+        #: The sentence-transformers modules of the model folder that the run neither trains nor exports (said
+        #: before training, and in the record): the trainer trains the transformer under its own poolings.
+        self.modules_not_kept = [] if self.resolved.trained_here else sentence_transformer_modules(self.resolved.path)
+        if self.modules_not_kept:
+            print(
+                f"consert train: note: {config.model} is a sentence-transformers model whose "
+                f"{', '.join(self.modules_not_kept)} follow its transformer; this run trains the transformer under "
+                f"train_pooling {config.train_pooling} and exports it with eval_pooling {config.eval_pooling}: those "
+                "modules are not trained or kept (`consert evaluate MODEL --pooling model` scores the folder with "
+                "them)",
+                file=sys.stderr,
+            )
         self.device = default_device(config.device)
         if torch.device(self.device).type == "cuda":
             configure_cuda_matmul()

@@ -16,13 +16,14 @@ from pathlib import Path
 from torch import nn
 
 from consert.data.senteval import SentEvalData, load_senteval
+from consert.train.architectures import architecture_of
 from consert.train.config import TrainConfig
 from consert.train.execution import StepExecution
 from consert.train.export import export_model
 from consert.train.loop import loop_settings, planned_step_count, run_loop
 from consert.train.objectives import check_objective, objective_for
 from consert.train.record import loop_record, provenance_record
-from consert.train.trained_encoder import TrainedEncoder, set_seed
+from consert.train.trained_encoder import TrainedEncoder, check_trainable, set_seed
 
 
 @dataclass
@@ -96,8 +97,11 @@ def train_stage(
         "text_augmentations": objective.augmentation_rates,
         "dev_pooling": config.dev_pooling,
         "eval_pooling": config.eval_pooling,
+        "architecture": architecture_of(encoder.model.config).title,
         "compiled": execution.compiled,
         "packed": execution.packed,
+        "eager_because": execution.eager_because,
+        "modules_not_kept": encoder.modules_not_kept,
         "cuda_graphs": execution.graphed.capture_count() if execution.graphed else 0,  # graphs captured (shapes seen)
         **provenance_record(encoder.precision, encoder.device, config.to_dict(), data),
     }
@@ -139,6 +143,8 @@ def train(
     :func:`train_stage`'s.
     """
     check_objective(config)  # a batch without negatives, say: refused before any data or model is read
+    for stage in (config.first_stage(), config) if config.two_stage and config.stage1_model is None else (config,):
+        check_trainable(stage)  # an architecture outside the table, a view or fast path it cannot take
     data = data if data is not None else load_senteval(config.data)
     if not config.two_stage:
         return train_stage(config, data, progress, execution_steps, capture_steps)

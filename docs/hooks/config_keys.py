@@ -8,7 +8,9 @@ from the keys' own homes.
 * ``<!-- workflow keys -->``: every key of the workflow config (``consert.workflow_keys.WorkflowConfig``), a block's
   keys as ``block.key``, with its default as YAML writes it;
 * ``<!-- trainable modes -->``: every trainable mode's record (``consert.train.modes.MODES``): what trains it, what
-  it starts from, its objective, its config block, the table it reproduces and its authors' source.
+  it starts from, its objective, its config block, the table it reproduces and its authors' source;
+* ``<!-- trained architectures -->``: every encoder architecture the trainer trains
+  (``consert.train.architectures.ARCHITECTURES``), its views and the fast paths proven on it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import re
 MARKER = "<!-- training keys -->"
 WORKFLOW_MARKER = "<!-- workflow keys -->"
 MODES_MARKER = "<!-- trainable modes -->"
+ARCHITECTURES_MARKER = "<!-- trained architectures -->"
 CLASS_MARKER = re.compile(r"<!-- keys: ([\w.]+):(\w+) -->")
 
 
@@ -51,6 +54,10 @@ def on_page_markdown(markdown: str, **_) -> str:
         markdown = markdown.replace(WORKFLOW_MARKER, _table("default", rows))
     if MODES_MARKER in markdown:
         markdown = markdown.replace(MODES_MARKER, modes_table())
+    if ARCHITECTURES_MARKER in markdown:
+        from consert.train.architectures import architecture_table
+
+        markdown = markdown.replace(ARCHITECTURES_MARKER, architecture_table())
     return CLASS_MARKER.sub(_class_table, markdown)
 
 

@@ -42,8 +42,8 @@ def test_shuffle_view_keeps_token_ids(monkeypatch):
 
     seen = {}
 
-    def fake_forward(model, input_ids, attention_mask, pooling, position_ids=None, packed=None):
-        seen["ids"], seen["positions"] = input_ids, position_ids
+    def fake_forward(model, input_ids, attention_mask, pooling, order=None, packed=None):
+        seen["ids"], seen["positions"] = input_ids, order
         return torch.zeros(len(input_ids), 2)
 
     monkeypatch.setattr(views, "pooled_forward", fake_forward)
