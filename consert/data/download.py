@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
 import gzip
 import hashlib
 import http.client
@@ -47,6 +48,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -54,6 +56,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from consert.data.archives import UnsafeArchive, check_free_space, checked_members, inside
 from consert.data.senteval import (
     BESIDE_CHECKOUT,
     DATA_ENV_VAR,
@@ -85,6 +88,8 @@ TRANSIENT = (429, 500, 502, 503, 504)
 CHUNK = 1 << 20
 #: Where archives wait, below the folder they are unpacked into, until they are.
 ARCHIVES = ".download"
+#: The most characters of a network fault's own text that an error line quotes.
+MAX_REASON = 200
 
 _STS_ARCHIVES = {
     "STS12": ("http://ixa2.si.ehu.es/stswiki/images/4/40/STS2012-en-test.zip", "test-gold"),
@@ -98,7 +103,12 @@ _SICK_URL = "https://raw.githubusercontent.com/alvations/stasis/master/SICK-data
 
 
 class DownloadError(OSError):
-    """A download that did not complete; the message says what arrived and how to resume."""
+    """A download that did not complete; the message says what arrived and how to resume. ``unreachable``: every try
+    failed on the network (no network, a server down), where a data folder on disk is the way around it."""
+
+    def __init__(self, message: str, unreachable: bool = False):
+        super().__init__(message)
+        self.unreachable = unreachable
 
 
 @dataclass(frozen=True)
@@ -127,12 +137,15 @@ class TextShape:
 @dataclass(frozen=True)
 class Expected:
     """What one download must be before it is called ready: ``pin`` (sha256 and size of a public record, or of its
-    first download; :data:`UNPINNED`: none), the shape of the text it leaves (``text``) and the files its folder
-    must hold (``files``)."""
+    first download; :data:`UNPINNED`: none), the shape of the text it leaves (``text``), the files its folder
+    must hold (``files``), and its bounds: the most bytes it may download where no pin gives its size
+    (``bound``), and the most its archive's members may unpack to (``unpacked``)."""
 
     pin: Pin | None = UNPINNED
     text: TextShape | None = None
     files: tuple[str, ...] = ()
+    bound: int | None = None
+    unpacked: int | None = None
 
 
 def file_sha256(path: Path) -> str:
@@ -255,13 +268,15 @@ def fetch(
     pin: Pin | None = UNPINNED,
     check: Callable[[Path], str] | None = None,
     rerun: str = "run the same command again",
+    bound: int | None = None,
 ) -> Path:
     """Download ``url`` to ``target`` (kept when already there): into ``target.partial``, resumed with an HTTP
     ``Range`` request from where an earlier try (this run's or a killed one's) broke off, with ``If-Range`` (the
     validator of the response the kept bytes came from) so that a file changed on the server starts again; then
-    verified (``pin``'s size and sha256, ``check``'s fault: "" passes) and renamed onto ``target``. A failed
-    verification removes the download; both it and :data:`ATTEMPTS` broken tries are one-line
-    :class:`DownloadError` s ending in ``rerun``, what to run."""
+    verified (``pin``'s size and sha256, ``check``'s fault: "" passes) and renamed onto ``target``. At most
+    ``pin``'s size, else ``bound`` bytes, are read, and only when the disk has room for them. A failed verification
+    removes the download; it, a full disk and :data:`ATTEMPTS` broken tries are one-line :class:`DownloadError` s
+    naming the file and ending in ``rerun``, what to run."""
     from tqdm.auto import tqdm
 
     if target.is_file():
@@ -269,7 +284,8 @@ def fetch(
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
     kept = target.with_name(target.name + ".partial.json")  # the validator of the bytes kept in partial
-    size_limit = pin.size if pin is not None else None
+    size_limit = pin.size if pin is not None and pin.size is not None else None
+    most = size_limit if size_limit is not None else bound  # never more bytes than the file can hold
     problem = ""
 
     def start_again() -> None:
@@ -289,9 +305,16 @@ def fetch(
             with urllib.request.urlopen(urllib.request.Request(official(url), headers=headers), timeout=60) as response:  # noqa: S310
                 if have and response.status != 206:  # the server ignored the range, or the file changed: start again
                     have = 0
-                kept.write_text(json.dumps(_validator(response)))
                 announced = _announced_total(response, have)
+                if announced is not None and most is not None and announced > most:
+                    start_again()
+                    raise DownloadError(
+                        f"{url}: the server announced {announced:,} bytes, above its bound of {most:,}: not the file "
+                        f"the harness expects; nothing was kept: {rerun}"
+                    )
                 total = announced if announced is not None else size_limit
+                check_free_space(partial.parent, (total or 0) - have, f"downloading {url}")
+                kept.write_text(json.dumps(_validator(response)))
                 with (
                     partial.open("ab" if have else "wb") as out,
                     tqdm(
@@ -301,8 +324,10 @@ def fetch(
                     for chunk in iter(lambda: response.read(CHUNK), b""):
                         out.write(chunk)
                         bar.update(len(chunk))
-                        if total is not None and out.tell() > total:
+                        if (total is not None and out.tell() > total) or (most is not None and out.tell() > most):
                             break  # more than the file holds: stop reading, refused below
+        except DownloadError:
+            raise
         except urllib.error.HTTPError as err:
             whole = err.headers.get("Content-Range", "").rpartition("/")[2] if err.headers else ""
             if err.code == 416 and have and whole == str(have):  # nothing left to send: an earlier try got every byte
@@ -315,15 +340,28 @@ def fetch(
                 problem = f"the server answered {err.code} {err.reason}"
                 continue
             else:
+                _drop_empty(partial, kept)
                 raise DownloadError(f"{url}: the server answered {err.code} {err.reason}") from None
-        except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
-            problem = " ".join(str(getattr(err, "reason", err)).split()) or type(err).__name__
+        except OSError as err:
+            if err.errno == errno.ENOSPC:  # not the network's: trying again would fill the disk again
+                raise DownloadError(
+                    f"{partial}: the disk is full after {partial.stat().st_size:,} bytes; free some space and run "
+                    "the same command again to resume"
+                ) from None
+            if err.filename and not isinstance(err, urllib.error.URLError):  # a local file's fault, not the network's
+                raise DownloadError(f"{err.filename}: {err.strerror or err}; {rerun}") from None
+            problem = _reason(err)
+            continue
+        except http.client.HTTPException as err:
+            problem = _reason(err)
             continue
         size = partial.stat().st_size
         if total is not None and size < total:
             problem = f"the connection broke off after {size:,} of {total:,} bytes"
             continue
         fault = f"{size:,} bytes arrived where the file has {total:,}" if total is not None and size > total else ""
+        if not fault and most is not None and size > most:
+            fault = f"more than its bound of {most:,} bytes arrived"
         if not fault and pin is not None and (digest := file_sha256(partial)) != pin.sha256:
             fault = f"its sha256 is {digest[:16]}..., not {pin.sha256[:16]}... ({pin.record})"
         if not fault and check is not None:
@@ -335,9 +373,28 @@ def fetch(
         partial.replace(target)
         kept.unlink(missing_ok=True)
         return target
+    _drop_empty(partial, kept)
     received = partial.stat().st_size if partial.is_file() else 0
     left = f"{partial} keeps the {received:,} bytes received: run" if received else "nothing arrived: run"
-    raise DownloadError(f"{url}: {problem} ({ATTEMPTS} tries); {left} the same command again to resume")
+    message = f"{url}: {problem} ({ATTEMPTS} tries); {left} the same command again to resume"
+    raise DownloadError(message, unreachable=True)
+
+
+def _reason(err: BaseException) -> str:
+    """A network fault in a few words, on one line (a redirect loop's text holds the whole last response)."""
+    if isinstance(err, urllib.error.HTTPError):
+        return f"the server answered {err.code} {err.reason}"
+    text = " ".join(str(getattr(err, "reason", err)).split()) or type(err).__name__
+    return text[:MAX_REASON]
+
+
+def _drop_empty(partial: Path, kept: Path) -> None:
+    """Remove a partial download that holds nothing, and its validator: nothing to resume from."""
+    if partial.is_file() and partial.stat().st_size == 0:
+        partial.unlink()
+        kept.unlink(missing_ok=True)
+    elif not partial.exists():
+        kept.unlink(missing_ok=True)
 
 
 def _archive(url: str, folder: Path) -> Path:
@@ -383,7 +440,8 @@ def expected_of(url: str, shipped: Expected) -> Expected:
     entry = json.loads(Path(manifest).read_text(encoding="utf-8")).get(url, {})
     pin = Pin(entry["sha256"], entry.get("size"), f"the test manifest {manifest}") if "sha256" in entry else UNPINNED
     text = replace(shipped.text, lines=entry["lines"]) if shipped.text and "lines" in entry else shipped.text
-    return replace(shipped, pin=pin, text=text)
+    bounds = {key: entry[key] for key in ("bound", "unpacked") if key in entry}
+    return replace(shipped, pin=pin, text=text, **bounds)
 
 
 def recorded_pin(record: Path) -> Pin | None:
@@ -399,7 +457,7 @@ def recorded_pin(record: Path) -> Pin | None:
 @dataclass(frozen=True)
 class Source:
     """One input from outside the STS sets: its official archive (or file), what it leaves on disk and what that must
-    be (:class:`Expected`: ``pin``, ``text``, ``files``).
+    be (:class:`Expected`: ``pin``, ``text``, ``files``, the bounds ``bound`` and ``unpacked``).
 
     ``members`` maps an archive member to its path below the destination folder; a member ending in ``/`` is a
     folder whose files all go there. With no members the download is the file itself (then the destination is
@@ -414,6 +472,8 @@ class Source:
     pin: Pin | None = UNPINNED
     text: TextShape | None = None
     files: tuple[str, ...] = ()
+    bound: int | None = None  # the most bytes its download may hold where no pin gives its size
+    unpacked: int | None = None  # the most bytes the members it unpacks may hold
 
     def outputs(self, dest: str | Path | None = None) -> list[Path]:
         """The files (a folder's: the folder) it leaves below ``dest`` (default: :attr:`default`)."""
@@ -440,18 +500,26 @@ class Source:
         dest = Path(dest or self.default)
         if self.present(dest):
             return self.outputs(dest)
-        expected = expected_of(self.url, Expected(self.pin, self.text, self.files))
+        shipped = Expected(self.pin, self.text, self.files, self.bound, self.unpacked)
+        expected = expected_of(self.url, shipped)
         record = self.record(dest)
         pin = expected.pin or recorded_pin(record)
         rerun = f"run `consert download-data --{self.name}{'' if dest == Path(self.default) else f' {dest}'}` again"
         if not self.members:
             check = (lambda path: text_fault(path, expected.text)) if expected.text else None
-            downloaded = fetch(self.url, dest, progress, pin, check, rerun)
+            downloaded = fetch(self.url, dest, progress, pin, check, rerun, expected.bound)
         else:  # beside dest: a folder may be dest
-            downloaded = fetch(self.url, _archive(self.url, dest.parent), progress, pin, archive_fault, rerun)
+            archive = _archive(self.url, dest.parent)
+            downloaded = fetch(self.url, archive, progress, pin, archive_fault, rerun, expected.bound)
             existed = dest.exists()
-            written = self._unpack(downloaded, dest, rerun)
-            fault = self._outputs_fault(dest, expected)
+            written: list[Path] = []
+            try:
+                fault = self._unpack(downloaded, dest, expected.unpacked, written)
+                fault = fault or self._outputs_fault(dest, expected)
+            except (UnsafeArchive, zipfile.BadZipFile, EOFError, zlib.error) as err:
+                fault = f"unpacking failed ({' '.join(str(err).split())})"
+            except OSError as err:  # a full disk, a folder it cannot write: named, and what it wrote removed
+                fault = f"unpacking into {err.filename or dest} failed ({err.strerror or err})"
             if fault:
                 for path in written:
                     shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
@@ -465,32 +533,47 @@ class Source:
             _discard(downloaded)
         return self.outputs(dest)
 
-    def _unpack(self, archive: Path, dest: Path, rerun: str) -> list[Path]:
-        """Unpack the members not yet below ``dest``; return what it wrote."""
-        written = []
-        with _opened(archive, self.url, zipfile.ZipFile, rerun) as unzipped:
-            names = unzipped.namelist()
-            for member, below in self.members:
-                target = dest / below if below else dest
-                if target.exists():
-                    continue
-                if member.endswith("/"):  # a folder: every file below it, renamed into place together
-                    staging = target.with_name(target.name + ".partial")
-                    shutil.rmtree(staging, ignore_errors=True)
-                    files = [n for n in names if n.startswith(member) and not n.endswith("/")]
-                    if not files:
-                        raise DownloadError(f"{self.url}: the archive has no folder {member}")
-                    for name in files:
-                        with unzipped.open(name) as handle:
-                            _unpack(handle, staging / name[len(member) :])
-                    staging.rename(target)
-                elif member in names:
-                    with unzipped.open(member) as handle:
-                        _unpack(handle, target)
-                else:
-                    raise DownloadError(f"{self.url}: the archive has no {member}")
+    def _unpack(self, archive: Path, dest: Path, bound: int | None, written: list[Path]) -> str:
+        """Unpack the members not yet below ``dest``, each written below it only (every name checked before any is
+        written: no member outside its folder, no link, within ``bound`` and the free space); append what it
+        wrote to ``written``. Returns why the archive lacks a member it should hold, or ""."""
+        wanted: dict[str, Path] = {}  # archive member -> where it goes
+        staged: list[tuple[Path, Path]] = []  # a folder member's staging folder -> its target
+        listed = {member.name: member for member in checked_members(archive)}
+        for member, below in self.members:
+            target = dest / below if below else dest
+            if target.exists():
+                continue
+            if member.endswith("/"):  # a folder: every file below it, renamed into place together
+                staging = target.with_name(target.name + ".partial")
+                files = [n for n, m in listed.items() if n.startswith(member) and m.kind == "file"]
+                if not files:
+                    return f"the archive has no folder {member}"
+                for name in files:
+                    try:
+                        wanted[name] = inside(staging, name[len(member) :])
+                    except UnsafeArchive:
+                        escape = f"{archive.name}: member {name!r} would be written outside {target}"
+                        raise UnsafeArchive(escape) from None
+                staged.append((staging, target))
+            elif member in listed:
+                wanted[member] = target
+            else:
+                return f"the archive has no {member}"
+        checked_members(archive, [listed[name] for name in wanted], bound)
+        check_free_space(dest, sum(listed[name].size for name in wanted), f"unpacking {archive.name}")
+        for staging, _ in staged:
+            shutil.rmtree(staging, ignore_errors=True)
+            written.append(staging)
+        with _opened(archive, self.url, zipfile.ZipFile, "run the same command again") as unzipped:
+            for name, target in wanted.items():
                 written.append(target)
-        return written
+                with unzipped.open(name) as handle:
+                    _unpack(handle, target)
+        for staging, target in staged:
+            staging.rename(target)
+            written.append(target)
+        return ""
 
     def _outputs_fault(self, dest: Path, expected: Expected) -> str:
         """Why what it left below ``dest`` is not what the paper read ("" when it is)."""
@@ -524,6 +607,7 @@ SOURCES: dict[str, Source] = {
                 94_550_081,
                 "tensorflow/datasets' url_checksums/snli.txt",
             ),
+            unpacked=2 << 30,  # its three jsonl files: about 0.5 GB
         ),
         Source(
             "multinli",
@@ -541,6 +625,7 @@ SOURCES: dict[str, Source] = {
                 226_850_426,
                 "tensorflow/datasets' url_checksums/multi_nli.txt",
             ),
+            unpacked=2 << 30,  # its three jsonl files: about 0.5 GB
         ),
         Source(
             "glove",
@@ -550,6 +635,8 @@ SOURCES: dict[str, Source] = {
             (("glove.840B.300d.txt", "glove.840B.300d.txt"),),
             pin=UNPINNED,  # no public record of its sha256 is readable here: the zip's CRCs and its shape stand in
             text=TextShape(lines=2_196_017, numbers=300),
+            bound=3 << 30,  # the zip: 2.0 GiB
+            unpacked=6 << 30,  # glove.840B.300d.txt: 5.3 GiB
         ),
         Source(
             "wiki1m",
@@ -558,6 +645,7 @@ SOURCES: dict[str, Source] = {
             "data/wiki1m_for_simcse.txt",
             pin=UNPINNED,  # no public record of its sha256 is readable here: its shape stands in
             text=TextShape(lines=1_000_000),
+            bound=500 << 20,  # about 120 MB
         ),
         Source(
             "wordnet",
@@ -568,6 +656,8 @@ SOURCES: dict[str, Source] = {
             (("wordnet/", ""),),
             pin=UNPINNED,  # no public record of its sha256 is readable here: the zip's CRCs and the files stand in
             files=tuple(f"{kind}.{pos}" for kind in ("index", "data") for pos in ("noun", "verb", "adj", "adv")),
+            bound=100 << 20,  # about 11 MB
+            unpacked=500 << 20,  # about 35 MB
         ),
     )
 }
@@ -607,11 +697,23 @@ def _find(folder: Path, name: str) -> Path:
 STS_RERUN = "run `consert download-data` again"
 
 
+#: The bounds of SentEval's STS files (each a few MB): the most bytes one may download, and unpack to.
+STS_BOUNDS = Expected(bound=100 << 20, unpacked=500 << 20)
+
+
+def _unpack_all(archive_path: Path, folder: Path, opener, **options) -> None:
+    """Every member of an archive into ``folder``, once each is checked (:func:`checked_members`: inside it, files
+    and folders only, within the STS bound and the free space)."""
+    listed = checked_members(archive_path, bound=STS_BOUNDS.unpacked)
+    check_free_space(folder, sum(m.size for m in listed), f"unpacking {archive_path.name}")
+    with _opened(archive_path, archive_path.name, opener, STS_RERUN) as archive:
+        archive.extractall(folder, **options)
+
+
 def _sts_year(tokenize, year: str, archive_path: Path, scratch: Path, staging: Path) -> None:
     """One STS year's archive into ``staging/STS/<year>-en-test``: inputs tokenized, the gold standard as it is."""
     unpacked = scratch / year
-    with _opened(archive_path, archive_path.name, zipfile.ZipFile, STS_RERUN) as archive:
-        archive.extractall(unpacked)
+    _unpack_all(archive_path, unpacked, zipfile.ZipFile)
     target = staging / "STS" / f"{year}-en-test"
     target.mkdir(parents=True)
     for subset in STS_YEAR_SUBSETS[year]:
@@ -643,16 +745,28 @@ def download_senteval(dest: Path, progress: bool = True) -> list[str]:
     sick = [_SICK_URL.format(name=name) for name in SICK_SPLITS.values()]
     archives = [*(url for url, _ in _STS_ARCHIVES.values()), _STSB_ARCHIVE, *sick]
     for url in archives:  # every file first: a broken connection resumes without unpacking again
-        pin = expected_of(url, Expected(_sick_pin(url))).pin
-        fetch(url, _archive(url, dest), progress, pin, None if pin else archive_fault, STS_RERUN)
+        expected = expected_of(url, replace(STS_BOUNDS, pin=_sick_pin(url)))
+        pin = expected.pin
+        fetch(url, _archive(url, dest), progress, pin, None if pin else archive_fault, STS_RERUN, expected.bound)
     scratch = dest / ".unpacking"
     shutil.rmtree(scratch, ignore_errors=True)
     staging = scratch / "downstream"
-    for year, (url, _) in _STS_ARCHIVES.items():
-        _sts_year(tokenize, year, _archive(url, dest), scratch, staging)
+    unpacking = _STSB_ARCHIVE
+    try:
+        for year, (url, _) in _STS_ARCHIVES.items():
+            unpacking = url
+            _sts_year(tokenize, year, _archive(url, dest), scratch, staging)
+        unpacking = _STSB_ARCHIVE
+        _unpack_all(_archive(_STSB_ARCHIVE, dest), scratch / "stsb", tarfile.open, filter="data")
+    except (UnsafeArchive, zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error, OSError) as err:
+        shutil.rmtree(scratch, ignore_errors=True)
+        _archive(unpacking, dest).unlink(missing_ok=True)
+        what = err.strerror if isinstance(err, OSError) and err.strerror else " ".join(str(err).split())
+        where = f" into {err.filename}" if isinstance(err, OSError) and err.filename else ""
+        raise DownloadError(
+            f"{unpacking}: unpacking{where} failed ({what}); the archive was removed: {STS_RERUN}"
+        ) from None
     stsb = scratch / "stsb"
-    with _opened(_archive(_STSB_ARCHIVE, dest), _STSB_ARCHIVE, tarfile.open, STS_RERUN) as archive:
-        archive.extractall(stsb, filter="data")
     (staging / "STS" / "STSBenchmark").mkdir(parents=True)
     for split in ("train", "dev", "test"):
         rows = _find(stsb, f"sts-{split}.csv").read_text(encoding="utf-8").splitlines()
@@ -704,6 +818,8 @@ def locate_senteval(configured: str | Path, checkout: Path, download: bool = Tru
             download_senteval(configured)
             return resolve_data_dir(configured)
         except (OSError, RuntimeError) as err:  # no network (URLError is an OSError), no sacremoses
+            if isinstance(err, DownloadError) and not err.unreachable:  # a file that arrived wrong: its own line
+                raise
             reason = f"the download failed: {str(err).splitlines()[0]}"
     else:
         reason = "downloading is off"

@@ -126,19 +126,6 @@ def write_test_manifest(mirror, path: Path, **entries: dict) -> Path:
     return path
 
 
-@pytest.fixture()
-def mirror(tmp_path, monkeypatch, real_data_dir):
-    """The official archives served on 127.0.0.1, the harness pointed at them and at the tests' own manifest, the
-    working directory a fresh one."""
-    with serving(tmp_path / "www") as served:
-        served.expected = build_official_archives(served, real_data_dir)
-        monkeypatch.setenv(MIRROR_ENV, served.url)
-        monkeypatch.setenv(TEST_EXPECTED_ENV, str(write_test_manifest(served, tmp_path / "manifest.json")))
-        (tmp_path / "work").mkdir()
-        monkeypatch.chdir(tmp_path / "work")
-        yield served
-
-
 def _killed_run(mirror, source, fraction: float) -> int:
     """What a run killed ``fraction`` of the way through ``source``'s file leaves: its first bytes in ``.partial``
     (beside its target: the archives' folder for an archive) and, beside them, the response's validator (the file's
