@@ -10,6 +10,11 @@ card: no new shared job starts on the marked card, so a stream of short shared j
 training job. The locks are the kernel's (``flock``): they end with the process,
 whether the job finished, failed or was killed, so no id is held twice and none is lost.
 
+The pool's folder and lock files are the user's own (0700 and 0600): another user cannot open a lock file, so
+cannot hold a card's lock. A lock file holds its last holder's pid, user and share, which a waiting job names; a job
+waits at most ``$CONSERT_GPU_WAIT`` seconds (the workflow's ``gpu_wait_minutes``), then stops in one line naming the
+holders.
+
 The ids are ``$CUDA_VISIBLE_DEVICES``'s entries where it is set, else one per GPU the NVIDIA driver lists.
 Under SLURM (``$SLURM_JOB_ID``) the scheduler has assigned the card already and the pool stands aside.
 The workflow turns the pool on per job with ``$CONSERT_GPU_POOL`` (the folder) and ``$CONSERT_GPU_SHARE``
@@ -26,7 +31,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-POOL_ENV, SHARE_ENV = "CONSERT_GPU_POOL", "CONSERT_GPU_SHARE"
+POOL_ENV, SHARE_ENV, WAIT_ENV = "CONSERT_GPU_POOL", "CONSERT_GPU_SHARE", "CONSERT_GPU_WAIT"
 SHARES = ("whole", "shared")
 #: Where the NVIDIA driver lists one folder per GPU.
 NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")
@@ -53,8 +58,34 @@ class GpuPool:
         self.folder, self.ids = Path(folder), list(ids)
 
     def _open(self, device: str, suffix: str) -> int:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        return os.open(self.folder / f"{device}.{suffix}", os.O_RDWR | os.O_CREAT, 0o666)
+        """The id's lock (or mark) file, opened: the folder and the file the user's own, no one else's."""
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        folder = self.folder.stat()
+        if folder.st_uid != os.getuid():
+            raise PermissionError(f"GPU pool {self.folder}: belongs to uid {folder.st_uid}, not this user; remove it")
+        if folder.st_mode & 0o077:  # a pool folder made before it was private: made so
+            self.folder.chmod(0o700)
+        path = self.folder / f"{device}.{suffix}"
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        if os.fstat(descriptor).st_uid != os.getuid():
+            os.close(descriptor)
+            raise PermissionError(f"GPU pool lock {path}: belongs to another user; remove it")
+        os.fchmod(descriptor, 0o600)
+        return descriptor
+
+    def holders(self) -> str:
+        """Who holds each id, as its lock file last said (``0 by pid 123 (alice, whole)``; ``free`` where none)."""
+        described = []
+        for device in self.ids:
+            path = self.folder / f"{device}.lock"
+            try:
+                pid, user, share = path.read_text().split()[:3]
+                held = self.held_whole(device) or share == "shared"
+            except (OSError, ValueError):
+                described.append(f"{device} free")
+                continue
+            described.append(f"{device} by pid {pid} ({user}, {share})" if held else f"{device} free")
+        return ", ".join(described)
 
     def try_claim(self, share: str) -> tuple[str, int] | None:
         """``(id, open file descriptor holding its lock)`` of an id free for ``share``, else ``None``: the first
@@ -76,6 +107,7 @@ class GpuPool:
                     os.close(descriptor)
                     raise
                 if locked:
+                    _sign(descriptor, share)
                     return device, descriptor
                 os.close(descriptor)
             finally:
@@ -117,11 +149,18 @@ class GpuPool:
         try:
             while (claimed := self.try_claim(share)) is None:
                 if timeout is not None and time.monotonic() - start > timeout:
-                    raise TimeoutError(f"no GPU of {self.ids} free for a {share} job after {timeout:g} s")
+                    raise TimeoutError(
+                        f"no GPU of {self.ids} free for a {share} job after {timeout:g} s (held: {self.holders()}); "
+                        "raise gpu_wait_minutes, or end what holds them"
+                    )
                 if share == "whole":
                     mark = self.mark_waited_for(mark)
                 if not told:
-                    print(f"waiting for a GPU of {self.ids} ({share} job)", file=sys.stderr, flush=True)
+                    print(
+                        f"waiting for a GPU of {self.ids} ({share} job; held: {self.holders()})",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                     told = True
                 time.sleep(RETRY_SECONDS)
         finally:
@@ -132,6 +171,14 @@ class GpuPool:
             yield device
         finally:
             os.close(descriptor)  # closing the last descriptor releases the lock
+
+
+def _sign(descriptor: int, share: str) -> None:
+    """Write this holder's pid, user and share into the lock file it holds (what a waiting job names)."""
+    import getpass
+
+    os.ftruncate(descriptor, 0)
+    os.pwrite(descriptor, f"{os.getpid()} {getpass.getuser()} {share}\n".encode(), 0)
 
 
 def _locked(descriptor: int, mode: int) -> bool:
@@ -153,6 +200,7 @@ def device_from_pool(environ: dict[str, str] | None = None) -> Iterator[str | No
     if not folder or environ.get("SLURM_JOB_ID") or not ids:
         yield None
         return
-    with GpuPool(folder, ids).claim(environ.get(SHARE_ENV, "whole")) as device:
+    wait = float(environ[WAIT_ENV]) if environ.get(WAIT_ENV) else None
+    with GpuPool(folder, ids).claim(environ.get(SHARE_ENV, "whole"), timeout=wait) as device:
         environ["CUDA_VISIBLE_DEVICES"] = device
         yield device

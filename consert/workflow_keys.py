@@ -249,6 +249,14 @@ class WorkflowConfig(Keys):
         "time. true (the stand-in configs): jobs declare no whole GPU and share the one they find, as many at once "
         "as `--cores` allows (each uses `threads` cores); they also run on CPU machines.",
     )
+    gpu_wait_minutes: AtLeastOne | None = Field(
+        720,
+        title="the longest a job waits for a card of a box's pool (`--resources gpu=N`) before it stops in one line "
+        "naming who holds them; null: no bound",
+        description="Minutes a job waits for a GPU of the local pool (each card's lock file names its holder's pid "
+        "and user) before it stops in one line naming them. Default 720, the SLURM profile's runtime of a training "
+        "job: a card held longer than a training run takes is held by something else. null: wait without bound.",
+    )
     gpu_mps: bool = Field(
         True,
         title="with `share_gpu: true` on an NVIDIA box: the jobs sharing a card run under NVIDIA's MPS (started and "

@@ -186,3 +186,69 @@ def test_the_ids_are_the_visible_devices_else_the_drivers_gpus(tmp_path):
     assert visible_ids({"CUDA_VISIBLE_DEVICES": "GPU-1a2b, GPU-3c4d"}, driver) == ["GPU-1a2b", "GPU-3c4d"]
     assert visible_ids({"CUDA_VISIBLE_DEVICES": "-1"}, driver) == []
     assert visible_ids({}, tmp_path / "no-driver") == []
+
+
+#: As another user: open a card's lock file read-only and take a shared lock on it (what held a card at 03ef47f).
+INTRUDER = textwrap.dedent(
+    """
+    import fcntl, os, sys
+    os.setgid(65534); os.setuid(65534)  # nobody
+    try:
+        descriptor = os.open(sys.argv[1], os.O_RDONLY)
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as err:
+        print(type(err).__name__)
+    else:
+        print("held")
+    """
+)
+
+
+@pytest.fixture()
+def shared_folder():
+    """A folder every user may pass through (as /tmp is): only the pool's own modes then keep others out. Removed
+    after the test."""
+    import shutil
+    import tempfile
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to act as a second user (nobody); CI runs as root")
+    folder = Path(tempfile.mkdtemp(prefix="consert-pool-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder)
+
+
+def test_another_user_can_neither_enter_the_pool_nor_hold_a_cards_lock(shared_folder):
+    """At 03ef47f the lock files were made readable by all (0666 under the umask): another user could open one, hold
+    its lock, and a job's claim waited forever. The pool's folder is 0700 and its lock files 0600."""
+    pool = GpuPool(shared_folder / "gpu-pool", ["0"])
+    with pool.claim("shared"):
+        lock = shared_folder / "gpu-pool" / "0.lock"
+        assert (lock.parent.stat().st_mode & 0o777, lock.stat().st_mode & 0o777) == (0o700, 0o600)
+        intruder = [sys.executable, "-c", INTRUDER, str(lock)]
+        assert subprocess.run(intruder, capture_output=True, text=True).stdout.strip() == "PermissionError"
+        lock.parent.chmod(0o711)  # even with a folder others may pass through, the file keeps them out
+        assert subprocess.run(intruder, capture_output=True, text=True).stdout.strip() == "PermissionError"
+    with pool.claim("whole"):
+        assert lock.parent.stat().st_mode & 0o777 == 0o700  # made private again on its next use
+
+
+def test_a_wait_names_the_holders_and_ends_in_one_line_after_its_bound(tmp_path, capsys):
+    """The card's lock file holds its holder's pid, user and share; the waiting job names them, and stops after
+    ``$CONSERT_GPU_WAIT`` seconds (the workflow's gpu_wait_minutes)."""
+    import getpass
+
+    pool = GpuPool(tmp_path / "pool", ["0"])
+    with pool.claim("whole"):
+        assert (tmp_path / "pool" / "0.lock").read_text() == f"{os.getpid()} {getpass.getuser()} whole\n"
+        environ = {"CONSERT_GPU_POOL": str(tmp_path / "pool"), "CUDA_VISIBLE_DEVICES": "0",
+                   "CONSERT_GPU_SHARE": "whole", "CONSERT_GPU_WAIT": "0.5"}  # fmt: skip
+        started = time.monotonic()
+        with pytest.raises(
+            TimeoutError, match=rf"after 0.5 s \(held: 0 by pid {os.getpid()} \({getpass.getuser()}, whole\)"
+        ):
+            with device_from_pool(environ):
+                pass
+        assert time.monotonic() - started < 5
+    assert f"waiting for a GPU of ['0'] (whole job; held: 0 by pid {os.getpid()}" in capsys.readouterr().err

@@ -337,11 +337,11 @@ def fetch(
                 problem = f"the {have:,} bytes kept in {partial.name} were not of this file"
                 continue
             elif err.code in TRANSIENT:
-                problem = f"the server answered {err.code} {err.reason}"
+                problem = _reason(err)
                 continue
             else:
                 _drop_empty(partial, kept)
-                raise DownloadError(f"{url}: the server answered {err.code} {err.reason}") from None
+                raise DownloadError(f"{url}: {_reason(err)}") from None
         except OSError as err:
             if err.errno == errno.ENOSPC:  # not the network's: trying again would fill the disk again
                 raise DownloadError(
@@ -383,7 +383,7 @@ def fetch(
 def _reason(err: BaseException) -> str:
     """A network fault in a few words, on one line (a redirect loop's text holds the whole last response)."""
     if isinstance(err, urllib.error.HTTPError):
-        return f"the server answered {err.code} {err.reason}"
+        return f"the server answered {err.code} {' '.join(str(err.reason).split())[:MAX_REASON]}"
     text = " ".join(str(getattr(err, "reason", err)).split()) or type(err).__name__
     return text[:MAX_REASON]
 

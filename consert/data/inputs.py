@@ -141,15 +141,17 @@ def spacy_pipeline_input(model: str) -> ExternalInput:
     return ExternalInput(f"spaCy pipeline {model}", model, present, command, is_path=folder)
 
 
-def missing_message(inputs: Iterable[ExternalInput], jobs: bool = False) -> str:
+def missing_message(inputs: Iterable[ExternalInput], jobs: bool = False, dry_run: bool = False) -> str:
     """The missing ones of ``inputs`` in one message, each with what gets it: one line for a command; with
-    ``jobs`` (the workflow), a line each, naming the job that downloads it where one does."""
+    ``jobs`` (the workflow), a line each, naming the job that downloads it where one does (``dry_run``: what a run
+    would stop for)."""
     missing = [item for item in unique(inputs) if not item.present]
     count = f"{len(missing)} input is" if len(missing) == 1 else f"{len(missing)} inputs are"
     if not jobs:
         return f"{count} not on disk: " + "; ".join(lines(missing, jobs=False))
     blocked = blocking(missing)
-    head = f"Stopped before any job: {count} not on disk, and no job of this run downloads {len(blocked)} of them:"
+    stop = "A run would stop before any job" if dry_run else "Stopped before any job"
+    head = f"{stop}: {count} not on disk, and no job of this run downloads {len(blocked)} of them:"
     tail = "Get those, then run again (`consert download-data --all` fetches everything the paper config reads)."
     return "\n".join([head, *(f"  {line}" for line in lines(missing)), tail])
 

@@ -27,8 +27,12 @@ def load_nli_jsonl(path: str | Path) -> list[NliPair]:
     if not path.is_file():
         raise DataFormatError(path, "file not found (download SNLI/MultiNLI from their official releases)")
     pairs = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise DataFormatError(path, "not UTF-8 text; expected SNLI's and MultiNLI's jsonl", number) from None
             if not line.strip():
                 continue
             try:
@@ -39,6 +43,9 @@ def load_nli_jsonl(path: str | Path) -> list[NliPair]:
                 raise DataFormatError(
                     path, "expected a JSON object with sentence1, sentence2 and gold_label", number
                 ) from None
+            for key, value in (("gold_label", label), ("sentence1", premise), ("sentence2", hypothesis)):
+                if not isinstance(value, str):
+                    raise DataFormatError(path, f"{key}: expected a string, found {value!r}", number)
             if label == "-":
                 continue
             if label.upper() not in LABEL_INDEX:

@@ -238,6 +238,19 @@ def resolve_data_dir(
     )
 
 
+#: The characters besides ``\n`` and ``\r`` that ``str.splitlines`` (and so SentEval's reader) breaks lines at.
+OTHER_LINE_BREAKS = {
+    "\v": "a vertical tab (U+000B)",
+    "\f": "a form feed (U+000C)",
+    "\x1c": "a file separator (U+001C)",
+    "\x1d": "a group separator (U+001D)",
+    "\x1e": "a record separator (U+001E)",
+    "\x85": "a next-line character (U+0085)",
+    "\u2028": "a line separator (U+2028)",
+    "\u2029": "a paragraph separator (U+2029)",
+}
+
+
 class _FileReader:
     """Reads text files as UTF-8 lines, records their sha256, and turns problems into DataFormatError."""
 
@@ -255,7 +268,18 @@ class _FileReader:
         except UnicodeDecodeError as err:
             line = raw[: err.start].count(b"\n") + 1
             raise DataFormatError(path, f"not valid UTF-8 (byte {err.start})", line) from None
-        lines = text.splitlines()
+        lines = [line.removesuffix("\r") for line in text.split("\n")]
+        if lines and not lines[-1]:  # the newline ending the last line
+            lines.pop()
+        for number, line in enumerate(lines, start=1):
+            breaks = [c for c in line if c in OTHER_LINE_BREAKS]
+            if breaks:
+                raise DataFormatError(
+                    path,
+                    f"holds {OTHER_LINE_BREAKS[breaks[0]]}, a line break to Python's and SentEval's readers: expected "
+                    "one pair (or score) a line",
+                    number,
+                )
         if not lines:
             raise DataFormatError(path, "file is empty")
         return lines

@@ -12,6 +12,7 @@ never a silent reuse.
 from __future__ import annotations
 
 import json
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,6 +103,20 @@ class VectorCache:
         Only the vectors of ``poolings`` are read (all by default); the top-k statistics only with
         ``rank_sums=True`` (an error if the cache has none).
         """
+        try:
+            return cls._read(path, expected_key, rank_sums, poolings)
+        except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, TypeError) as err:
+            if isinstance(err, (KeyError, ValueError)) and str(path) in str(err):  # its own line, naming the file
+                raise
+            if isinstance(err, FileNotFoundError):
+                raise OSError(f"{path}: no such vector cache (`consert encode` makes one)") from None
+            raise ValueError(
+                f"{path}: not a readable vector cache ({type(err).__name__}: {' '.join(str(err).split())[:160]}); "
+                "make it again with `consert encode`"
+            ) from None
+
+    @classmethod
+    def _read(cls, path, expected_key, rank_sums, poolings) -> VectorCache:
         with np.load(path, allow_pickle=False) as archive:
             cache = cls(json.loads(str(archive["sentences"])), {}, json.loads(str(archive["key"])))
             if expected_key is not None:
@@ -116,6 +131,12 @@ class VectorCache:
                 for name in archive.files
                 if name.startswith("pooling:") and (wanted is None or name in wanted)
             }
+            for name, matrix in cache.vectors.items():  # a cache cut short, or written for other sentences
+                if matrix.ndim != 2 or len(matrix) != len(cache.sentences):
+                    raise ValueError(
+                        f"{path}: pooling {name} holds {len(matrix)} vectors of shape {matrix.shape[1:]} for "
+                        f"{len(cache.sentences)} sentences; make the cache again with `consert encode`"
+                    )
             if rank_sums:
                 if f"{_RANK_SUMS}sums" not in archive.files:
                     raise ValueError(f"{path}: no top-k statistics in this cache (make it with --topk-max)")

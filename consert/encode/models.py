@@ -260,12 +260,41 @@ def resolve_model(name: str | os.PathLike) -> ResolvedModel:
 
 def load_tokenizer_and_model(resolved: ResolvedModel, device: str | None = None):
     """Load the tokenizer and ``AutoModel`` from a resolved folder onto ``device``."""
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoTokenizer
 
     device = default_device(device)
     tokenizer = AutoTokenizer.from_pretrained(resolved.path)
-    model = AutoModel.from_pretrained(resolved.path, attn_implementation=attention_implementation(device))
+    model = pretrained_model(resolved.path, attn_implementation=attention_implementation(device))
     return tokenizer, model.to(device)
+
+
+def pretrained_model(path: str | os.PathLike, **options):
+    """``AutoModel.from_pretrained(path, **options)``; weights torch refuses to unpickle (a ``pytorch_model.bin``
+    holding Python objects: torch loads tensors only) are one :class:`ModelNotAvailableError` line."""
+    import pickle
+
+    from transformers import AutoModel
+
+    try:
+        return AutoModel.from_pretrained(path, **options)
+    except pickle.UnpicklingError:
+        raise ModelNotAvailableError(
+            f"model {path}: its weights file holds Python objects besides tensors, which torch does not load "
+            "(weights_only); use a model.safetensors, or re-save the weights from a trusted copy"
+        ) from None
+
+
+def hidden_states_of(path: str | os.PathLike) -> int | None:
+    """How many hidden states the model folder's config gives (its layers and the embedding output), read from its
+    ``config.json`` before any weights load; None where the config does not say."""
+    import json
+
+    try:
+        config = json.loads((Path(path) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    layers = config.get("num_hidden_layers", config.get("n_layers"))
+    return layers + 1 if isinstance(layers, int) else None
 
 
 def attention_implementation(device: str) -> str:

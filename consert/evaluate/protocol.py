@@ -12,6 +12,7 @@ diverged run encodes), or a set whose correlation is not (every pair with the sa
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -312,20 +313,26 @@ def evaluate_model(
     An already loaded ``encoder`` of ``model`` (same max length and dtype) saves loading it again.
     """
     from consert.data.senteval import load_senteval
+    from consert.encode.cache import VectorCache, cache_key
     from consert.encode.encoder import SentenceEncoder
+    from consert.encode.models import hidden_states_of, resolve_model
+    from consert.encode.pooling import Pooling
     from consert.provenance import provenance
 
+    # what can be refused before the model loads: a vector cache missing or unreadable, a layer the model lacks
+    cache = vectors
+    if isinstance(vectors, (str, os.PathLike)):
+        cache = VectorCache.load(vectors, poolings=poolings)
+    states = hidden_states_of(resolve_model(model).path) if encoder is None else None
+    for pooling in poolings if states is not None else ():
+        Pooling.parse(pooling).check_layers(states)
     data = data if data is not None else load_senteval()
     if encoder is None:
         encoder = SentenceEncoder.load(
             model, max_length=max_length, dtype=dtype, device=device, batch_size=batch_size, engine=engine
         )
     sentences = evaluation_sentences(data)
-    if vectors is not None:
-        from consert.encode.cache import VectorCache, cache_key
-        from consert.encode.pooling import Pooling
-
-        cache = vectors if isinstance(vectors, VectorCache) else VectorCache.load(vectors)
+    if cache is not None:
         cache.check_key(cache_key(encoder, data.fingerprint), str(model if cache is vectors else vectors))
         matrices = {str(Pooling.parse(p)): cache.lookup(sentences, p) for p in poolings}
     else:

@@ -50,10 +50,24 @@ def training_texts(config: TrainConfig, data: SentEvalData) -> list[str]:
         if not path.is_file():
             hint = " (`consert download-data --wiki1m` fetches SimCSE's)" if "wiki1m" in path.name else ""
             raise FileNotFoundError(f"train_texts: {path} not found (expected one text per line){hint}")
-        texts = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        texts = [line.strip() for line in text_lines(path, "train_texts") if line.strip()]
+        if not texts:
+            raise ValueError(f"train_texts: {path} holds no text (expected one text per line)")
     if config.n_texts is not None and config.n_texts < len(texts):
         texts = few_shot_texts(texts, config.n_texts, config.seed, config.upsample)
     return texts
+
+
+def text_lines(path: Path, key: str) -> list[str]:
+    """The lines of a UTF-8 text file (``\n`` ends a line); a file that is not UTF-8 is one line naming the key, the
+    file, the line and the byte."""
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise ValueError(f"{key}: {path}:{line}: not UTF-8 text (byte {err.start:,}); expected UTF-8") from None
+    return text.split("\n")
 
 
 def few_shot_texts(texts: list[str], n: int, seed: int, upsample: bool = True) -> list[str]:

@@ -18,6 +18,7 @@ from consert.encode.models import (
     ResolvedModel,
     attention_implementation,
     default_device,
+    pretrained_model,
     resolve_model,
     sentence_transformer_modules,
 )
@@ -52,14 +53,14 @@ def trainable_model(path, device: str, remove_dropout: bool) -> nn.Module:
     the architecture's config names (``*dropout``, ``*dropout_prob``: BERT's hidden and attention dropout,
     DistilBERT's ``dropout``, ModernBERT's attention, embedding and MLP dropout, which it reads as floats), and every
     ``nn.Dropout`` module."""
-    from transformers import AutoConfig, AutoModel
+    from transformers import AutoConfig
 
     config = AutoConfig.from_pretrained(path)
     if remove_dropout:
         for name, value in vars(config).items():
             if name.endswith(("dropout", "dropout_prob")) and isinstance(value, float):
                 setattr(config, name, 0.0)
-    model = AutoModel.from_pretrained(path, config=config, attn_implementation=attention_implementation(device))
+    model = pretrained_model(path, config=config, attn_implementation=attention_implementation(device))
     if remove_dropout:
         for module in model.modules():
             if isinstance(module, nn.Dropout):

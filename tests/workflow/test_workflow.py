@@ -662,14 +662,18 @@ def _bare_clone(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 def test_a_dry_run_names_every_missing_input_with_its_download_job_or_what_to_run(tmp_path):
     """The paper's config in a fresh clone with none of its inputs: one message names each missing input the run
-    reads, with the job that downloads it or, for spaCy's pipeline, which no job installs, the command; the run
-    stops before any job (a dry run too), touching neither the network nor the disk."""
+    reads, with the job that downloads it or, for spaCy's pipeline, which no job installs, the command. A dry run
+    says it and lists every job all the same (exit 0; at 03ef47f it stopped); a run stops before any job. Neither
+    touches the network or the disk."""
     clone, env = _bare_clone(tmp_path)
-    command = [sys.executable, "-m", "snakemake", "all", "-n", "--configfile", "config/config.yaml"]
-    result = subprocess.run(command, cwd=clone, env=env, capture_output=True, text=True, timeout=300)
+    command = [sys.executable, "-m", "snakemake", "all", "--configfile", "config/config.yaml"]
+    run = subprocess.run(command, cwd=clone, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1 and "Stopped before any job: " in run.stderr and "Job stats" not in run.stdout
+    result = subprocess.run([*command, "-n"], cwd=clone, env=env, capture_output=True, text=True, timeout=300)
     text = result.stdout + result.stderr
-    message = text[text.index("Stopped before any job") :].splitlines()
-    assert result.returncode == 1 and "Job stats" not in text, text[-3000:]
+    message = text[text.index("A run would stop before any job") :].splitlines()
+    assert result.returncode == 0 and "Job stats" in text and re.search(r"^total\s+\d+", text, re.M), text[-3000:]
+    message = message[: next(i for i, line in enumerate(message) if line.startswith("Get those")) + 1]
     wordnet = find_wordnet() is not None  # Debian's wordnet-base, NLTK's data: no job to download it
     expected = {
         "MultiNLI 1.0 (data/nli/multinli_1.0/multinli_1.0_train.jsonl)": "job multinli_data downloads it",

@@ -20,7 +20,7 @@ rule encode_corpus:
     conda:
         "../envs/consert.yaml"
     shell:
-        consert_shell("encode {params.model:q} --topk-max {params.topk_max}", gpu_job=True)
+        consert_shell("encode {params.model:q} --topk-max {params.topk_max:q}", gpu_job=True)
 
 
 rule eval_poolings:
@@ -41,7 +41,7 @@ rule eval_poolings:
     conda:
         "../envs/consert.yaml"
     shell:
-        consert_shell("evaluate {params.model:q} --vectors {input.vectors}")
+        consert_shell("evaluate {params.model:q} --vectors {input.vectors:q}")
 
 
 rule eval_whitening:
@@ -66,8 +66,8 @@ rule eval_whitening:
         "../envs/consert.yaml"
     shell:
         consert_shell(
-            "baseline whitening --model {params.model:q} --pooling {params.pooling:q} --k {wildcards.k} --fit-on task "
-            "--vectors {input.vectors}"
+            "baseline whitening --model {params.model:q} --pooling {params.pooling:q} --k {wildcards.k:q} --fit-on task "
+            "--vectors {input.vectors:q}"
         )
 
 
@@ -95,8 +95,8 @@ rule eval_flow:
         "../envs/consert.yaml"
     shell:
         consert_shell(
-            "baseline flow --model {params.model:q} --pooling {params.pooling:q} --flow-config {input.settings} "
-            "--fit-on task --vectors {input.vectors}",
+            "baseline flow --model {params.model:q} --pooling {params.pooling:q} --flow-config {input.settings:q} "
+            "--fit-on task --vectors {input.vectors:q}",
             gpu_job=True,
         )
 
@@ -158,8 +158,8 @@ rule train_sgopt:
         "../envs/consert.yaml"
     shell:
         device_env(gpu_job=True)
-        + "consert sgopt --config {input.config} --evaluate {output.evaluation} "
-        "--curve {output.curve} --eval-dtype {params.dtype} > {log} 2>&1"
+        + "consert sgopt --config {input.config:q} --evaluate {output.evaluation:q} "
+        "--curve {output.curve:q} --eval-dtype {params.dtype:q} > {log:q} 2>&1"
 
 
 rule topk_curve:
@@ -178,7 +178,7 @@ rule topk_curve:
     conda:
         "../envs/consert.yaml"
     shell:
-        consert_shell("topk {params.model:q} --vectors {input.vectors}")
+        consert_shell("topk {params.model:q} --vectors {input.vectors:q}")
 
 
 rule stsb_predictions:
@@ -197,4 +197,4 @@ rule stsb_predictions:
     conda:
         "../envs/consert.yaml"
     shell:
-        consert_shell("predictions {params.model:q} --vectors {input.vectors}")
+        consert_shell("predictions {params.model:q} --vectors {input.vectors:q}")

@@ -2,6 +2,7 @@
 
 import os
 import re
+import shlex
 import sys
 from itertools import chain
 from pathlib import Path
@@ -68,11 +69,21 @@ if EXTERNAL_INPUTS and not (workflow.remote_exec or workflow.subprocess_exec):  
 
 def external_inputs(inputs):
     """The files and folders of ``inputs`` a job reads (on disk, or a download job's output); where one that no job
-    downloads is missing, the workflow stops before any job with one message that names every missing input.
-    Called for the jobs the requested targets need only: a target that reads none of them runs."""
+    downloads is missing, the workflow stops before any job with one message that names every missing input (a dry
+    run prints the message once and lists every job all the same). Called for the jobs the requested targets need
+    only: a target that reads none of them runs."""
     if blocking(inputs):
-        sys.exit(missing_message(EXTERNAL_INPUTS, jobs=True))
+        message = missing_message(EXTERNAL_INPUTS, jobs=True, dry_run=workflow.dryrun)
+        if not workflow.dryrun:
+            sys.exit(message)
+        if not MISSING_SAID:
+            MISSING_SAID.append(message)
+            print(message, file=sys.stderr)
     return [item.location for item in inputs if item.is_path]
+
+
+#: The missing inputs' message, once said in a dry run.
+MISSING_SAID = []
 
 
 def download_outputs(source):
@@ -219,8 +230,10 @@ def device_env(gpu_job=False):
     asks for the CPU."""
     device = CONFIG.device if gpu_job or CONFIG.device == "cpu" else "auto"
     share = GPU_SHARE if gpu_job else "shared"
+    wait = f"CONSERT_GPU_WAIT={CONFIG.gpu_wait_minutes * 60} " if CONFIG.gpu_wait_minutes else ""
     return (
-        f"OMP_NUM_THREADS={{threads}} CONSERT_DEVICE={device} CONSERT_GPU_POOL={GPU_POOL} CONSERT_GPU_SHARE={share} "
+        f"OMP_NUM_THREADS={{threads}} CONSERT_DEVICE={device} CONSERT_GPU_POOL={shlex.quote(GPU_POOL)} "
+        f"CONSERT_GPU_SHARE={share} {wait}"
     )
 
 
@@ -228,8 +241,8 @@ def consert_shell(arguments, encoder=True, gpu_job=False):
     """The shell line that runs one `consert` command on the STS data (its input `senteval`), its output and its
     log; for a command that encodes or reads a vector cache, with its threads, device and card (:func:`device_env`)
     and the encoding settings (its input `encoding`)."""
-    env, settings = (device_env(gpu_job), " --encoding-config {input.encoding}") if encoder else ("", "")
-    return f"{env}consert {arguments} --data {{input.senteval}}{settings} --output {{output}} > {{log}} 2>&1"
+    env, settings = (device_env(gpu_job), " --encoding-config {input.encoding:q}") if encoder else ("", "")
+    return f"{env}consert {arguments} --data {{input.senteval:q}}{settings} --output {{output:q}} > {{log:q}} 2>&1"
 
 
 def run_config(wildcards):

@@ -26,8 +26,8 @@ rule consert_train:
         "../envs/consert.yaml"
     shell:
         device_env(gpu_job=True)
-        + "consert train --config {input.config} --evaluate {output.evaluation} "
-        "--curve {output.curve} --eval-dtype {params.dtype} {params.keep_vectors:q} > {log} 2>&1"
+        + "consert train --config {input.config:q} --evaluate {output.evaluation:q} "
+        "--curve {output.curve:q} --eval-dtype {params.dtype:q} {params.keep_vectors:q} > {log:q} 2>&1"
 
 
 ruleorder: consert_train_keeping_vectors > consert_train
@@ -79,6 +79,6 @@ rule check_box:
         "../envs/consert.yaml"
     shell:
         device_env(gpu_job=True)
-        + "consert train --config {input.config} --set max_steps={params.steps} --set output_dir={params.model} "
-        "--overwrite --evaluate {output.evaluation} --curve {output.curve} --eval-dtype {params.dtype} > {log} 2>&1 "
-        "&& rm -r {params.model}"
+        + "consert train --config {input.config:q} --set max_steps={params.steps:q} --set output_dir={params.model:q} "
+        "--overwrite --evaluate {output.evaluation:q} --curve {output.curve:q} --eval-dtype {params.dtype:q} > {log:q} 2>&1 "
+        "&& rm -r {params.model:q}"

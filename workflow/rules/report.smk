@@ -21,8 +21,8 @@ rule comparison:
     conda:
         "../envs/consert.yaml"
     shell:
-        "consert compare --results results --published {params.published} --config {input.settings} "
-        "--output {output} > {log} 2>&1"
+        "consert compare --results results --published {params.published:q} --config {input.settings:q} "
+        "--output {output:q} > {log:q} 2>&1"
 
 
 rule check_published:
@@ -40,8 +40,8 @@ rule check_published:
     conda:
         "../envs/consert.yaml"
     shell:
-        "consert compare --results results --published {params.published} --config {input.settings} "
-        "--output {log.table} --check 2>&1 | tee {log.text}"
+        "consert compare --results results --published {params.published:q} --config {input.settings:q} "
+        "--output {log.table:q} --check 2>&1 | tee {log.text:q}"
 
 
 rule claims:
