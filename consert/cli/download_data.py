@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``consert download-data`` on parsed ``args``; return its exit status."""
-    from consert.data.download import SOURCES, SPACY_MODEL, DownloadError, download_senteval, download_spacy_model
+    from consert.data.download import SOURCES, SPACY_MODEL, download_senteval, download_spacy_model, unreachable
     from consert.data.inputs import spacy_pipeline_input
     from consert.data.senteval import ALLOW_UNVERIFIED_ENV_VAR, DATA_ENV_VAR
 
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             differing = download_senteval(Path(args.dest))
         except OSError as err:  # no network: URLError is an OSError
-            if isinstance(err, DownloadError) and not err.unreachable:  # a file that arrived wrong: its own line
+            if not unreachable(err):  # a file that arrived wrong, a full disk: its own line
                 raise
             raise OSError(
                 f"downloading SentEval's STS files failed ({str(err).splitlines()[0]}); without network, put a "

@@ -90,11 +90,15 @@ def checked_members(archive: Path, wanted: list[Member] | None = None, bound: in
     return listed
 
 
+class NoSpace(OSError):
+    """Too little free space for what is about to be written; the message names the folder (not retried)."""
+
+
 def check_free_space(folder: Path, needed: int, what: str) -> None:
-    """Refuse, in one :class:`OSError` line naming ``folder``, to write ``needed`` bytes there with less free."""
+    """Refuse, in one :class:`NoSpace` line naming ``folder``, to write ``needed`` bytes there with less free."""
     probe = folder
     while not probe.exists():
         probe = probe.parent
     free = shutil.disk_usage(probe).free
     if needed > free:
-        raise OSError(f"{folder}: {free:,} bytes free, {needed:,} needed for {what}; free some space and run again")
+        raise NoSpace(f"{folder}: {free:,} bytes free, {needed:,} needed for {what}; free some space and run again")

@@ -56,7 +56,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from consert.data.archives import UnsafeArchive, check_free_space, checked_members, inside
+from consert.data.archives import NoSpace, UnsafeArchive, check_free_space, checked_members, inside
 from consert.data.senteval import (
     BESIDE_CHECKOUT,
     DATA_ENV_VAR,
@@ -100,6 +100,12 @@ _STS_ARCHIVES = {
 }
 _STSB_ARCHIVE = "http://ixa2.si.ehu.es/stswiki/images/4/48/Stsbenchmark.tar.gz"
 _SICK_URL = "https://raw.githubusercontent.com/alvations/stasis/master/SICK-data/{name}"
+
+
+def unreachable(err: BaseException) -> bool:
+    """Whether ``err`` says the network failed (no network, a server down), where a data folder on disk is the way
+    around it; not a file that arrived wrong, a full disk or an archive refused, each with its own line."""
+    return isinstance(err, urllib.error.URLError) or bool(getattr(err, "unreachable", False))
 
 
 class DownloadError(OSError):
@@ -326,7 +332,7 @@ def fetch(
                         bar.update(len(chunk))
                         if (total is not None and out.tell() > total) or (most is not None and out.tell() > most):
                             break  # more than the file holds: stop reading, refused below
-        except DownloadError:
+        except (DownloadError, NoSpace):
             raise
         except urllib.error.HTTPError as err:
             whole = err.headers.get("Content-Range", "").rpartition("/")[2] if err.headers else ""
@@ -818,7 +824,7 @@ def locate_senteval(configured: str | Path, checkout: Path, download: bool = Tru
             download_senteval(configured)
             return resolve_data_dir(configured)
         except (OSError, RuntimeError) as err:  # no network (URLError is an OSError), no sacremoses
-            if isinstance(err, DownloadError) and not err.unreachable:  # a file that arrived wrong: its own line
+            if isinstance(err, OSError) and not unreachable(err):  # a file that arrived wrong: its own line
                 raise
             reason = f"the download failed: {str(err).splitlines()[0]}"
     else:
