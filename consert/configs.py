@@ -291,12 +291,12 @@ def _read_yaml(path: str | Path) -> tuple[dict[str, Any], str]:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: file not found")
-    raw = path.read_bytes()
+    from consert.io import NotUtf8Error, read_utf8
+
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        raise ConfigError(f"{path}:{line}: not UTF-8 text (byte {raw[err.start]:#04x}); expected a YAML file") from None
+        text = read_utf8(path)
+    except NotUtf8Error as err:
+        raise ConfigError(f"{path}:{err.line}: not UTF-8 text (byte {err.byte:#04x}); expected a YAML file") from None
     try:
         loader = _UniqueKeyLoader(text)
         loader.name = str(path)

@@ -61,13 +61,12 @@ def training_texts(config: TrainConfig, data: SentEvalData) -> list[str]:
 def text_lines(path: Path, key: str) -> list[str]:
     """The lines of a UTF-8 text file (``\n`` ends a line); a file that is not UTF-8 is one line naming the key, the
     file, the line and the byte."""
-    raw = path.read_bytes()
+    from consert.io import NotUtf8Error, read_utf8
+
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        raise ValueError(f"{key}: {path}:{line}: not UTF-8 text (byte {err.start:,}); expected UTF-8") from None
-    return text.split("\n")
+        return read_utf8(path).split("\n")
+    except NotUtf8Error as err:
+        raise ValueError(f"{key}: {path}:{err.line}: not UTF-8 text (byte {err.offset:,}); expected UTF-8") from None
 
 
 def few_shot_texts(texts: list[str], n: int, seed: int, upsample: bool = True) -> list[str]:
