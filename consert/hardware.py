@@ -124,3 +124,108 @@ def cuda_card_paths(device: torch.device | str | int | None = None) -> CardPaths
 @functools.cache
 def _card_paths_of(index: int) -> CardPaths:
     return card_paths(torch.cuda.get_device_capability(index), torch.backends.cuda.is_flash_attention_available())
+
+
+#: The torch release the harness pins (the README's install line), and its CUDA builds for Linux x86: the cards each
+#: build carries kernels for, lowest to highest compute capability, as PyTorch's CUDA support matrix for 2.12 and
+#: 2.13 lists them (RELEASE.md; pytorch/pytorch#187075, #182849): 12.6.3 Maxwell 5.0 to Hopper 9.0; 13.0.2 Turing 7.5
+#: to Blackwell 12.0 (+PTX). PyPI's wheel is the 13.0 build; 2.14 is the last release with a 12.6 build (PyTorch's
+#: notice of 2026-09-04: from 2.15 no CUDA 12 wheels, no Maxwell, Pascal or Volta).
+TORCH_RELEASE = "2.13.0"
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    """One CUDA build of :data:`TORCH_RELEASE`: its CUDA version, the lowest and highest compute capability it has
+    kernels for, the line that installs it with pip and the lines of ``environment.yml``'s pip section for it."""
+
+    cuda: str
+    lowest: tuple[int, int]
+    highest: tuple[int, int]
+    install: str
+    conda: str
+
+    def runs(self, capability: tuple[int, int]) -> bool:
+        """Whether this build has kernels for a card of ``capability`` (a newer card of a listed major runs them)."""
+        return self.lowest <= tuple(capability) and tuple(capability)[0] <= self.highest[0]
+
+
+#: The CUDA builds, in the order the install table prefers them (PyPI's first).
+TORCH_BUILDS = (
+    TorchBuild("13.0", (7, 5), (12, 0), f"pip install torch=={TORCH_RELEASE}", f"- torch=={TORCH_RELEASE}"),
+    TorchBuild(
+        "12.6",
+        (5, 0),
+        (9, 0),
+        f"pip install torch=={TORCH_RELEASE} --index-url https://download.pytorch.org/whl/cu126",
+        f"- --extra-index-url https://download.pytorch.org/whl/cu126, - torch=={TORCH_RELEASE}+cu126",
+    ),
+)
+#: Cards of the decision table, by compute capability (the GPU box page's rows).
+CARDS = {
+    (3, 7): "K80", (6, 1): "GTX 1080, P40", (7, 0): "V100", (7, 5): "T4, RTX 2080", (8, 0): "A100",
+    (8, 6): "A10, RTX 3090", (8, 9): "L4, L40S, RTX 4090", (9, 0): "H100, H200", (10, 0): "B200",
+    (12, 0): "RTX 5090",
+}  # fmt: skip
+
+
+def torch_build_for(capability: tuple[int, int]) -> TorchBuild | None:
+    """The build of :data:`TORCH_RELEASE` that runs a card of ``capability`` (PyPI's where it does), or None: no build
+    of the release has its kernels."""
+    return next((build for build in TORCH_BUILDS if build.runs(capability)), None)
+
+
+def arch_runs(capability: tuple[int, int], arch_list: list[str]) -> bool:
+    """Whether torch's kernels (``torch.cuda.get_arch_list()``: ``sm_75``, ..., ``compute_120``) run a card of
+    ``capability``: a binary of its major and a minor at most its own, or PTX of a capability at most its own."""
+    major, minor = capability
+    for arch in arch_list:
+        kind, _, digits = arch.partition("_")
+        if not digits.isdigit():
+            continue
+        built = (int(digits[:-1]), int(digits[-1]))
+        if (kind == "sm" and built[0] == major and built[1] <= minor) or (kind == "compute" and built <= capability):
+            return True
+    return False
+
+
+def build_fault(capability: tuple[int, int], arch_list: list[str], name: str = "") -> str:
+    """Why this torch cannot run a card of ``capability`` (its architecture list has no kernels for it), with the
+    install line that has them; "" when it can."""
+    if arch_runs(capability, arch_list):
+        return ""
+    card = f"{name or 'the GPU'} (compute capability {capability[0]}.{capability[1]})"
+    build = torch_build_for(capability)
+    built = f"torch {torch.__version__} (CUDA {torch.version.cuda}) has kernels for {', '.join(arch_list) or 'no card'}"
+    if build is None:
+        return f"{card}: {built}, and no build of torch {TORCH_RELEASE} runs it (its lowest is 5.0); use a newer card"
+    return f"{card}: {built}; install the CUDA {build.cuda} build: `{build.install}`, then `pip install -e .`"
+
+
+def cuda_build_fault() -> str:
+    """Why this torch cannot run a visible card ("" when it runs them all): a V100 under PyPI's CUDA 13 build passes
+    ``torch.cuda.is_available()``, then its first kernel fails ("no kernel image is available")."""
+    arch_list = torch.cuda.get_arch_list()
+    for index in range(torch.cuda.device_count()):
+        fault = build_fault(torch.cuda.get_device_capability(index), arch_list, torch.cuda.get_device_name(index))
+        if fault:
+            return fault
+    return ""
+
+
+def card_table() -> str:
+    """The GPU box page's table: each card of :data:`CARDS`, the build of :data:`TORCH_RELEASE` that runs it and its
+    install line, the precisions the probe measures on it and the packed step's attention."""
+    rows = [
+        f"| compute capability | cards | CUDA build of torch {TORCH_RELEASE} | pip | conda (`environment.yml`'s pip "
+        "section) | precisions measured | attention of the packed step |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for capability, cards in CARDS.items():
+        build, paths = torch_build_for(capability), card_paths(capability)
+        if build is None:
+            install, dtypes = "none | no build runs it | no build runs it", "-"
+        else:
+            install, dtypes = f"{build.cuda} | `{build.install}` | `{build.conda}`", ", ".join(paths.dtypes)
+        rows.append(f"| {capability[0]}.{capability[1]} | {cards} | {install} | {dtypes} | {paths.attention} |")
+    return "\n".join(rows) + "\n"

@@ -74,6 +74,23 @@ def identify_encoder(name: str, path: Path | None) -> EncoderIdentity:
     )
 
 
+def comparability_fault(size: str, name: str) -> str:
+    """Why the rows of the workflow's encoder ``name`` for ``size`` will not be compared with the paper's (their
+    encoder is not the paper's one of that size: another hub id, or a folder whose weights are none of
+    :data:`PAPER_WEIGHTS`; bert-large-uncased's sha256 is not pinned, so a plain folder of it is not known), or ""
+    where they will be, or where the size is not one of the paper's. Read from the folder's weights, before any job:
+    what would otherwise show in ``comparison.csv`` after the GPU-hours."""
+    if size not in PAPER_ENCODERS or name == STAND_IN_MODEL:  # the stand-in's rows say so themselves
+        return ""
+    path = Path(name).expanduser()
+    known = path.is_dir() or name in PAPER_HUB_IDS
+    identity = identify_encoder(name, path if path.is_dir() else None) if known else None
+    if identity is not None and identity.weights == PAPER_ENCODERS[size]:
+        return ""
+    why = identity.evidence if identity is not None else f"{name} is not a hub id of it"
+    return f"models.{size}: {name}: its rows will not be compared with the paper's {PAPER_ENCODERS[size]} ({why})"
+
+
 class ModelNotAvailableError(RuntimeError):
     """A model was asked for that is neither local nor reachable; the message says how to get it."""
 
@@ -345,6 +362,10 @@ def default_device(requested: str | None = None) -> str:
     if kind == "cpu":
         return "cpu"
     if torch.cuda.is_available():
+        from consert.hardware import cuda_build_fault
+
+        if fault := cuda_build_fault():  # a card this torch has no kernels for: one line, before any work
+            raise NoGpuError(fault)
         return wanted if kind == "cuda" else "cuda"
     if kind == "cuda":
         raise NoGpuError(no_gpu_message())

@@ -37,7 +37,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -75,6 +75,8 @@ class Precision:
     engine: str = "torch"
     how: str = "requested"
     timings: dict[str, float] = field(default_factory=dict)
+    #: how the candidates ran when they were timed, where not all alike (``fp16 eager, fp32 as CUDA graphs``)
+    probed_as: str = ""
 
     def __post_init__(self):
         if self.dtype not in RESOLVED_DTYPES or self.engine not in ENGINES[1:]:
@@ -89,7 +91,7 @@ class Precision:
         if not self.timings:
             return f"{self.label} ({self.how})"
         figures = ", ".join(f"{label} {seconds:.3g} s" for label, seconds in self.timings.items())
-        return f"{self.label} ({self.how}: {figures})"
+        return f"{self.label} ({self.how}{f' as {self.probed_as}' if self.probed_as else ''}: {figures})"
 
 
 def _candidates(device: str, purpose: str) -> list[tuple[str, str]]:
@@ -146,10 +148,14 @@ def _choose(
             f"dtype {dtype} with engine {engine} cannot run {purpose} on {kind} (the choices here: {offered}; "
             "onnxruntime serves fp32 only, bf16 needs a GPU or CPU that supports it)"
         )
-    if len(candidates) == 1:
-        how = dtype_from or engine_from or "only candidate"
-        return Precision(*candidates[0], how=how)
+    if len(candidates) == 1:  # how names the precision's provenance: `auto` with one candidate left is not requested
+        return Precision(*candidates[0], how=dtype_from or "only candidate")
     return _measured(candidates, device, purpose, model, probe or _probe, variant)
+
+
+#: The cache key's name of the probe before Ampere: fp16 (its gradient scaler reads the host) timed eagerly, fp32 as
+#: CUDA graphs; the faster wins, and fp16 then runs without graphs.
+EAGER_FP16_PROBE = "fp16 eager, fp32 as cuda graphs"
 
 
 # ---- the measurement and its cache -------------------------------------------------------------------
@@ -363,6 +369,9 @@ def _runner(candidate, device: str, purpose: str, model: torch.nn.Module, ids, m
             out = model(input_ids=ids, attention_mask=mask).last_hidden_state
             if purpose == "training":
                 out.float().mean().backward()
+        if purpose == "training" and dtype == "fp16":  # the gradient scaler's check, read on the host every step
+            gradients = [p.grad.norm() for p in model.parameters() if p.grad is not None]
+            bool(torch.stack(gradients).isfinite().all()) if gradients else None
 
     return run
 
@@ -384,9 +393,16 @@ def training_precision(
     only what a graph can take (bf16, fp32: fp16's gradient scaler reads the host every step), each
     timed by this runner (see :func:`_probe`), a replayed step: the eager probe is bound by launching
     kernels, where a cast costs as much as a matmul, and picked fp32 for a step that graphs run 1.4x
-    faster in bf16 (H100)."""
+    faster in bf16 (H100). Before Ampere (a V100, a T4: fp16 tensor cores, no bf16) fp16 is timed eagerly, with
+    its scaler, against fp32 as graphs (:data:`EAGER_FP16_PROBE`): the faster wins, and fp16 runs without graphs."""
     if graphed_runner is None:
         return _choose(dtype, "torch", device, "training", model)
+    if torch.device(device).type == "cuda" and "bf16" not in cuda_card_paths(device).dtypes:
+        # before Ampere (fp16 tensor cores, no bf16): fp16 measured eagerly, with its scaler, against graphed fp32
+        runners = {"fp16": _runner, "fp32": graphed_runner}
+        probe = functools.partial(_probe, runner=lambda candidate, *args: runners[candidate[0]](candidate, *args))
+        chosen = _choose(dtype, "torch", device, "training", model, probe, variant=EAGER_FP16_PROBE)
+        return replace(chosen, probed_as=EAGER_FP16_PROBE) if chosen.how.startswith("measured") else chosen
     probe = functools.partial(_probe, runner=graphed_runner)
     return _choose(dtype, "torch", device, "training", model, probe, exclude=("fp16",), variant=GRAPHED_PROBE)
 

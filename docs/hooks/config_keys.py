@@ -10,7 +10,9 @@ from the keys' own homes.
 * ``<!-- trainable modes -->``: every trainable mode's record (``consert.train.modes.MODES``): what trains it, what
   it starts from, its objective, its config block, the table it reproduces and its authors' source;
 * ``<!-- trained architectures -->``: every encoder architecture the trainer trains
-  (``consert.train.architectures.ARCHITECTURES``), its views and the fast paths proven on it.
+  (``consert.train.architectures.ARCHITECTURES``), its views and the fast paths proven on it;
+* ``<!-- card table -->``: each card's compute capability, the build of the pinned torch that runs it and its
+  install line, the precisions measured on it and the packed step's attention (``consert.hardware.card_table``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ MARKER = "<!-- training keys -->"
 WORKFLOW_MARKER = "<!-- workflow keys -->"
 MODES_MARKER = "<!-- trainable modes -->"
 ARCHITECTURES_MARKER = "<!-- trained architectures -->"
+CARDS_MARKER = "<!-- card table -->"
 CLASS_MARKER = re.compile(r"<!-- keys: ([\w.]+):(\w+) -->")
 
 
@@ -58,6 +61,10 @@ def on_page_markdown(markdown: str, **_) -> str:
         from consert.train.architectures import architecture_table
 
         markdown = markdown.replace(ARCHITECTURES_MARKER, architecture_table())
+    if CARDS_MARKER in markdown:
+        from consert.hardware import card_table
+
+        markdown = markdown.replace(CARDS_MARKER, card_table())
     return CLASS_MARKER.sub(_class_table, markdown)
 
 
