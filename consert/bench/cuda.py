@@ -128,6 +128,26 @@ def steady_rate(log: list[dict], skip: int, window: int = 1) -> SteadyRate:
     return SteadyRate(rate, evaluation, len(evaluations), len(plain), one_time, excluded, counts_captures)
 
 
+def exported_run_rate(folder: str | Path) -> tuple[float | None, dict]:
+    """The steady steps per second of the run exported to ``folder`` (:func:`steady_rate` of its training log: its
+    first quarter, at most 20 steps, left out as warm-up; the loss read back every
+    :func:`~consert.train.loop.read_interval` steps of the device its record names), or None for a run too short to
+    time; and its training record. A folder without them is a one-line :class:`ValueError`."""
+    from consert.train.export import TRAINING_LOG, TRAINING_RECORD
+
+    try:
+        record = json.loads((Path(folder) / TRAINING_RECORD).read_text(encoding="utf-8"))
+        log = json.loads((Path(folder) / TRAINING_LOG).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{folder}: no readable training record and log there ({error})") from None
+    steps = sum("loss" in entry for entry in log)
+    window = read_interval(record.get("device", "cpu"))
+    try:
+        return steady_rate(log, skip=min(20, steps // 4), window=window).steps_per_s, record
+    except ValueError:
+        return None, record
+
+
 def _synchronize(device: str) -> None:
     if torch.device(device).type == "cuda":
         torch.cuda.synchronize(device)

@@ -102,6 +102,12 @@ def _items(config: TrainConfig) -> int:
     return STS_TEXTS
 
 
+def planned_run_steps(config: TrainConfig) -> int:
+    """The steps the paper's run of ``config`` plans (its epochs over the paper's items, capped by its own
+    ``max_steps``), read without the data."""
+    return planned_step_count(_items(config), config.batch_size, config.epochs, config.max_steps)
+
+
 def published_peaks(published: Path = PUBLISHED) -> dict[int, int]:
     """Table 4's steps of the best checkpoint of BERT-base's unsupervised run (the STS texts, the paper's views
     and temperature), by batch size; none where the published folder is not here (an installed package)."""
@@ -429,6 +435,33 @@ def projection(
         )
     totals["compile_once_s"] = once_s
     return table, totals
+
+
+def rate_projection(workflow: WorkflowConfig, jobs: list[PlannedJob], steps_per_s: float) -> pd.DataFrame:
+    """Each table's and figure's training runs (a two-stage run's NLI stage and BERT-flow's BERT-NLI among them),
+    their planned steps and those steps' GPU-hours at one rate (the box check's,
+    :func:`consert.bench.cuda.exported_run_rate`), and ``all`` (every run once): a first estimate, which costs every
+    step as one of the timed run's kind (BERT-large's and a batch of 192's cost more, BERT-NLI's and SG-OPT's
+    batches of 16 less; ``consert bench --config`` times each kind) and leaves out evaluations, encodings and fits."""
+    from consert import registry
+    from consert.paper.job_costs import artifact_jobs
+
+    steps = {job.run: job.steps for job in jobs}
+
+    def row(name: str, runs: set[str]) -> dict[str, Any]:
+        total = sum(steps[run] for run in runs)
+        return {"artifact": name, "runs": len(runs), "steps": total, "gpu_hours": total / steps_per_s / 3600}
+
+    rows = []
+    for artifact in registry.ARTIFACTS:
+        if artifact.kind not in ("table", "figure") or not artifact.runs_in(workflow):  # the paper's, trained
+            continue
+        evaluations = artifact_jobs(artifact.key, workflow).values()
+        runs = {Path(evaluation).stem for evaluation in evaluations if evaluation} & steps.keys()
+        if runs:
+            rows.append(row(artifact.key, runs))
+    rows.append(row("all", set(steps)))
+    return pd.DataFrame(rows).assign(steps_per_s=steps_per_s)
 
 
 def kind_run_steps(jobs: list[PlannedJob]) -> dict[str, int]:

@@ -81,6 +81,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "as the workflow runs jobs that share a card",
     )
     parser.add_argument(
+        "--rate-from",
+        default=None,
+        metavar="MODEL_DIR",
+        help="--config: instead of timing, each table's planned training steps at the steady rate of the run exported "
+        "to MODEL_DIR (the box check's), every step costed as one of that run's kind: a first estimate",
+    )
+    parser.add_argument(
         "--output", default=None, metavar="FILE.csv", help="--config: the cost table (or --share's) as CSV"
     )
     add_data_argument(parser)
@@ -94,6 +101,8 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error("--mps runs --share's jobs under NVIDIA's MPS: pass --share KIND too")
     if args.speed_of_light and (not args.config or args.share):
         parser.error("--speed-of-light belongs to the cost table: pass --config FILE.yaml too")
+    if args.rate_from and (not args.config or args.share or args.compare or args.speed_of_light):
+        parser.error("--rate-from projects a workflow config's tables at a run's rate: pass --config alone with it")
     if args.compare and args.share:
         parser.error("--compare belongs to the cost table, --share replaces it: pass one of them")
     for execution, why in CUDA_EXECUTIONS.items():
@@ -133,6 +142,8 @@ def _dag_cost(args: argparse.Namespace, data) -> int:
     from consert.paper.workflow_config import read_workflow_config
 
     workflow = read_workflow_config(args.config).model_copy(update={"data_dir": str(data.root)})
+    if args.rate_from:
+        return _at_run_rate(args, workflow, data)
     if args.share:
         table = _sharing(args, workflow, data)
     else:
@@ -142,6 +153,35 @@ def _dag_cost(args: argparse.Namespace, data) -> int:
         table = table.assign(gpus=args.gpus, **{f"total_{name}": value for name, value in totals.items()})
     if args.output:
         table = table.assign(hardware=hardware_summary(args.device), shape=args.shape)
+        print(f"wrote {write_csv(table, args.output)}")
+    return 0
+
+
+def _at_run_rate(args: argparse.Namespace, workflow: WorkflowConfig, data) -> int:
+    """``--rate-from``: each table's planned training steps at the steady rate of one exported run."""
+    import math
+
+    from consert.bench import dag_cost
+    from consert.bench.cuda import exported_run_rate
+    from consert.io import write_csv
+
+    folder = Path(args.rate_from)
+    try:
+        rate, record = exported_run_rate(folder)
+    except ValueError as error:
+        raise SystemExit(f"--rate-from {error}") from None
+    rate, steps, hardware = rate or float("nan"), record.get("steps_run"), record.get("hardware")
+    jobs, _ = dag_cost.planned_jobs(workflow, data)
+    table = dag_cost.rate_projection(workflow, jobs, rate).assign(hardware=hardware)
+    if math.isnan(rate):  # the hours stay empty: no rate is made up
+        print(f"{folder}'s {steps} steps were too few to time: each table's planned training steps, no hours:")
+    else:
+        print(
+            f"at {rate:.3g} steps/s (the steady rate of {folder}'s {steps} steps on {hardware}), every step costed as "
+            f"one of its kind, training only:"
+        )
+    print(table[["artifact", "runs", "steps", "gpu_hours"]].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    if args.output:
         print(f"wrote {write_csv(table, args.output)}")
     return 0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from consert.cli.arguments import add_threads_argument, add_training_arguments
+from consert.cli.arguments import add_threads_argument, add_training_arguments, at_least
 from consert.cli.common import write_run_outputs
 
 NAME = "train"
@@ -20,6 +20,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "override a config key (repeatable), e.g. --set mode=joint --set max_steps=30",
         list_keys_help="print every key with its value for the mode (--set mode=M; default unsup) and its help, "
         "then exit",
+    )
+    parser.add_argument(
+        "--execution-steps",
+        type=at_least(1),
+        default=None,
+        metavar="N",
+        help="choose how a step runs (packing, CUDA graphs, compilation, under auto) as for a run of N steps, as a "
+        "full run takes them (the box check trains a few hundred steps on a full run's path)",
     )
     add_threads_argument(parser)
 
@@ -51,10 +59,14 @@ def run(args: argparse.Namespace) -> int:
         check_export_target(stage.output_dir, args.overwrite)
     check_export_target(config.output_dir, args.overwrite)
     data = load_senteval(config.data, flag="--set data=DIR")
-    result = train(config, data)
+    result = train(config, data, execution_steps=args.execution_steps)
+    from consert.bench.cuda import exported_run_rate
+
+    steps_per_s, _ = exported_run_rate(result.output_dir)
+    rate = f", {steps_per_s:.3g} steps/s" if steps_per_s else ""
     print(
         f"best STS-B dev Spearman {result.best_dev_spearman:.2f} at step {result.best_step} "
-        f"({result.steps} steps run); model exported to {result.output_dir}"
+        f"({result.steps} steps run{rate}); model exported to {result.output_dir}"
     )
     rates = result.augmentation_rates
     for name, count in rates.items():

@@ -23,11 +23,13 @@ def loop_record(outcome: LoopResult) -> dict[str, Any]:
 
 
 def provenance_record(precision: Precision, device: str, config: dict[str, Any], data: SentEvalData) -> dict[str, Any]:
-    """The precision, the hardware, the resolved config, the data's sha256, the commit and the packages."""
+    """The precision, the hardware and the device it trained on, the resolved config, the data's sha256, the commit
+    and the packages."""
     return {
         "dtype": precision.dtype,
         "precision": precision.describe(),
         "hardware": hardware_summary(device),
+        "device": device,
         "config": config,
         "data_sha256": data.fingerprint,
         "harness_commit": git_commit(),

@@ -986,9 +986,16 @@ def test_the_test_dag_runs_on_a_real_slurm_cluster_and_survives_a_scancel(dag_ru
 @pytest.mark.slow
 def test_the_box_check_trains_one_run_and_evaluates_it_apart_from_the_paper(tmp_path):
     """`snakemake check_box`: Table 2's first ConSERT run for a few hundred steps (the test config's cap: 2), then
-    its 7 sets, into results/check/, which no table reads; its model is deleted once evaluated."""
+    its 7 sets, into results/check/, which no table reads; its model is deleted once evaluated. It prints its rate
+    and each table's planned steps at it: every run of the test config is capped at 2 steps."""
     data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
-    snakemake(tmp_path, "check_box", "--config", f"data_dir={data}")
+    result = snakemake(tmp_path, "check_box", "--config", f"data_dir={data}")
+    printed = result.stdout + result.stderr
+    projection = pd.read_csv(tmp_path / "results" / "check" / "projection.csv").set_index("artifact")
+    assert (projection.steps == 2 * projection.runs).all() and projection.loc["all", "runs"] >= projection.runs.max()
+    hours = projection.steps / projection.steps_per_s / 3600
+    assert projection.gpu_hours.to_numpy() == pytest.approx(hours, abs=5e-5)  # the CSV keeps 4 decimals
+    assert "steps run, " in printed and "steps/s" in printed and "every step costed as one of its kind" in printed
     evaluation = pd.read_csv(tmp_path / "results" / "check" / "consert-base.csv")
     sets = {"STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R", "Avg"}
     assert set(evaluation[evaluation.subset == "all"].dataset) == sets

@@ -7,9 +7,13 @@ import sys
 from itertools import chain
 from pathlib import Path
 
+import yaml
 from snakemake.exceptions import WorkflowError
 
 from consert.data.download import find_senteval
+from consert.encode.models import comparability_fault
+from consert.bench.dag_cost import planned_run_steps
+from consert.train.execution import COMPILE_MIN_STEPS
 from consert.data.inputs import blocking, file_input, lines, missing_message, unique
 from consert.data.senteval import DataFormatError
 from baselines.flow_settings import FlowSettings
@@ -65,6 +69,10 @@ EXTERNAL_INPUTS = unique([*chain.from_iterable(RUN_INPUTS.values()), *GLOVE_INPU
 DOWNLOADS = list(dict.fromkeys(item.source for item in EXTERNAL_INPUTS if item.job))
 if EXTERNAL_INPUTS and not (workflow.remote_exec or workflow.subprocess_exec):  # once, where snakemake was started
     print("Inputs beyond the STS sets:", *(f"  {line}" for line in lines(EXTERNAL_INPUTS)), sep="\n", file=sys.stderr)
+if not (workflow.remote_exec or workflow.subprocess_exec):  # before any GPU-hour: the rows no comparison will judge
+    for _size, _model in CONFIG.models.items():
+        if _fault := comparability_fault(_size, _model):
+            print(_fault, file=sys.stderr)
 
 
 def external_inputs(inputs):
@@ -136,10 +144,13 @@ RESOLVED_CONFIGS = {
     "encoding": ENCODING.to_yaml,  # every job that encodes or reads a vector cache
     "flow": lambda: FlowSettings.of_workflow(CONFIG).to_yaml(),  # every BERT-flow job
     "comparison": lambda: ComparisonConfig.of_workflow(CONFIG, Path(PUBLISHED)).to_yaml(),  # the verdict's jobs
+    # the config itself, every key (its overrides applied): the box check projects its tables' hours from it
+    "workflow": lambda: yaml.safe_dump(CONFIG.model_dump(mode="json"), sort_keys=False, allow_unicode=True),
 }
 ENCODING_CONFIG = "results/encoding_config.yaml"
 FLOW_CONFIG = "results/flow_config.yaml"
 COMPARISON_CONFIG = "results/comparison_config.yaml"
+WORKFLOW_CONFIG = "results/workflow_config.yaml"
 #: The artifacts this config builds, {file stem: key} (consert.registry): the paper's tables (the contrastive
 #: family's only when the config trains it), its figures, and the harness's own figures beside them (what a
 #: reviewer reads when a number is off).
@@ -321,7 +332,11 @@ def topk_max(cache):
 #: (its config's own cap where that is lower).
 CHECK_RUN = artifacts.table2_consert_run(CONFIG, SIZES[0])
 CHECK_STEPS = min(300, TRAIN_CONFIGS[CHECK_RUN].max_steps or 300)
+#: The run length the box check chooses its step's execution for: the full run's (at least the length from which
+#: `auto` packs, replays CUDA graphs and compiles), so that its few hundred steps take the path the paper's runs take.
+CHECK_EXECUTION_STEPS = max(COMPILE_MIN_STEPS, planned_run_steps(TRAIN_CONFIGS[CHECK_RUN]))
 CHECK_EVALUATION = f"results/check/consert-{SIZES[0]}.csv"
+CHECK_PROJECTION = "results/check/projection.csv"  # each table's planned training steps at the check's rate
 FLOW_POOLING = CONFIG.baselines.flow_pooling
 #: whitening pooling by its file-name slug
 WHITENING_POOLINGS = {artifacts.pooling_slug(p): p for p in CONFIG.baselines.whitening_poolings}

@@ -53,17 +53,21 @@ use rule consert_train as consert_train_keeping_vectors with:
 
 rule check_box:
     """Minutes on a new GPU box (`snakemake check_box`): Table 2's first ConSERT-base run, its resolved recipe, for
-    CHECK_STEPS steps (fewer where the config's runs are shorter), then its evaluation on the 7 sets: the model
-    downloads, the card trains, the precision is measured and the data is read. Not a reproduction: its rows go to
+    CHECK_STEPS steps (fewer where the config's runs are shorter), its step run as the full run runs it (packed, as
+    CUDA graphs, compiled: CHECK_EXECUTION_STEPS), then its evaluation on the 7 sets: the model downloads, the card
+    trains, the precision is measured and the data is read. It prints its steady rate and each table's planned
+    training steps at that rate (`consert bench --rate-from`: a first estimate). Not a reproduction: its rows go to
     results/check/, which nothing of the paper reads; its model is deleted once evaluated (as a target's output,
     a temp() folder would be kept)."""
     input:
         senteval=DATA,
         config=artifacts.run_config(CHECK_RUN),
+        workflow=WORKFLOW_CONFIG,
         external=lambda wc: external_inputs(RUN_INPUTS[CHECK_RUN]),
     output:
         evaluation=CHECK_EVALUATION,
         curve=CHECK_EVALUATION.replace(".csv", "-curve.csv"),
+        projection=CHECK_PROJECTION,
     log:
         "logs/check_box.log",
     benchmark:
@@ -71,6 +75,7 @@ rule check_box:
     params:
         dtype=DTYPE,
         steps=CHECK_STEPS,
+        execution_steps=CHECK_EXECUTION_STEPS,
         model="runs/check-box",
     threads: THREADS
     resources:
@@ -80,5 +85,8 @@ rule check_box:
     shell:
         device_env(gpu_job=True)
         + "consert train --config {input.config:q} --set max_steps={params.steps:q} --set output_dir={params.model:q} "
-        "--overwrite --evaluate {output.evaluation:q} --curve {output.curve:q} --eval-dtype {params.dtype:q} > {log:q} 2>&1 "
-        "&& rm -r {params.model:q}"
+        "--execution-steps {params.execution_steps:q} --overwrite --evaluate {output.evaluation:q} "
+        "--curve {output.curve:q} --eval-dtype {params.dtype:q} > {log:q} 2>&1 "
+        "&& grep -h 'steps run' {log:q} "
+        "&& consert bench --config {input.workflow:q} --rate-from {params.model:q} --data {input.senteval:q} "
+        "--output {output.projection:q} 2>> {log:q} | tee -a {log:q} && rm -r {params.model:q}"

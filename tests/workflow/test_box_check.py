@@ -1,0 +1,77 @@
+"""The box check takes the path the paper's runs take, and a run's encoders are named comparable or not before any
+job: the paper config's dry run, a faked CUDA device for the step's execution."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from consert.encode.models import comparability_fault
+from consert.encode.pooling import Pooling
+from tests.conftest import ROOT
+
+#: The authors' unsupervised run of Table 2 (their scripts: batch 96, 10 epochs of the 89,192 STS texts): its steps.
+PAPER_RUN_STEPS = math.ceil(89_192 / 96) * 10
+
+
+@pytest.fixture(scope="module")
+def paper_dry_run(tmp_path_factory, tiny_model_dir) -> str:
+    """`snakemake -n -p check_box` of the paper's config with BERT-large replaced by a local folder of other weights."""
+    workdir = tmp_path_factory.mktemp("box-check")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    command = [sys.executable, "-m", "snakemake", "-n", "-p", "check_box", "--directory", str(workdir),
+               "--configfile", str(ROOT / "config" / "config.yaml"),
+               "--config", f"models={{base: bert-base-uncased, large: {tiny_model_dir}}}"]  # fmt: skip
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    return result.stdout + result.stderr
+
+
+def test_a_model_whose_rows_will_not_be_compared_is_named_at_the_start(paper_dry_run, tiny_model_dir):
+    """One line for the folder of other weights, none for the paper's hub id, when the workflow is read (a dry run
+    says it: before any job)."""
+    lines = [line for line in paper_dry_run.splitlines() if "will not be compared" in line]
+    assert lines == [comparability_fault("large", tiny_model_dir)] and lines[0].startswith(
+        f"models.large: {tiny_model_dir}: its rows will not be compared with the paper's bert-large-uncased ("
+    )
+
+
+def test_comparability_is_read_from_the_weights():
+    assert comparability_fault("base", "bert-base-uncased") == "" == comparability_fault("large", "bert-large-uncased")
+    assert comparability_fault("base", "roberta-base").startswith("models.base: roberta-base: its rows will not")
+    assert comparability_fault("tiny", "anything") == ""  # not a size of the paper's
+
+
+def _execution(steps: int, monkeypatch) -> tuple[str | None, bool]:
+    """How the paper run's step executes on a faked CUDA card when planned as ``steps`` steps: why it is not graphed
+    (None: it is) and whether, not graphed, it would compile."""
+    from transformers import BertConfig
+
+    import consert.train.execution as execution
+    from consert.train.config import TrainConfig
+
+    monkeypatch.setattr(execution, "graphs_unavailable", lambda setting, device: None)  # a card that runs graphs
+    config = TrainConfig.from_dict({"views": ["feature_cutoff", "shuffle"], "device": "cuda"})
+    encoder = SimpleNamespace(
+        config=config, device="cuda", model=SimpleNamespace(config=BertConfig()), train_pooling=Pooling.parse("mean")
+    )
+    step = execution.StepExecution(encoder)
+    blocker = step.graphs_blocker(SimpleNamespace(graphs_blocker=None), steps)
+    return blocker, steps >= execution.COMPILE_MIN_STEPS
+
+
+def test_the_box_check_chooses_its_steps_execution_as_the_paper_run_does(paper_dry_run, monkeypatch):
+    """The check trains 300 steps, its step executed as for the paper run's 9,300: graphed (and, where not, compiled)
+    as that run is, which a 300-step plan would not be (auto graphs and compiles from 500 steps)."""
+    command = next(line for line in paper_dry_run.splitlines() if "--execution-steps" in line)
+    planned = int(re.search(r"--execution-steps (\d+)", command).group(1))
+    assert "--set max_steps=300" in command and planned == PAPER_RUN_STEPS
+    assert _execution(planned, monkeypatch) == _execution(PAPER_RUN_STEPS, monkeypatch) == (None, True)
+    assert _execution(300, monkeypatch) == ("auto: 300 planned steps < 500", False)
