@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from torch import nn
@@ -47,6 +47,10 @@ class GraphableStep(Protocol):
     graph_passes: int  # the encoder passes its step makes (one: the linear layers may be cast once)
     graphed_loss: GraphedLoss  # its step's loss with no host reads
 
+    def loss(self, batch: list[Any]) -> torch.Tensor: ...  # a batch's loss, through the execution's path
+
+    def heads(self) -> list[nn.Module]: ...  # its training-only modules
+
 
 #: ``compile: auto`` compiles the training forward on CUDA for runs of at least this many steps.
 COMPILE_MIN_STEPS = 500
@@ -67,7 +71,8 @@ class StepExecution:
         self.packed_encoder = packed_encoder
         self.graphed: GraphedStep | None = None  # the step as CUDA graphs (settle)
         #: The fast paths an ``auto`` setting would have taken and the model's architecture keeps from it
-        #: (:mod:`consert.train.architectures`), each with why: the run's record says so.
+        #: (:mod:`consert.train.architectures`), or that failed its self-check (:mod:`consert.train.self_check`), each
+        #: with why: the run's record says so.
         self.eager_because: list[str] = []
 
     def graphs_blocker(self, objective: GraphableStep, planned_steps: int) -> str | None:
@@ -109,23 +114,26 @@ class StepExecution:
             raise ValueError(f"cuda_graphs: on, but {blocker}")
         if blocker is None:
             self.packed = True
-
-            graphed_loss: GraphedLoss = objective.graphed_loss
-            encoder_of_graphs = self.graphed_encoder()
-
-            def loss_of(ids: torch.Tensor, mask: torch.Tensor, packing: Packing, *extras: torch.Tensor) -> torch.Tensor:
-                return graphed_loss(ids, mask, PackedPass(packing, encoder_of_graphs), *extras)
-
-            self.graphed = GraphedStep(
-                loss_of,
-                parameters,
-                encoder.device,
-                encoder.dtype,
-                copies=objective.graph_copies,
-                cast_once=self.cast_once_model(objective),
-            )
+            self.graphed = self.graphed_step(objective, parameters)
             return
         self.compile_forward(planned_steps)
+
+    def graphed_step(self, objective: GraphableStep, parameters: list[nn.Parameter]) -> GraphedStep:
+        """``objective``'s step as CUDA graphs over the packed pass (captured per batch shape on first sight)."""
+        graphed_loss: GraphedLoss = objective.graphed_loss
+        encoder_of_graphs = self.graphed_encoder()
+
+        def loss_of(ids: torch.Tensor, mask: torch.Tensor, packing: Packing, *extras: torch.Tensor) -> torch.Tensor:
+            return graphed_loss(ids, mask, PackedPass(packing, encoder_of_graphs), *extras)
+
+        return GraphedStep(
+            loss_of,
+            parameters,
+            self.encoder.device,
+            self.encoder.dtype,
+            copies=objective.graph_copies,
+            cast_once=self.cast_once_model(objective),
+        )
 
     def cast_once_model(self, objective: GraphableStep) -> nn.Module | None:
         """The model whose linear layers a reduced-precision step of ``objective`` casts once
@@ -182,3 +190,12 @@ class StepExecution:
     def release(self) -> None:
         """Free the graphs' memory now, not when the cycle collector finds it."""
         self.graphed = None
+
+    def use_eager(self, why: str | None = None) -> None:
+        """The step runs eagerly: padded, through the model itself, no graphs; with ``why``, from here on (a fast
+        path that failed its self-check, :mod:`consert.train.self_check`), the record keeping why."""
+        self.packed, self.packed_encoder, self.graphed = False, packed_encoder, None
+        self.forward_model = self.encoder.model
+        if why is not None:
+            self.compiled = False
+            self.eager_because.append(why)

@@ -20,9 +20,10 @@ from consert.train.architectures import architecture_of
 from consert.train.config import TrainConfig
 from consert.train.execution import StepExecution
 from consert.train.export import export_model
-from consert.train.loop import loop_settings, planned_step_count, run_loop
+from consert.train.loop import batches, loop_settings, planned_step_count, run_loop
 from consert.train.objectives import check_objective, objective_for
 from consert.train.record import loop_record, provenance_record
+from consert.train.self_check import self_check
 from consert.train.trained_encoder import TrainedEncoder, check_trainable, set_seed
 
 
@@ -69,6 +70,7 @@ def train_stage(
         parameters += [(f"{type(head).__name__}.{name}", value) for name, value in head.named_parameters()]
     execution.settle(execution_steps or planned_steps, [value for _, value in parameters], objective)
     settings = loop_settings(config, encoder.dtype, bias_correction=config.adam_bias_correction)
+    checked = self_check(execution, objective, next(batches(items, settings)))  # a fast path against an eager step
     outcome = run_loop(
         encoder.model,
         parameters,
@@ -101,6 +103,7 @@ def train_stage(
         "compiled": execution.compiled,
         "packed": execution.packed,
         "eager_because": execution.eager_because,
+        "self_check": checked.describe() if checked else None,
         "modules_not_kept": encoder.modules_not_kept,
         "cuda_graphs": execution.graphed.capture_count() if execution.graphed else 0,  # graphs captured (shapes seen)
         **provenance_record(encoder.precision, encoder.device, config.to_dict(), data),
