@@ -287,12 +287,27 @@ def read_yaml_origins(path: str | Path) -> tuple[dict[str, Any], dict[tuple[str,
     return values, lines
 
 
+class NotUtf8Error(ValueError):
+    """A file that is not UTF-8: the line (from 1) and the byte offset of the first undecodable byte, and its value."""
+
+    def __init__(self, line: int, offset: int, byte: int):
+        super().__init__(f"line {line}: not UTF-8 text (byte {offset:,})")
+        self.line, self.offset, self.byte = line, offset, byte
+
+
+def read_utf8(path: str | Path) -> str:
+    """A file's text decoded as UTF-8; a byte that is not is a :class:`NotUtf8Error` naming its line."""
+    raw = Path(path).read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise NotUtf8Error(raw.count(b"\n", 0, err.start) + 1, err.start, raw[err.start]) from None
+
+
 def _read_yaml(path: str | Path) -> tuple[dict[str, Any], str]:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: file not found")
-    from consert.io import NotUtf8Error, read_utf8
-
     try:
         text = read_utf8(path)
     except NotUtf8Error as err:

@@ -48,23 +48,6 @@ def current_umask() -> int:
     return mask
 
 
-class NotUtf8Error(ValueError):
-    """A file that is not UTF-8: the line (from 1) and the byte offset of the first undecodable byte, and its value."""
-
-    def __init__(self, line: int, offset: int, byte: int):
-        super().__init__(f"line {line}: not UTF-8 text (byte {offset:,})")
-        self.line, self.offset, self.byte = line, offset, byte
-
-
-def read_utf8(path: str | os.PathLike) -> str:
-    """A file's text decoded as UTF-8; a byte that is not is a :class:`NotUtf8Error` naming its line."""
-    raw = Path(path).read_bytes()
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise NotUtf8Error(raw.count(b"\n", 0, err.start) + 1, err.start, raw[err.start]) from None
-
-
 def write_csv(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
     """Write ``frame`` to ``path`` as CSV atomically; return the path.
 

@@ -48,14 +48,16 @@ SERVER_ENV = "CONSERT_JOB_SERVER"
 THREAD_ENV = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
               "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")  # fmt: skip
 #: Variables a job may set differently from the server: each is read when a command runs, not when a module is
-#: imported (the thread counts, the device and card by :mod:`consert.gpu_pool` before CUDA starts, the temporary
-#: folder by :mod:`tempfile`, reset in the job), or set by a library on itself (polars writes its allocator's
+#: imported (the thread counts, the device, card and wait by :mod:`consert.gpu_pool` before CUDA starts, whether
+#: models must be on disk by :func:`consert.encode.models.resolve_model`, the temporary folder by :mod:`tempfile`,
+#: reset in the job), or set by a library on itself (polars writes its allocator's
 #: settings into ``_RJEM_MALLOC_CONF`` when snakemake imports it: they matter to polars alone, loaded or not), or
 #: dropped by the shell a job runs in (the prompts ``PS1`` and ``PS2``: a virtual environment's ``activate`` exports
 #: ``PS1``, and bash, which snakemake runs each job's command in, unsets both when not interactive).
 PER_JOB_ENV = frozenset(
-    {*THREAD_ENV, "CONSERT_DEVICE", "CONSERT_GPU_POOL", "CONSERT_GPU_SHARE", "CUDA_VISIBLE_DEVICES",
-     "TMPDIR", "TEMP", "TMP", "TEMPDIR", "_", "SHLVL", "PWD", "OLDPWD", "PS1", "PS2", "_RJEM_MALLOC_CONF", SERVER_ENV}
+    {*THREAD_ENV, "CONSERT_DEVICE", "CONSERT_GPU_POOL", "CONSERT_GPU_SHARE", "CONSERT_GPU_WAIT", "CUDA_VISIBLE_DEVICES",
+     "CONSERT_MODELS_ON_DISK", "TMPDIR", "TEMP", "TMP", "TEMPDIR", "_", "SHLVL", "PWD", "OLDPWD", "PS1", "PS2",
+     "_RJEM_MALLOC_CONF", SERVER_ENV}
 )  # fmt: skip
 #: What the server imports before it serves: every command, and what the commands import when they run.
 PRELOAD = (

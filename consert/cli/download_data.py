@@ -44,6 +44,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MODEL",
         help=f"a spaCy pipeline, installed by `python -m spacy download` (default {SPACY_MODEL})",
     )
+    parser.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="HUB_ID",
+        help="a model of the Hugging Face hub into its cache (repeatable; $HF_ENDPOINT names another hub)",
+    )
+    parser.add_argument(
+        "--record", default=None, metavar="FILE.json", help="--model: write what was fetched, and where, to FILE"
+    )
     parser.add_argument("--all", action="store_true", help="everything the paper config reads, at its places")
 
 
@@ -59,7 +69,9 @@ def run(args: argparse.Namespace) -> int:
     if args.all:
         wanted = {name: wanted[name] or source.default for name, source in SOURCES.items()}
     spacy_model = args.spacy or (SPACY_MODEL if args.all else None)
-    if args.sts or args.all or not (any(wanted.values()) or spacy_model):
+    if args.model:
+        _download_models(args.model, args.record)
+    if args.sts or args.all or not (any(wanted.values()) or spacy_model or args.model):
         try:
             differing = download_senteval(Path(args.dest))
         except OSError as err:  # no network: URLError is an OSError
@@ -88,3 +100,18 @@ def run(args: argparse.Namespace) -> int:
     if spacy_model:
         print(f"spaCy's {spacy_model} installed")
     return 0
+
+
+def _download_models(names: list[str], record: str | None) -> None:
+    """Each hub model into the hub's cache; with ``record``, a JSON file of each model's snapshot folder."""
+    import json
+
+    from consert.encode.models import download_hub_model
+    from consert.io import write_text
+
+    fetched = {}
+    for name in names:
+        fetched[name] = str(download_hub_model(name))
+        print(f"{name} ready in the hub's cache: {fetched[name]}")
+    if record:
+        write_text(json.dumps(fetched, indent=1) + "\n", record)

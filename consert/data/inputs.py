@@ -38,19 +38,28 @@ class ExternalInput:
     command: str  # what gets it
     source: Source | None = None  # set where a workflow job downloads it: at the source's own place, none of it there
     is_path: bool = True  # whether ``location`` is a file or folder (not an installed package's name)
+    hub_id: str = ""  # a model of the Hugging Face hub, which the workflow's job hub_model fetches into its cache
+    note: str = ""  # what else its state says (a model folder's rows not compared with the paper's)
 
     @property
     def job(self) -> str:
         """The workflow rule that downloads it ("" where none can)."""
-        return f"{self.source.name}_data" if self.source is not None and not self.present else ""
+        if self.present:
+            return ""
+        if self.hub_id:
+            return HUB_MODEL_JOB
+        return f"{self.source.name}_data" if self.source is not None else ""
 
     def state(self, jobs: bool = True) -> str:
-        """Present, which workflow job downloads it (``jobs``), or what to run."""
+        """Present, which workflow job downloads it (``jobs``), or what to run; then its note."""
         if self.present:
-            return "present"
-        if jobs and self.job:
-            return f"missing: job {self.job} downloads it from {self.source.url}"
-        return f"missing: {self.command}"
+            state = "present"
+        elif jobs and self.job:
+            origin = f"{hub_endpoint()}/{self.hub_id}" if self.hub_id else self.source.url
+            state = f"missing: job {self.job} downloads it from {origin}"
+        else:
+            state = f"missing: {self.command}"
+        return f"{state}; {self.note}" if self.note else state
 
     def line(self, jobs: bool = True) -> str:
         """What it is, where, and its :meth:`state`."""
@@ -139,6 +148,17 @@ def spacy_pipeline_input(model: str) -> ExternalInput:
     present = folder or importlib.util.find_spec(model) is not None
     command = f"run `consert download-data --spacy {model}` (spaCy's own `python -m spacy download {model}`)"
     return ExternalInput(f"spaCy pipeline {model}", model, present, command, is_path=folder)
+
+
+#: The workflow rule that fetches a hub model into the hub's cache, where snakemake runs (workflow/rules/data.smk).
+HUB_MODEL_JOB = "hub_model"
+
+
+def hub_endpoint() -> str:
+    """Where the hub is (``$HF_ENDPOINT``, else huggingface.co), as huggingface_hub reads it."""
+    from huggingface_hub import constants
+
+    return constants.ENDPOINT
 
 
 def missing_message(inputs: Iterable[ExternalInput], jobs: bool = False, dry_run: bool = False) -> str:

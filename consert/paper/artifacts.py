@@ -40,6 +40,16 @@ RUNS = Path("runs")
 BENCHMARKS = Path("benchmarks")
 
 
+def hub_slug(name: str) -> str:
+    """A hub id as a file name: ``google-bert/bert-base-uncased`` -> ``google-bert--bert-base-uncased``."""
+    return name.replace("/", "--")
+
+
+def hub_record(name: str) -> str:
+    """What the job that fetches the hub model ``name`` into the hub's cache writes: its snapshot folder."""
+    return f"data/hub/{hub_slug(name)}.json"
+
+
 def consert_eval(run_id: str) -> str:
     """Evaluation CSV of one ConSERT run."""
     return str(EVALS / "consert" / f"{run_id}.csv")

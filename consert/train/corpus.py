@@ -61,7 +61,7 @@ def training_texts(config: TrainConfig, data: SentEvalData) -> list[str]:
 def text_lines(path: Path, key: str) -> list[str]:
     """The lines of a UTF-8 text file (``\n`` ends a line); a file that is not UTF-8 is one line naming the key, the
     file, the line and the byte."""
-    from consert.io import NotUtf8Error, read_utf8
+    from consert.configs import NotUtf8Error, read_utf8
 
     try:
         return read_utf8(path).split("\n")

@@ -91,7 +91,7 @@ def test_local_model_paths_get_a_local_message(tmp_path, tiny_tree, capsys):
     missing = tmp_path / "no" / "such" / "model"
     assert main(["evaluate", str(missing), "--data", str(tiny_tree)]) == 2
     err = capsys.readouterr().err
-    assert f"model directory {missing} does not exist" in err and "huggingface-cli" not in err
+    assert f"model directory {missing} does not exist" in err and "hf download" not in err
     empty = tmp_path / "empty_model"
     empty.mkdir()
     assert main(["evaluate", str(empty), "--data", str(tiny_tree)]) == 2

@@ -24,7 +24,7 @@ def test_local_directory_is_used_as_is():
 def test_unavailable_hub_model_says_how_to_get_it(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path))
-    with pytest.raises(ModelNotAvailableError, match="huggingface-cli download bert-base-uncased"):
+    with pytest.raises(ModelNotAvailableError, match="hf download bert-base-uncased"):
         resolve_model("bert-base-uncased")
 
 

@@ -35,17 +35,20 @@ def paper_dry_run(tmp_path_factory, tiny_model_dir) -> str:
 
 
 def test_a_model_whose_rows_will_not_be_compared_is_named_at_the_start(paper_dry_run, tiny_model_dir):
-    """One line for the folder of other weights, none for the paper's hub id, when the workflow is read (a dry run
-    says it: before any job)."""
-    lines = [line for line in paper_dry_run.splitlines() if "will not be compared" in line]
-    assert lines == [comparability_fault("large", tiny_model_dir)] and lines[0].startswith(
-        f"models.large: {tiny_model_dir}: its rows will not be compared with the paper's bert-large-uncased ("
-    )
+    """The start-of-run list names the folder of other weights and why its rows will not be compared, and nothing of
+    the kind for the paper's hub id (a dry run prints it: before any job)."""
+    lines = [line.strip() for line in paper_dry_run.splitlines() if line.strip().startswith("models.")]
+    fault = comparability_fault("large", tiny_model_dir)
+    assert f"models.large ({tiny_model_dir}): present; a local folder; {fault}" in lines
+    assert fault.startswith("its rows will not be compared with the paper's bert-large-uncased (weights sha256 ")
+    assert not any("will not be compared" in line for line in lines if line.startswith("models.base"))
 
 
 def test_comparability_is_read_from_the_weights():
     assert comparability_fault("base", "bert-base-uncased") == "" == comparability_fault("large", "bert-large-uncased")
-    assert comparability_fault("base", "roberta-base").startswith("models.base: roberta-base: its rows will not")
+    assert comparability_fault("base", "roberta-base") == (
+        "its rows will not be compared with the paper's bert-base-uncased (roberta-base is not a hub id of it)"
+    )
     assert comparability_fault("tiny", "anything") == ""  # not a size of the paper's
 
 

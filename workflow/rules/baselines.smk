@@ -4,6 +4,7 @@ rule encode_corpus:
     input:
         senteval=DATA,
         encoding=ENCODING_CONFIG,
+        hub=lambda wc: hub_inputs(CONFIG.models[wc.size]),  # the rules that read its cache read the model after it
     output:
         artifacts.vector_cache("{size}"),
     log:
@@ -141,6 +142,7 @@ rule train_sgopt:
     input:
         senteval=DATA,
         config=artifacts.run_config(artifacts.sgopt_run("{size}", "{seed}")),
+        hub=lambda wc: hub_inputs(CONFIG.models[wc.size]),
     output:
         model=model_output(artifacts.run_model(artifacts.sgopt_run("{size}", "{seed}"))),
         evaluation=artifacts.sgopt_eval("{size}", "{seed}"),

@@ -11,10 +11,10 @@ import yaml
 from snakemake.exceptions import WorkflowError
 
 from consert.data.download import find_senteval
-from consert.encode.models import comparability_fault
 from consert.bench.dag_cost import planned_run_steps
 from consert.train.execution import COMPILE_MIN_STEPS
 from consert.data.inputs import blocking, file_input, lines, missing_message, unique
+from consert.encode.models import MODELS_ON_DISK_ENV, model_input
 from consert.data.senteval import DataFormatError
 from baselines.flow_settings import FlowSettings
 from consert import registry
@@ -64,15 +64,25 @@ SGOPT_RUNS = {  # SG-OPT's runs, by run id: (size, seed)
 TRAIN_CONFIGS = {run: consert_train_config(run, spec, CONFIG) for run, spec in RUNS.items()}
 RUN_INPUTS = {run: run_inputs(train_config) for run, train_config in TRAIN_CONFIGS.items()}
 GLOVE_INPUTS = [file_input(CONFIG.baselines.glove, "baselines.glove")] if CONFIG.baselines.glove else []
-EXTERNAL_INPUTS = unique([*chain.from_iterable(RUN_INPUTS.values()), *GLOVE_INPUTS])
+#: The encoders the config names, each in its state (a hub model in the hub's cache or fetched by the job hub_model
+#: where snakemake runs, before any job that reads it; a local folder, and whether its rows are compared with the
+#: paper's): inputs like the data, said before any GPU-hour.
+MODEL_INPUTS = [model_input(f"models.{size}", name) for size, name in CONFIG.models.items()]
+EXTERNAL_INPUTS = unique([*MODEL_INPUTS, *chain.from_iterable(RUN_INPUTS.values()), *GLOVE_INPUTS])
 #: The sources a download job of this run fetches: each needed at its own place, none of it on disk there.
-DOWNLOADS = list(dict.fromkeys(item.source for item in EXTERNAL_INPUTS if item.job))
-if EXTERNAL_INPUTS and not (workflow.remote_exec or workflow.subprocess_exec):  # once, where snakemake was started
+DOWNLOADS = list(dict.fromkeys(item.source for item in EXTERNAL_INPUTS if item.job and item.source))
+#: The hub models the job hub_model fetches, by the file name of their record (data/hub/ORG--NAME.json).
+HUB_DOWNLOADS = {artifacts.hub_slug(item.hub_id): item.hub_id for item in MODEL_INPUTS if item.job}
+if not (workflow.remote_exec or workflow.subprocess_exec):  # once, where snakemake was started
     print("Inputs beyond the STS sets:", *(f"  {line}" for line in lines(EXTERNAL_INPUTS)), sep="\n", file=sys.stderr)
-if not (workflow.remote_exec or workflow.subprocess_exec):  # before any GPU-hour: the rows no comparison will judge
-    for _size, _model in CONFIG.models.items():
-        if _fault := comparability_fault(_size, _model):
-            print(_fault, file=sys.stderr)
+
+
+def hub_inputs(name):
+    """The record of the job hub_model that fetches the hub model ``name``, where one does (none where the model is
+    in the hub's cache, a folder or the stand-in): an input of every job that reads the model, which then reads the
+    cache offline."""
+    slug = artifacts.hub_slug(name)
+    return [artifacts.hub_record(name)] if slug in HUB_DOWNLOADS else []
 
 
 def external_inputs(inputs):
@@ -238,13 +248,14 @@ def device_env(gpu_job=False):
     """The environment of a job that encodes or trains: its threads, its device and its claim on a card of the pool.
     A GPU job (``gpu_job``: one that declares the `gpu` resource) computes on the config's device; the others, which
     read vector caches (a cluster sends them to its CPU nodes), on a GPU only where one is visible, unless the config
-    asks for the CPU."""
+    asks for the CPU. Its models are on disk before it starts (hub models fetched by the job hub_model), so it never
+    downloads one (MODELS_ON_DISK_ENV): a compute node without network runs it."""
     device = CONFIG.device if gpu_job or CONFIG.device == "cpu" else "auto"
     share = GPU_SHARE if gpu_job else "shared"
     wait = f"CONSERT_GPU_WAIT={CONFIG.gpu_wait_minutes * 60} " if CONFIG.gpu_wait_minutes else ""
     return (
         f"OMP_NUM_THREADS={{threads}} CONSERT_DEVICE={device} CONSERT_GPU_POOL={shlex.quote(GPU_POOL)} "
-        f"CONSERT_GPU_SHARE={share} {wait}"
+        f"CONSERT_GPU_SHARE={share} {MODELS_ON_DISK_ENV}=1 {wait}"
     )
 
 

@@ -4,6 +4,7 @@ rule consert_train:
         senteval=DATA,
         config=artifacts.run_config("{run}"),
         stage1=stage1_model,
+        hub=lambda wc: hub_inputs(TRAIN_CONFIGS[wc.run].model),
         external=lambda wc: external_inputs(RUN_INPUTS[wc.run]),
     output:
         model=model_output(artifacts.run_model("{run}")),
@@ -63,6 +64,7 @@ rule check_box:
         senteval=DATA,
         config=artifacts.run_config(CHECK_RUN),
         workflow=WORKFLOW_CONFIG,
+        hub=hub_inputs(TRAIN_CONFIGS[CHECK_RUN].model),
         external=lambda wc: external_inputs(RUN_INPUTS[CHECK_RUN]),
     output:
         evaluation=CHECK_EVALUATION,

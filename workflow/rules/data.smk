@@ -42,6 +42,27 @@ for source in DOWNLOADS:  # only what this run needs and nothing of it is on dis
             "consert download-data {params.flag:q} > {log:q} 2>&1"
 
 
+if HUB_DOWNLOADS:
+
+    rule hub_model:
+        """A hub model the config names and the hub's cache does not hold, fetched into the cache where snakemake runs
+        (its configs, tokenizer and weights: `consert download-data --model`; needs network) before any job that
+        reads it: those read the cache offline, on nodes without network too."""
+        output:
+            artifacts.hub_record("{model}"),
+        wildcard_constraints:
+            model="|".join(re.escape(slug) for slug in HUB_DOWNLOADS),
+        localrule: True
+        log:
+            "logs/hub_model/{model}.log",
+        params:
+            name=lambda wc: HUB_DOWNLOADS[wc.model],
+        conda:
+            "../envs/consert.yaml"
+        shell:
+            "consert download-data --model {params.name:q} --record {output:q} > {log:q} 2>&1"
+
+
 rule table1:
     input:
         senteval=DATA,
