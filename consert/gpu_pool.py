@@ -15,10 +15,12 @@ cannot hold a card's lock. A lock file holds its last holder's pid, user and sha
 waits at most ``$CONSERT_GPU_WAIT`` seconds (the workflow's ``gpu_wait_minutes``), then stops in one line naming the
 holders.
 
-The ids are ``$CUDA_VISIBLE_DEVICES``'s entries where it is set, else one per GPU the NVIDIA driver lists.
-Under SLURM (``$SLURM_JOB_ID``) the scheduler has assigned the card already and the pool stands aside.
-The workflow turns the pool on per job with ``$CONSERT_GPU_POOL`` (the folder) and ``$CONSERT_GPU_SHARE``
-(``whole`` or ``shared``).
+The ids are ``$CUDA_VISIBLE_DEVICES``'s entries where it is set, else a SLURM allocation's cards
+(``$SLURM_STEP_GPUS``, ``$SLURM_JOB_GPUS``), else one per GPU the NVIDIA driver lists. The workflow turns the pool on
+per job with ``$CONSERT_GPU_POOL`` (the folder, :func:`pool_folder`) and ``$CONSERT_GPU_SHARE`` (``whole`` or
+``shared``): a job the SLURM executor submitted has an allocation of its own, whose card the scheduler assigned, and
+gets no pool; inside an allocation snakemake itself runs in (``salloc --gpus=8``, then snakemake with its local
+executor), the pool hands out the allocation's cards, from a node-local folder keyed by the allocation's id.
 """
 
 from __future__ import annotations
@@ -39,14 +41,48 @@ NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")
 RETRY_SECONDS = 0.2
 
 
+#: Where a SLURM allocation lists its cards, in the order they are read: the step's, then the job's.
+ALLOCATION_ENV = ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS")
+
+
 def visible_ids(environ: dict[str, str] | None = None, driver: Path = NVIDIA_GPUS) -> list[str]:
-    """The ids a pool hands out: ``$CUDA_VISIBLE_DEVICES``'s entries, else ``0..n-1`` for the driver's GPUs."""
+    """The ids a pool hands out: ``$CUDA_VISIBLE_DEVICES``'s entries, else a SLURM allocation's cards
+    (:data:`ALLOCATION_ENV`), else ``0..n-1`` for the driver's GPUs."""
     environ = os.environ if environ is None else environ
-    listed = environ.get("CUDA_VISIBLE_DEVICES")
-    if listed is not None:
-        return [entry.strip() for entry in listed.split(",") if entry.strip() and entry.strip() != "-1"]
+    for name in ("CUDA_VISIBLE_DEVICES", *ALLOCATION_ENV):
+        listed = environ.get(name)
+        if listed is not None:
+            return [entry.strip() for entry in listed.split(",") if entry.strip() and entry.strip() != "-1"]
     count = len(list(driver.iterdir())) if driver.is_dir() else 0
     return [str(index) for index in range(count)]
+
+
+def pool_folder(default: str, submitted_by_slurm: bool, environ: dict[str, str] | None = None) -> str:
+    """The pool's folder for a workflow's jobs: "" (no pool) for a job the SLURM executor submitted (an allocation of
+    its own: the scheduler assigned its card); inside an allocation snakemake runs in with its local executor, a
+    node-local folder keyed by the allocation (``$TMPDIR`` or /tmp, ``consert-gpu-pool-$SLURM_JOB_ID``: two
+    allocations on one node never share one); else ``default`` (the checkout's ``.snakemake/gpu-pool``)."""
+    import tempfile
+
+    environ = os.environ if environ is None else environ
+    if submitted_by_slurm:
+        return ""
+    if environ.get("SLURM_JOB_ID"):
+        return str(Path(tempfile.gettempdir()) / f"consert-gpu-pool-{environ['SLURM_JOB_ID']}")
+    return default
+
+
+def idle_cards(cards: int, gpus: int, cores: int, threads: int) -> str:
+    """One line where ``--resources gpu=N`` (``gpus``) or ``--cores`` leave some of ``cards`` without a whole-card
+    job: at most min(gpus, cores // threads) such jobs run at once; "" where every card can be busy."""
+    at_once = min(gpus, cores // max(threads, 1))
+    if cards <= at_once:
+        return ""
+    return (
+        f"{cards} GPUs are here, but at most {at_once} training jobs run at once (--resources gpu={gpus}, --cores "
+        f"{cores}, {threads} threads a job): {cards - at_once} cards stay idle; pass --resources gpu={cards} "
+        f"--cores {cards * max(threads, 1)}"
+    )
 
 
 class GpuPool:
@@ -194,10 +230,10 @@ def _locked(descriptor: int, mode: int) -> bool:
 def device_from_pool(environ: dict[str, str] | None = None) -> Iterator[str | None]:
     """Claim a card for this process as the workflow asked (``$CONSERT_GPU_POOL``, ``$CONSERT_GPU_SHARE``) and
     make it the only one CUDA sees; hold it until the block ends. ``None`` where no pool applies: not asked
-    for, under SLURM, or no GPU. Call before anything starts CUDA."""
+    for (a job the SLURM executor submitted, :func:`pool_folder`), or no GPU. Call before anything starts CUDA."""
     environ = os.environ if environ is None else environ
     folder, ids = environ.get(POOL_ENV), visible_ids(environ)
-    if not folder or environ.get("SLURM_JOB_ID") or not ids:
+    if not folder or not ids:
         yield None
         return
     wait = float(environ[WAIT_ENV]) if environ.get(WAIT_ENV) else None

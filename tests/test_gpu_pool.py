@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from consert.gpu_pool import GpuPool, device_from_pool, visible_ids
+from consert.gpu_pool import GpuPool, device_from_pool, idle_cards, pool_folder, visible_ids
 from tests.conftest import ROOT
 
 #: A job of the workflow: claims a card, notes when it held which, holds it a while.
@@ -162,20 +162,84 @@ def test_a_mark_moves_when_a_training_job_takes_its_card_and_goes_when_every_car
     os.close(second[1])
 
 
-def test_the_job_sees_only_its_card_and_the_pool_stands_aside_under_slurm_or_without_gpus(tmp_path):
+def test_the_job_sees_only_its_card_and_the_pool_stands_aside_under_the_slurm_executor_or_without_gpus(tmp_path):
     environ = {"CONSERT_GPU_POOL": str(tmp_path / "pool"), "CUDA_VISIBLE_DEVICES": "3,5"}
     with device_from_pool(environ) as device:
         assert device == "3" and environ["CUDA_VISIBLE_DEVICES"] == "3"
         other = {"CONSERT_GPU_POOL": str(tmp_path / "pool"), "CUDA_VISIBLE_DEVICES": "3,5"}
         with device_from_pool(other) as second:
             assert second == "5"
-    slurm = {"CONSERT_GPU_POOL": str(tmp_path / "pool"), "CUDA_VISIBLE_DEVICES": "7", "SLURM_JOB_ID": "12"}
+    slurm = {"CUDA_VISIBLE_DEVICES": "7", "SLURM_JOB_ID": "12"}  # a job the SLURM executor submitted
+    slurm["CONSERT_GPU_POOL"] = pool_folder(str(tmp_path / "pool"), submitted_by_slurm=True, environ=slurm)
     with device_from_pool(slurm) as device:
         assert device is None and slurm["CUDA_VISIBLE_DEVICES"] == "7"
     with device_from_pool({"CUDA_VISIBLE_DEVICES": "3,5"}) as device:  # not a workflow job
         assert device is None
     with device_from_pool({"CONSERT_GPU_POOL": str(tmp_path / "pool"), "CUDA_VISIBLE_DEVICES": ""}) as device:
         assert device is None  # no GPU: the job runs on the CPU
+
+
+#: A workflow job inside an allocation: claims a card from the pool, says which, holds it until all four have one.
+ALLOCATED_JOB = textwrap.dedent(
+    """
+    import os, sys, time
+    from consert.gpu_pool import device_from_pool
+    folder = sys.argv[1]
+    with device_from_pool() as device:
+        (__import__("pathlib").Path(folder) / f"{os.getpid()}.card").write_text(os.environ["CUDA_VISIBLE_DEVICES"])
+        deadline = time.monotonic() + 60
+        while len(list(__import__("pathlib").Path(folder).glob("*.card"))) < 4 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    """
+)
+
+
+def test_inside_an_allocation_its_cards_go_one_to_a_job_from_a_node_local_pool(tmp_path):
+    """snakemake inside `salloc --gpus=4` (a fake allocation: $SLURM_JOB_ID and $SLURM_JOB_GPUS, no
+    $CUDA_VISIBLE_DEVICES): the pool's folder is node-local and the allocation's own; four jobs hold four different
+    cards at once (each waits until all four hold one)."""
+    allocation = {"SLURM_JOB_ID": f"9{os.getpid()}", "SLURM_JOB_GPUS": "4,5,6,7"}
+    folder = pool_folder(".snakemake/gpu-pool", submitted_by_slurm=False, environ=allocation)
+    assert Path(folder).name == f"consert-gpu-pool-{allocation['SLURM_JOB_ID']}" and Path(folder).is_absolute()
+    env = {key: value for key, value in os.environ.items() if key != "CUDA_VISIBLE_DEVICES"}
+    env.update(allocation, PYTHONPATH=str(ROOT), CONSERT_GPU_POOL=folder, CONSERT_GPU_SHARE="whole")
+    try:
+        jobs = [subprocess.Popen([sys.executable, "-c", ALLOCATED_JOB, str(tmp_path)], env=env) for _ in range(4)]
+        assert [job.wait(timeout=120) for job in jobs] == [0] * 4
+    finally:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+    assert sorted(path.read_text() for path in tmp_path.glob("*.card")) == ["4", "5", "6", "7"]
+    assert pool_folder(".snakemake/gpu-pool", submitted_by_slurm=False, environ={}) == ".snakemake/gpu-pool"
+
+
+def test_idle_cards_are_named_with_what_to_pass():
+    """At most min(gpu resource, cores // threads) whole-card jobs at once: the rest of the cards stay idle."""
+    assert idle_cards(8, 8, 4, 1).startswith("8 GPUs are here, but at most 4 training jobs run at once")
+    assert idle_cards(8, 8, 4, 1).endswith("4 cards stay idle; pass --resources gpu=8 --cores 8")
+    assert idle_cards(8, 2, 64, 8).endswith("6 cards stay idle; pass --resources gpu=8 --cores 64")
+    assert idle_cards(4, 4, 32, 8) == "" == idle_cards(0, 1, 8, 8)
+
+
+def test_the_workflow_inside_an_allocation_gives_its_jobs_the_allocations_pool_and_names_idle_cards(tmp_path):
+    """The paper config's dry run in a fake allocation of 8 cards with --cores 4: one line names the 4 idle cards,
+    and a training job's command claims from the allocation's node-local pool."""
+    env = {key: value for key, value in os.environ.items() if key != "CUDA_VISIBLE_DEVICES"}
+    env.update(
+        SLURM_JOB_ID="424242",
+        SLURM_JOB_GPUS="0,1,2,3,4,5,6,7",
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}",
+    )
+    command = [sys.executable, "-m", "snakemake", "-n", "-p", "results/evals/consert/base-unsup-seed1.csv",
+               "--directory", str(tmp_path), "--configfile", str(ROOT / "config" / "config.yaml"),
+               "--cores", "4", "--resources", "gpu=8"]  # fmt: skip
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    text = result.stdout + result.stderr
+    assert result.returncode == 0, text[-3000:]
+    assert "8 GPUs are here, but at most 4 training jobs run at once" in text and "4 cards stay idle" in text
+    pool = Path(__import__("tempfile").gettempdir()) / "consert-gpu-pool-424242"
+    assert f"CONSERT_GPU_POOL={pool} CONSERT_GPU_SHARE=whole" in text
 
 
 def test_the_ids_are_the_visible_devices_else_the_drivers_gpus(tmp_path):

@@ -11,6 +11,7 @@ import yaml
 from snakemake.exceptions import WorkflowError
 
 from consert.data.download import find_senteval
+from consert.gpu_pool import idle_cards, pool_folder, visible_ids
 from consert.bench.dag_cost import planned_run_steps
 from consert.train.execution import COMPILE_MIN_STEPS
 from consert.data.inputs import blocking, file_input, lines, missing_message, unique
@@ -178,7 +179,15 @@ COMPARED_EVALUATIONS = artifacts.evaluation_inputs([a.key for a in COMPARED_ARTI
 
 #: On a box with several GPUs each job that may use one claims a card of this pool (consert.gpu_pool): a job
 #: that counts a `gpu` resource holds its card whole (unless the config shares cards), the others share one.
-GPU_POOL = ".snakemake/gpu-pool"
+#: A job the SLURM executor submits gets none (its allocation's card is its own); inside an allocation snakemake itself
+#: runs in, a node-local pool of the allocation's cards (consert.gpu_pool.pool_folder).
+GPU_POOL = pool_folder(".snakemake/gpu-pool", submitted_by_slurm=workflow.remote_exec or not workflow.local_exec)
+if workflow.local_exec and not workflow.subprocess_exec and GPU_PER_JOB and CONFIG.device != "cpu":  # at the start
+    _cards = len(visible_ids())
+    _gpus = workflow.global_resources.get("gpu")
+    _gpus = int(getattr(_gpus, "value", _gpus) or 1)
+    if _idle := idle_cards(_cards, _gpus, workflow.cores, THREADS):
+        print(_idle, file=sys.stderr)
 GPU_SHARE = "shared" if CONFIG.share_gpu else "whole"
 
 
