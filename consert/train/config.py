@@ -27,6 +27,7 @@ from consert.train.augment import check_augmentation
 from consert.train.losses import CONTRASTIVE_LOSSES, FEATURES, PROJECTION_HEADS
 from consert.train.methods import AugCseSettings
 from consert.train.modes import MODES, consert_stage_keys, loop_modes, stage_defaults, sub_configs
+from consert.train.resume import check_every
 from consert.workflow_keys import AtLeastOne, Positive, Temperature
 
 
@@ -125,6 +126,11 @@ class TrainConfig(Settings):
         'the packed step (contrastive, NLI, joint) as CUDA graphs: "auto" (CUDA runs of 500+ steps), "on", "off"',
         "auto",
     )
+    checkpoint_every: str = key(
+        'a resumable checkpoint beside the output every N steps ("500") or minutes ("15min"), which a preempted or '
+        'killed run resumes from (consert.train.resume); "off": none',
+        "15min",
+    )
     device: str | None = key("cpu or cuda (null: cuda when available)", None)
     data: str | None = key("the SentEval data folder (null: looked for as every command looks; docs: Data)", None)
     train_texts: str = key('"sts" (the 89,192 unlabeled STS texts) or a file with one text a line', "sts")
@@ -222,6 +228,10 @@ def check_train_config(config: TrainConfig) -> None:
         settings, owner = getattr(config, name), MODES[name].recipe["objective"]
         if settings.in_use and config.objective != owner:
             raise ConfigError(f"{name}: {settings.in_use} needs objective {owner!r}, not {config.objective!r}")
+    try:
+        check_every(config.checkpoint_every)
+    except ValueError as err:
+        raise ConfigError(f"checkpoint_every: {err}") from None
     if len(config.views) != 2:
         raise ConfigError(f"views: expected two augmentation names, got {list(config.views)}")
     for view in config.views:

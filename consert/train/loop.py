@@ -32,6 +32,7 @@ from consert.train.optim import AdamW, fused_adamw
 
 if TYPE_CHECKING:  # a hint only: the loop runs any step, graphed or not
     from consert.train.graphs import GraphedStep
+    from consert.train.resume import Checkpointing
 
 #: Steps between reads of the loss from a CUDA device (logging and the non-finite check).
 CUDA_SYNC_EVERY = 50
@@ -265,6 +266,19 @@ class _Optimisation:
         self.scaler.update()
         return self.scheduler.get_last_lr()[0]
 
+    def state_dict(self) -> dict:
+        """The optimizer's, the schedule's and the gradient scaler's states (a resumable checkpoint's)."""
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "scaler": self.scaler.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.scaler.load_state_dict(state["scaler"])
+
     def advance(self) -> None:
         """Move the schedule on to the next step and clear the gradients the loop's backward pass wrote."""
         self.scheduler.step()
@@ -308,6 +322,13 @@ class _DevSelection:
             if self.out_of_patience:
                 break  # the authors' fit returns as soon as patience runs out
         return self.out_of_patience
+
+    def state_dict(self) -> dict:
+        """The best state so far and the patience count (a resumable checkpoint's)."""
+        return {"best": self.best, "misses": self.misses, "previous": self.previous}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.best, self.misses, self.previous = dict(state["best"]), state["misses"], state["previous"]
 
     def result(self, steps: int, planned: int, captured_ahead_s: float) -> LoopResult:
         """The loop's result after ``steps`` steps; the model restored to its best state unless
@@ -368,6 +389,7 @@ def run_loop(
     capture_count: Callable[[], int] | None = None,
     graphed: GraphedStep | None = None,
     capture_steps: int | None = None,
+    checkpointing: Checkpointing | None = None,
 ) -> LoopResult:
     """Minimise ``loss_fn(batch)`` over shuffled batches of ``items``; ``model`` ends at its best dev
     state (or where it stopped, with ``final_state="last"``). With ``computes_gradients``, ``loss_fn``
@@ -380,7 +402,8 @@ def run_loop(
     ``graphed``: ``loss_fn`` replays these CUDA graphs, which compute the gradients and count the captures (as
     ``computes_gradients`` and ``capture_count`` do); with ``capture_steps`` too, the graphs of the first
     ``capture_steps`` batches are captured before the loop (:func:`capture_ahead`, for a benchmark), the seconds
-    that took in the result's ``captured_ahead_s``."""
+    that took in the result's ``captured_ahead_s``. ``checkpointing``: a resumable checkpoint is written when due
+    (:mod:`consert.train.resume`), and the loop starts from the stage's last one where there is one."""
     captured_ahead = 0.0
     if graphed is not None:
         computes_gradients, capture_count = True, graphed.capture_count
@@ -408,10 +431,18 @@ def run_loop(
         bar.scored(score, selection.best["dev"])
         return out_of_patience
 
-    stop = settings.eval_at_start and evaluate(0)
-    step = 0
+    saved = checkpointing.load() if checkpointing is not None else None
+    if saved is None:
+        step, stop = 0, settings.eval_at_start and evaluate(0)
+    else:  # the model, the heads and the random generators are restored: the rest of the loop's state here
+        step, stop = saved["step"], False
+        optimisation.load_state_dict(saved["optimisation"])
+        selection.load_state_dict(saved["selection"])
+        log.extend(saved["log"])
+        started = selection.started = losses.started = time.perf_counter() - saved["elapsed"]
+        bar.bar.update(step)
     model.train()
-    for batch in itertools.islice(batches(items, settings), 0 if stop else planned):
+    for batch in itertools.islice(batches(items, settings), step, step if stop else planned):
         with autocast(device, settings.dtype):
             loss = loss_fn(batch)
         step += 1
@@ -423,6 +454,10 @@ def run_loop(
         bar.advance()
         if step in grid and evaluate(step, grid[step]):
             break
+        if checkpointing is not None and step < planned and checkpointing.due(step):
+            bar.read(losses)  # the log complete up to this step
+            state = {"optimisation": optimisation.state_dict(), "selection": selection.state_dict(), "log": log}
+            checkpointing.save(step, {**state, "elapsed": time.perf_counter() - started})
     bar.read(losses)
     bar.close()
     return selection.result(step, planned, captured_ahead)

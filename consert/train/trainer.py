@@ -23,7 +23,8 @@ from consert.train.export import export_model
 from consert.train.loop import batches, loop_settings, planned_step_count, run_loop
 from consert.train.objectives import check_objective, objective_for
 from consert.train.record import loop_record, provenance_record
-from consert.train.self_check import self_check
+from consert.train.resume import Checkpointing
+from consert.train.self_check import fast_path, self_check
 from consert.train.trained_encoder import TrainedEncoder, check_trainable, set_seed
 
 
@@ -71,6 +72,17 @@ def train_stage(
     execution.settle(execution_steps or planned_steps, [value for _, value in parameters], objective)
     settings = loop_settings(config, encoder.dtype, bias_correction=config.adam_bias_correction)
     checked = self_check(execution, objective, next(batches(items, settings)))  # a fast path against an eager step
+    modules = {"model": encoder.model, **{f"head{index}": head for index, head in enumerate(objective.heads())}}
+    resumable = {key: value for key, value in config.to_dict().items() if key != "checkpoint_every"}
+    checkpointing = Checkpointing.of_stage(
+        config.output_dir,
+        config.checkpoint_every,
+        modules,
+        resumable,
+        data.fingerprint,
+        encoder.dtype,
+        fast_path(execution),
+    )
     outcome = run_loop(
         encoder.model,
         parameters,
@@ -83,6 +95,7 @@ def train_stage(
         progress=progress,
         graphed=execution.graphed,
         capture_steps=capture_steps,
+        checkpointing=checkpointing,
     )
     record = {
         "base_model": encoder.resolved.base_model,
@@ -118,6 +131,7 @@ def train_stage(
         record=record,
         log=outcome.log,
     )
+    checkpointing.remove()  # exported: nothing to resume
     return TrainResult(
         output,
         outcome.best_step,
