@@ -58,10 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``consert download-data`` on parsed ``args``; return its exit status."""
-    from consert.data.download import SOURCES, SPACY_MODEL, download_senteval, download_spacy_model, unreachable
-    from consert.data.inputs import spacy_pipeline_input
-    from consert.data.senteval import ALLOW_UNVERIFIED_ENV_VAR, DATA_ENV_VAR
+    """Run ``consert download-data`` on parsed ``args``; return its exit status. Every input asked for is tried,
+    whatever became of the others; with more than one, a table says what each is (fetched, present, failed and
+    why), and the exit is 1 where any failed."""
+    from consert.data.download import SOURCES, SPACY_MODEL
 
     wanted = {name: getattr(args, name) for name in SOURCES}
     if args.nli:
@@ -69,40 +69,79 @@ def run(args: argparse.Namespace) -> int:
     if args.all:
         wanted = {name: wanted[name] or source.default for name, source in SOURCES.items()}
     spacy_model = args.spacy or (SPACY_MODEL if args.all else None)
+    tasks = []  # (what, fetch: returns "fetched ..." or "present ...")
     if args.model:
-        _download_models(args.model, args.record)
+        tasks.append(("hub models " + ", ".join(args.model), lambda: _download_models(args.model, args.record)))
     if args.sts or args.all or not (any(wanted.values()) or spacy_model or args.model):
-        try:
-            differing = download_senteval(Path(args.dest))
-        except OSError as err:  # no network: URLError is an OSError
-            if not unreachable(err):  # a file that arrived wrong, a full disk: its own line
-                raise
-            raise OSError(
-                f"downloading SentEval's STS files failed ({str(err).splitlines()[0]}); without network, put a "
-                f"SentEval data folder at {args.dest} or name one with ${DATA_ENV_VAR} (a workflow: --config "
-                "data_dir=DIR)"
-            ) from None
-        print(f"SentEval's STS sets ready in {args.dest}")
-        if differing:
-            print(
-                f"{len(differing)} files differ from SentEval's prepared files (the sha256 manifest "
-                f"consert/data/manifests/senteval_sts.json); evaluations refuse them unless "
-                f"{ALLOW_UNVERIFIED_ENV_VAR}=1, and their rows then say data_verified = False:\n  "
-                + "\n  ".join(differing)
-            )
+        tasks.append(("SentEval's STS sets", lambda: _download_sts(Path(args.dest))))
     for name, dest in wanted.items():
         if dest:
-            source = SOURCES[name]
-            outputs = source.download(dest)
-            print(f"{source.title} ready: {', '.join(str(path) for path in outputs)}")
-    if spacy_model and not spacy_pipeline_input(spacy_model).present:  # pip would install it again
-        download_spacy_model(spacy_model)
+            tasks.append((SOURCES[name].title, lambda source=SOURCES[name], dest=dest: _download_source(source, dest)))
     if spacy_model:
-        print(f"spaCy's {spacy_model} installed")
-    return 0
+        tasks.append((f"spaCy pipeline {spacy_model}", lambda: _install_spacy(spacy_model)))
+    if len(tasks) == 1:  # one input: its line, and its error as the command's
+        what, fetch = tasks[0]
+        print(f"{what}: {fetch()}")
+        return 0
+    states = {}
+    for what, fetch in tasks:
+        try:
+            states[what] = fetch()
+        except OSError as err:  # a download's failure, the network's: the next input is tried all the same
+            states[what] = f"failed: {' '.join(str(err).split())}"
+        print(f"{what}: {states[what]}", flush=True)
+    width = max(map(len, states))
+    rows = [f"{what:<{width}}  {state}" for what, state in states.items()]
+    print("\n".join(["", f"{'input':<{width}}  state", *rows]))
+    failed = [what for what, state in states.items() if state.startswith("failed")]
+    if failed:
+        print(f"{len(failed)} of {len(states)} inputs failed: run the same command again (what arrived is kept)")
+    return 1 if failed else 0
 
 
-def _download_models(names: list[str], record: str | None) -> None:
+def _download_sts(dest: Path) -> str:
+    """SentEval's STS sets into ``dest``; what became of them."""
+    from consert.data.download import download_senteval, unreachable
+    from consert.data.senteval import ALLOW_UNVERIFIED_ENV_VAR, DATA_ENV_VAR
+
+    if (dest / "downstream" / "STS").is_dir():
+        return f"present ({dest})"
+    try:
+        differing = download_senteval(dest)
+    except OSError as err:  # no network: URLError is an OSError
+        if not unreachable(err):  # a file that arrived wrong, a full disk: its own line
+            raise
+        raise OSError(
+            f"downloading SentEval's STS files failed ({str(err).splitlines()[0]}); without network, put a "
+            f"SentEval data folder at {dest} or name one with ${DATA_ENV_VAR} (a workflow: --config data_dir=DIR)"
+        ) from None
+    if differing:
+        print(
+            f"{len(differing)} files differ from SentEval's prepared files (the sha256 manifest "
+            f"consert/data/manifests/senteval_sts.json); evaluations refuse them unless "
+            f"{ALLOW_UNVERIFIED_ENV_VAR}=1, and their rows then say data_verified = False:\n  " + "\n  ".join(differing)
+        )
+    return f"fetched ({dest}){f', {len(differing)} files differ from SentEval' if differing else ''}"
+
+
+def _download_source(source, dest: str) -> str:
+    """One source into ``dest``; what became of it."""
+    if source.present(dest):
+        return f"present ({', '.join(str(path) for path in source.outputs(dest))})"
+    return f"fetched ({', '.join(str(path) for path in source.download(dest))})"
+
+
+def _install_spacy(model: str) -> str:
+    from consert.data.download import download_spacy_model
+    from consert.data.inputs import spacy_pipeline_input
+
+    if spacy_pipeline_input(model).present:  # pip would install it again
+        return "present (installed)"
+    download_spacy_model(model)
+    return "fetched (installed)"
+
+
+def _download_models(names: list[str], record: str | None) -> str:
     """Each hub model into the hub's cache; with ``record``, a JSON file of each model's snapshot folder."""
     import json
 
@@ -115,3 +154,4 @@ def _download_models(names: list[str], record: str | None) -> None:
         print(f"{name} ready in the hub's cache: {fetched[name]}")
     if record:
         write_text(json.dumps(fetched, indent=1) + "\n", record)
+    return f"fetched ({', '.join(fetched.values())})"

@@ -480,6 +480,8 @@ class Source:
     files: tuple[str, ...] = ()
     bound: int | None = None  # the most bytes its download may hold where no pin gives its size
     unpacked: int | None = None  # the most bytes the members it unpacks may hold
+    #: copies its maintainers name, tried in order when the official URL fails; each held to the same checks
+    mirrors: tuple[str, ...] = ()
 
     def outputs(self, dest: str | Path | None = None) -> list[Path]:
         """The files (a folder's: the folder) it leaves below ``dest`` (default: :attr:`default`)."""
@@ -502,10 +504,27 @@ class Source:
 
     def download(self, dest: str | Path | None = None, progress: bool = True) -> list[Path]:
         """Fetch and unpack into ``dest`` whatever of it is missing, verified (:class:`Expected`); return its outputs.
-        A download that fails its checks is removed, with what it unpacked, in one :class:`DownloadError` line."""
+        Where the official URL fails (the network, the server, or bytes that fail the checks), each of
+        :attr:`mirrors` is tried in turn, held to the same checks (the official file's pin or first recorded sha256).
+        A download that fails its checks is removed, with what it unpacked, in one :class:`DownloadError` line
+        naming every URL tried."""
         dest = Path(dest or self.default)
         if self.present(dest):
             return self.outputs(dest)
+        failures = []
+        for url in (self.url, *self.mirrors):
+            try:
+                return self._download_from(url, dest, progress)
+            except OSError as err:  # DownloadError and the network's URLError alike
+                failures.append((url, err))
+        if len(failures) == 1:
+            raise failures[0][1]
+        said = [(url, " ".join(str(err).split())) for url, err in failures]
+        tried = "; ".join(text if text.startswith(url) else f"{url}: {text}" for url, text in said)
+        raise DownloadError(f"{self.title}: every copy failed: {tried}", all(unreachable(e) for _, e in failures))
+
+    def _download_from(self, url: str, dest: Path, progress: bool) -> list[Path]:
+        """:meth:`download` from one URL (the official one or a mirror), held to the official file's checks."""
         shipped = Expected(self.pin, self.text, self.files, self.bound, self.unpacked)
         expected = expected_of(self.url, shipped)
         record = self.record(dest)
@@ -513,10 +532,10 @@ class Source:
         rerun = f"run `consert download-data --{self.name}{'' if dest == Path(self.default) else f' {dest}'}` again"
         if not self.members:
             check = (lambda path: text_fault(path, expected.text)) if expected.text else None
-            downloaded = fetch(self.url, dest, progress, pin, check, rerun, expected.bound)
+            downloaded = fetch(url, dest, progress, pin, check, rerun, expected.bound)
         else:  # beside dest: a folder may be dest
-            archive = _archive(self.url, dest.parent)
-            downloaded = fetch(self.url, archive, progress, pin, archive_fault, rerun, expected.bound)
+            archive = _archive(url, dest.parent)
+            downloaded = fetch(url, archive, progress, pin, archive_fault, rerun, expected.bound)
             existed = dest.exists()
             written: list[Path] = []
             try:
@@ -532,7 +551,7 @@ class Source:
                 if not existed and dest.is_dir() and not any(dest.iterdir()):
                     dest.rmdir()
                 _discard(downloaded)
-                raise DownloadError(f"{self.url}: {fault}; the download was removed: {rerun}")
+                raise DownloadError(f"{url}: {fault}; the download was removed: {rerun}")
         if expected.pin is None and not record.exists():  # its first download: later copies are held to it
             record.write_text(f"{file_sha256(downloaded)}  {self.url}\n", encoding="utf-8")
         if self.members:
@@ -624,14 +643,14 @@ SOURCES: dict[str, Source] = {
                 "multinli_1.0",
                 ("multinli_1.0_train.jsonl", "multinli_1.0_dev_matched.jsonl", "multinli_1.0_dev_mismatched.jsonl"),
             ),
-            # the record lists a mirror of the same bytes:
-            # http://storage.googleapis.com/tfds-data/downloads/multi_nli/multinli_1.0.zip
             pin=Pin(
                 "049f507b9e36b1fcb756cfd5aeb3b7a0cfcb84bf023793652987f7e7e0957822",
                 226_850_426,
                 "tensorflow/datasets' url_checksums/multi_nli.txt",
             ),
             unpacked=2 << 30,  # its three jsonl files: about 0.5 GB
+            # the record lists this mirror of the same bytes (the pin holds it)
+            mirrors=("https://storage.googleapis.com/tfds-data/downloads/multi_nli/multinli_1.0.zip",),
         ),
         Source(
             "glove",
@@ -643,6 +662,8 @@ SOURCES: dict[str, Source] = {
             text=TextShape(lines=2_196_017, numbers=300),
             bound=3 << 30,  # the zip: 2.0 GiB
             unpacked=6 << 30,  # glove.840B.300d.txt: 5.3 GiB
+            # GloVe's maintainers' copy (stanfordnlp/GloVe's README, stanfordnlp/GloVe#222)
+            mirrors=("https://huggingface.co/stanfordnlp/glove/resolve/main/glove.840B.300d.zip",),
         ),
         Source(
             "wiki1m",

@@ -280,7 +280,7 @@ def test_an_installed_spacy_pipeline_is_not_downloaded_again(tmp_path, monkeypat
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     monkeypatch.setattr(download, "download_spacy_model", lambda model: pytest.fail(f"{model} fetched again"))
     assert cli_main(["download-data", "--spacy", "already_here_pipeline"]) == 0
-    assert "spaCy's already_here_pipeline installed" in capsys.readouterr().out
+    assert "spaCy pipeline already_here_pipeline: present (installed)" in capsys.readouterr().out
 
 
 def _served(mirror, source) -> bytes:
@@ -425,3 +425,49 @@ def test_the_shipped_pins_hold_the_real_files_and_refuse_others(tmp_path, monkey
         assert cli_main(["download-data", "--sts", "--dest", "other"]) == 2
         assert "(the shipped manifest consert/data/manifests/senteval_sts.json)" in _error_line(capsys)
         assert not Path("other/downstream").exists()
+
+
+def test_download_all_tries_every_input_and_ends_with_one_table_and_a_failure_exit(mirror, capsys, monkeypatch):
+    """The STS host down (its first archive gone) and spaCy's download failing: `--all` still fetches every other
+    input, ends with one table (fetched, present, failed and why) and exits 1; the next run finds them present."""
+    sts12 = next(iter(_STS_ARCHIVES.values()))[0]
+    mirror.root.joinpath(mirror.path_of(sts12).lstrip("/")).unlink()
+    monkeypatch.setattr(download, "download_spacy_model", lambda model: (_ for _ in ()).throw(OSError("no network")))
+    assert cli_main(["download-data", "--all"]) == 1
+    printed = capsys.readouterr().out
+    table = printed[printed.index("\ninput ") :].splitlines()
+    states = dict(line.split("  ", 1) for line in table[2:-1])
+    states = {what.strip(): state.strip() for what, state in states.items()}
+    assert states["SentEval's STS sets"].startswith("failed: ") and sts12 in states["SentEval's STS sets"]
+    assert states["spaCy pipeline en_core_web_sm"] == "failed: no network"
+    for title in ("SNLI 1.0", "MultiNLI 1.0", "GloVe 840B (300d)", "SimCSE's 1M Wikipedia sentences", "WordNet 3.0"):
+        assert states[title].startswith("fetched ("), (title, states[title])
+    assert table[-1] == "2 of 7 inputs failed: run the same command again (what arrived is kept)"
+    for path, data in mirror.expected.items():
+        if "senteval" not in path:
+            assert Path(path).read_bytes() == data, path
+    assert cli_main(["download-data", "--all"]) == 1
+    again = capsys.readouterr().out
+    assert "SNLI 1.0: present (" in again and "GloVe 840B (300d): present (" in again
+
+
+@pytest.mark.parametrize("name", ["multinli", "glove"])
+def test_a_failing_official_source_falls_back_to_its_maintainers_mirror_held_to_the_same_checks(mirror, capsys, name):
+    """The official host gone: the mirror its maintainers name is fetched and must pass the same checks (MultiNLI's
+    pin, GloVe's shape); bytes of another file there are refused, naming both URLs."""
+    source = SOURCES[name]
+    official = mirror.root.joinpath(mirror.path_of(source.url).lstrip("/"))
+    data = official.read_bytes()
+    official.unlink()
+    (copy,) = source.mirrors
+    mirror.put(copy, data[:-1] + bytes([data[-1] ^ 1]) if name == "multinli" else _zip({"x.txt": b"not GloVe\n"}))
+    assert cli_main(["download-data", f"--{name}"]) == 2
+    line = _error_line(capsys)
+    assert f"{source.title}: every copy failed: {source.url}: " in line and f"; {copy}: " in line
+    assert not any(Path("data").rglob(f"*{source.members[0][1].rsplit('/', 1)[-1]}"))
+    mirror.put(copy, data)
+    assert cli_main(["download-data", f"--{name}"]) == 0
+    for path, expected in mirror.expected.items():
+        if path.startswith(str(Path(source.default))) and Path(path).name in {Path(b).name for _, b in source.members}:
+            assert Path(path).read_bytes() == expected
+    assert mirror.fetched(copy) == [0, 0]  # the official tried first (its 404 named in the line above), then the copy
