@@ -101,6 +101,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "a published row this run deliberately does not reproduce (glob, repeatable), e.g. 'table2:*large*'",
         parse=_published_rows,
     )
+    add_repeatable_argument(
+        parser,
+        "--only",
+        "ARTIFACT:ROW",
+        "decide these published rows only (glob, repeatable), e.g. 'table2:*' or 'table2:ConSERT*base*': with every "
+        "row that ran, labelled provisional where rows of the others did not run",
+        parse=_published_rows,
+    )
     parser.add_argument(
         "--check",
         action="store_true",
@@ -154,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     from consert.paper.comparison_config import ComparisonConfig
     from consert.verdict.compare import compare
     from consert.verdict.decision import load_decision
-    from consert.verdict.gate import STAND_IN_ALLOWED, comparable_cells, gate, stand_in_allowed_row
+    from consert.verdict.gate import STAND_IN_ALLOWED, comparable_cells, gate, rows_at_hand, stand_in_allowed_row
     from consert.verdict.gate_rates import design_of, design_power
 
     settings = ComparisonConfig.read(args.config) if args.config else ComparisonConfig()
@@ -174,12 +182,17 @@ def run(args: argparse.Namespace) -> int:
     decision = load_decision(Path(args.published), margins, noise)
     if design := design_of(table, decision):
         print(design_power(design, decision))
+    provisional = ""
+    if args.only:
+        table, provisional = rows_at_hand(table, args.only)
     code, reason = gate(table, allow_stand_in, inconclusive)
     allowed = allow_stand_in and code == 0 and comparable_cells(table).empty
     if allowed:
         table = pd.concat([table, pd.DataFrame([stand_in_allowed_row(table)])], ignore_index=True)
-    write_csv(table, args.output)
+    write_csv(table.assign(provisional=provisional) if args.only else table, args.output)
     _print_comparison(table)
+    if provisional:
+        print(provisional)
     print(f"wrote {args.output}")
     if not args.check:
         return 0

@@ -58,6 +58,37 @@ def primary_summary(comparison: pd.DataFrame) -> dict[str, int]:
     return counts
 
 
+def rows_line(what: str, counts: dict[str, int]) -> str:
+    """One line of published rows by verdict (:func:`primary_summary`'s counts)."""
+    return (
+        f"{what}: {counts['reproduced']} reproduced, {counts['not reproduced']} not reproduced, "
+        f"{counts['inconclusive']} inconclusive in the paper's setting; {counts['not comparable']} not comparable (run "
+        f"in another setting); {counts['not run']} not run (declared); {counts['missing']} missing"
+    )
+
+
+def target_headline(
+    results: str | Path, published: str | Path, settings, artifacts: list[registry.Artifact]
+) -> list[str]:
+    """What a run of some tables or figures (not ``all``) ends with: each one's published rows decided from the
+    rows at hand (:func:`consert.verdict.gate.rows_at_hand`; ``settings``: the workflow's
+    :class:`~consert.paper.comparison_config.ComparisonConfig`), labelled provisional where rows of the others did
+    not run."""
+    from consert.verdict.compare import ARTIFACT_FILES, compare
+    from consert.verdict.gate import rows_at_hand
+
+    table = compare(Path(results), Path(published), settings.not_run, settings.margins, settings.seed_noise,
+                    settings.seeds)  # fmt: skip
+    lines, provisional = [], ""
+    for artifact in artifacts:
+        names = ARTIFACT_FILES.get(artifact.csv, [])
+        if not names:
+            continue
+        rows, provisional = rows_at_hand(table, [f"{name}:*" for name in names])
+        lines.append(rows_line(f"Published rows of {artifact.title}", primary_summary(rows)))
+    return lines + ([f"  {provisional}"] if provisional and lines else [])
+
+
 def anchor_summary(comparison: pd.DataFrame) -> dict[str, int]:
     """Verdicts of the stand-in's anchor cells (its scores against mteb's published ones), apart from the paper."""
     return verdict_counts(comparison[comparison.artifact == ANCHOR])
@@ -96,12 +127,7 @@ def headline(results: str | Path = "results", report_command: str = "snakemake -
     warning = banner(comparison)
     counts = primary_summary(comparison)
     lines = [warning] if warning else []
-    lines.append(
-        f"Published rows of the paper: {counts['reproduced']} reproduced, {counts['not reproduced']} not "
-        f"reproduced, {counts['inconclusive']} inconclusive in the paper's setting; {counts['not comparable']} "
-        f"not comparable (run in another setting); {counts['not run']} not run (declared); {counts['missing']} "
-        "missing"
-    )
+    lines.append(rows_line("Published rows of the paper", counts))
     compared = comparable_cells(comparison)  # a stand-in or rehearsal sweep is judged by no one: no line
     sweeps = compared[compared.artifact.isin([registry.TABLE4.key, registry.FIGURE5.stem])
                       & (compared.role == PRIMARY)].n_seeds  # fmt: skip

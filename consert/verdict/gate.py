@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -74,6 +75,25 @@ def not_comparable_rows(comparison: pd.DataFrame) -> pd.DataFrame:
     chosen = (comparison.status == "compared") & (comparison.role == PRIMARY)
     paper = ~comparison.artifact.isin(["stand_in_mteb", SHIFT])
     return comparison[chosen & paper & ~comparison.comparable.astype(bool)]
+
+
+def rows_at_hand(comparison: pd.DataFrame, patterns: Sequence[str]) -> tuple[pd.DataFrame, str]:
+    """The comparison's rows that match one of ``patterns`` (``ARTIFACT:ROW`` globs: a table, one row), decided with
+    every row that ran (the seed SD pooled per kind and size over them, the shared shift over them), and why those
+    verdicts are provisional: "" where every published row ran, so that they are what the whole comparison gives;
+    else which artifacts' published rows did not run, whose seeds would pool in."""
+    from fnmatch import fnmatch
+
+    chosen = comparison.apply(lambda r: any(fnmatch(f"{r.artifact}:{r.row}", p) for p in patterns), axis=1)
+    chosen = chosen.astype(bool)
+    absent = sorted(set(comparison.artifact[(comparison.status == "missing") & ~chosen]))
+    why = (
+        f"provisional: rows of {', '.join(absent)} did not run; their seeds would pool with these rows' (per kind "
+        "and size) and move the shared shift: `snakemake all` decides every row"
+        if absent
+        else ""
+    )
+    return comparison[chosen], why
 
 
 def gate(comparison: pd.DataFrame, allow_stand_in: bool = False, inconclusive: str = "pass") -> tuple[int, str]:

@@ -21,7 +21,7 @@ from consert.configs import read_yaml
 from consert.data.inputs import find_wordnet
 from consert.paper import artifacts
 from consert.paper.summary import primary_summary
-from tests.conftest import ROOT
+from tests.conftest import PUBLISHED, ROOT
 from tests.fixtures import write_senteval_tree
 
 ARTIFACTS = [
@@ -1002,3 +1002,42 @@ def test_the_box_check_trains_one_run_and_evaluates_it_apart_from_the_paper(tmp_
     curve = pd.read_csv(tmp_path / "results" / "check" / "consert-base-curve.csv")
     assert curve.step.max() == 2 and not (tmp_path / "runs" / "check-box").exists()
     assert not (tmp_path / "results" / "table2_unsup.csv").exists() and not (tmp_path / "results" / "evals").exists()
+
+
+def test_one_table_decides_its_rows_as_all_does_and_says_provisional_when_others_did_not_run(dag_run, tmp_path):
+    """Table 2's rows decided from the rows at hand: with every artifact present, exactly comparison.csv's Table 2
+    rows and verdicts, not provisional; with only Table 2's file (the others not run), its rows still decided,
+    labelled provisional, naming what did not run."""
+    from consert.paper.comparison_config import ComparisonConfig
+    from consert.verdict.compare import compare
+    from consert.verdict.gate import rows_at_hand
+
+    workdir, _ = dag_run
+    results = workdir / "results"
+    settings = ComparisonConfig.read(results / "comparison_config.yaml")
+
+    def table2(folder: Path) -> tuple[pd.DataFrame, str]:
+        table = compare(folder, PUBLISHED, settings.not_run, settings.margins, settings.seed_noise, settings.seeds)
+        return rows_at_hand(table, ["table2:*"])
+
+    rows, why = table2(results)
+    whole = pd.read_csv(results / "comparison.csv")
+    assert why == "" and len(rows) == len(whole[whole.artifact == "table2"]) > 0
+    assert list(rows.verdict.astype(str)) == list(whole[whole.artifact == "table2"].verdict.astype(str))
+    alone = tmp_path / "results"
+    alone.mkdir()
+    for name in ("table2_unsup.csv", "comparison_config.yaml"):
+        shutil.copy(results / name, alone / name)
+    rows, why = table2(alone)
+    assert len(rows) == len(whole[whole.artifact == "table2"]) and why.startswith("provisional: rows of ")
+    assert "table3" in why and "`snakemake all` decides every row" in why
+
+
+@pytest.mark.slow
+def test_one_table_as_a_target_ends_with_its_own_verdict_counts(tmp_path):
+    """`snakemake results/table2_unsup.csv` alone: the run ends with Table 2's published rows by verdict (not "run
+    snakemake all"), labelled provisional since the other tables did not run."""
+    data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
+    result = snakemake(tmp_path, "results/table2_unsup.csv", "--config", f"data_dir={data}")
+    assert "Published rows of Table 2: unsupervised: " in result.stdout, result.stdout[-3000:]
+    assert "provisional: rows of " in result.stdout and "no results/comparison.csv yet" not in result.stdout
