@@ -30,6 +30,10 @@ from consert.paper.run_configs import consert_run_config, consert_train_config, 
 from consert.train.objectives import run_inputs
 
 
+#: The checkout, for the conda environment's editable install (workflow/envs/consert.yaml: `-e ${CONSERT_CHECKOUT}`),
+#: which conda runs from snakemake's copy of the file in its prefix, wherever --conda-prefix puts it.
+os.environ["CONSERT_CHECKOUT"] = str(Path(workflow.basedir).resolve())
+
 if not config:
     raise WorkflowError(
         "no config: use --profile profiles/default (the paper's config/config.yaml) or "
