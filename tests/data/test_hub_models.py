@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from consert.encode.models import STAND_IN_MODEL, model_input
 from tests.conftest import ROOT
 from tests.fixtures import write_senteval_tree
@@ -19,6 +21,7 @@ from tests.hub_server import COMMIT, serve_models
 REPO = "org/tiny-bert"
 
 
+@pytest.mark.slow  # two snakemake runs and a job server, 22 s on 2 cores; CI runs it (never skipped)
 def test_a_hub_model_the_cache_lacks_is_fetched_by_its_job_and_read_offline_after(tiny_model_dir, tmp_path):
     """`snakemake` of the corpus encoding of a config whose encoder is a hub id: the start list says the job
     hub_model fetches it; that job downloads it from the hub at $HF_ENDPOINT into the cache ($HF_HOME); the encoding

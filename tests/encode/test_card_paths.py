@@ -60,6 +60,7 @@ def test_a_gpu_asked_for_where_none_is_visible_is_one_line_naming_torchs_build(m
     assert default_device() == "cpu"  # auto: the CPU where no GPU is visible
 
 
+@pytest.mark.slow  # two snakemake runs, 17 s on 2 cores; the device message itself is tested above
 def test_the_paper_config_stops_before_any_job_that_takes_a_gpu_where_none_is_visible(tmp_path):
     """A target whose jobs take a GPU (the box check's training run) stops before any job, in one line; one that needs
     none (Table 1, counted from the data files) runs."""

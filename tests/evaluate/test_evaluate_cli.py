@@ -44,6 +44,7 @@ def test_the_summary_line_reads_as_simcse_prints_it_with_intervals():
     assert summary_line(without_avg).endswith("| Avg. of these 2 75.06")
 
 
+@pytest.mark.slow  # 30 s on 2 cores: the default suite keeps the JSON/CSV test of the same command
 def test_mteb_files_load_in_mteb_and_hold_the_cosine_spearman_of_the_vectors(real_data_dir, tmp_path, capsys):
     """mteb's own ``ResultCache`` loads the files of two evaluations of one model side by side: the model's
     own modules (the default pooling of ``--format mteb``) and a pooling of the harness (an experiment keyed by

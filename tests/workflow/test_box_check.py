@@ -78,3 +78,12 @@ def test_the_box_check_chooses_its_steps_execution_as_the_paper_run_does(paper_d
     assert "--set max_steps=300" in command and planned == PAPER_RUN_STEPS
     assert _execution(planned, monkeypatch) == _execution(PAPER_RUN_STEPS, monkeypatch) == (None, True)
     assert _execution(300, monkeypatch) == ("auto: 300 planned steps < 500", False)
+
+
+def test_the_dry_run_names_what_no_job_fetches_and_lists_every_job(paper_dry_run):
+    """spaCy's pipeline is missing here and no job installs it: the dry run's start list names it with what gets it,
+    and the target's jobs are listed all the same (exit 0: the fixture checks); the box check needs no spaCy, so
+    nothing stops it (a target that does stops before any job: test_workflow's missing-inputs test)."""
+    spacy = "spaCy pipeline en_core_web_sm (en_core_web_sm): missing: run `consert download-data --spacy"
+    assert spacy in paper_dry_run and "A run would stop before any job" not in paper_dry_run
+    assert re.search(r"^check_box\s+1$", paper_dry_run, re.M)

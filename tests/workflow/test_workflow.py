@@ -511,8 +511,8 @@ def _without_parser(folder: Path) -> str:
     return str(path)
 
 
-def _snakemake_in_root(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+def _snakemake_in_root(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, **(env or {}), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     return subprocess.run(
         [sys.executable, "-m", "snakemake", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
     )
@@ -531,10 +531,10 @@ def test_a_bad_config_key_costs_the_user_at_most_three_lines(tmp_path):
         assert result.returncode != 0 and len(lines) <= 3 and cause in lines[-1], lines
 
 
-def _job_count(workdir: Path, *configfiles: str) -> int:
+def _job_count(workdir: Path, *configfiles: str, env: dict[str, str] | None = None) -> int:
     """The jobs `snakemake -n` plans in ``workdir`` (its own folder: a checkout where the README's main job has run
     has nothing left to do)."""
-    result = _snakemake_in_root("-n", "--directory", str(workdir), "--configfile", *configfiles)
+    result = _snakemake_in_root("-n", "--directory", str(workdir), "--configfile", *configfiles, env=env)
     found = re.search(r"^total\s+(\d+)$", result.stdout, re.MULTILINE)
     assert found, (result.stdout + result.stderr)[-3000:]
     return int(found.group(1))
@@ -542,8 +542,9 @@ def _job_count(workdir: Path, *configfiles: str) -> int:
 
 def test_the_job_counts_the_docs_state_are_the_dry_runs(tmp_path, real_data_dir):
     """The docs name the offline DAG's and the rehearsal's job counts; each is what `snakemake -n` counts now, in a
-    fresh folder (the rehearsal's with its generated NLI, wiki1m and GloVe files: nothing to download)."""
-    from tests.rehearsal import data_files
+    fresh folder (the rehearsal's with its generated NLI, wiki1m and GloVe files and its tiny BERTs in the hub's
+    cache under the paper's ids: nothing to download)."""
+    from tests.rehearsal import data_files, hub_cache
 
     workflow_page = (ROOT / "docs" / "workflow.md").read_text()
     architecture = (ROOT / "docs" / "architecture.md").read_text()
@@ -551,7 +552,9 @@ def test_the_job_counts_the_docs_state_are_the_dry_runs(tmp_path, real_data_dir)
     (rehearsal,) = re.findall(r"the rehearsal runs the paper config's (\d+) jobs", architecture)
     assert int(offline) == _job_count(tmp_path / "offline", "config/offline.yaml")
     data_files(tmp_path / "rehearsal", real_data_dir)
-    assert int(rehearsal) == _job_count(tmp_path / "rehearsal", "config/config.yaml", "config/rehearsal.yaml")
+    cached = {"HF_HUB_CACHE": str(hub_cache(tmp_path / "rehearsal"))}
+    configs = ("config/config.yaml", "config/rehearsal.yaml")
+    assert int(rehearsal) == _job_count(tmp_path / "rehearsal", *configs, env=cached)
     measured = re.findall(r"`snakemake --configfile config/offline.yaml` \| (\d+) \|", workflow_page)
     assert measured and set(measured) == {offline}  # every timing in the table is of today's DAG
 
@@ -611,9 +614,11 @@ def _mermaid_edges(text: str, names: dict[str, str] | None = None) -> set[tuple[
 
 def test_the_documented_rule_graph_is_the_workflows(tmp_path):
     # the Architecture page's picture, edge for edge, against what snakemake derives from the rules
-    # in an empty folder: the inputs beyond the STS sets are missing, so the download rules are in it
+    # in an empty folder with an empty hub cache: the inputs beyond the STS sets and the models are missing, so the
+    # download rules are in it
     configs = ("--configfile", "config/config.yaml", _without_parser(tmp_path))
-    result = _snakemake_in_root("--rulegraph", "mermaid-js", "--directory", str(tmp_path), *configs)
+    empty = {"HF_HUB_CACHE": str(tmp_path / "empty-hub-cache")}
+    result = _snakemake_in_root("--rulegraph", "mermaid-js", "--directory", str(tmp_path), *configs, env=empty)
     assert result.returncode == 0, result.stderr[-3000:]
     names = dict(re.findall(r"^\s*(id\d+)\[(\w+)\]", result.stdout, re.M))
     workflow = _mermaid_edges(result.stdout, names)
@@ -674,6 +679,8 @@ def test_a_dry_run_names_every_missing_input_with_its_download_job_or_what_to_ru
     message = text[text.index("A run would stop before any job") :].splitlines()
     assert result.returncode == 0 and "Job stats" in text and re.search(r"^total\s+\d+", text, re.M), text[-3000:]
     message = message[: next(i for i, line in enumerate(message) if line.startswith("Get those")) + 1]
+    from consert.encode.models import hub_cache_folder
+
     wordnet = find_wordnet() is not None  # Debian's wordnet-base, NLTK's data: no job to download it
     expected = {
         "MultiNLI 1.0 (data/nli/multinli_1.0/multinli_1.0_train.jsonl)": "job multinli_data downloads it",
@@ -683,6 +690,11 @@ def test_a_dry_run_names_every_missing_input_with_its_download_job_or_what_to_ru
         "GloVe 840B (300d) (data/glove/glove.840B.300d.txt)": "job glove_data downloads it",
         "spaCy pipeline en_core_web_sm (en_core_web_sm)": "run `consert download-data --spacy en_core_web_sm`",
         **({} if wordnet else {"WordNet 3.0 (data/wordnet)": "job wordnet_data downloads it"}),
+        **{  # the paper's encoders, where the hub's cache here lacks them: the job hub_model fetches them
+            f"models.{size} ({name})": "job hub_model downloads it"
+            for size, name in (("base", "bert-base-uncased"), ("large", "bert-large-uncased"))
+            if hub_cache_folder(name) is None
+        },
     }
     named = {line.strip().split("): missing: ")[0] + ")": line.split("): missing: ")[1] for line in message[1:-1]}
     assert {what: how for what, how in named.items() if what in expected} == {

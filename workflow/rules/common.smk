@@ -32,7 +32,7 @@ from consert.train.objectives import run_inputs
 
 #: The checkout, for the conda environment's editable install (workflow/envs/consert.yaml: `-e ${CONSERT_CHECKOUT}`),
 #: which conda runs from snakemake's copy of the file in its prefix, wherever --conda-prefix puts it.
-os.environ["CONSERT_CHECKOUT"] = str(Path(workflow.basedir).resolve())
+os.environ.update(CONSERT_CHECKOUT=str(Path(workflow.basedir).resolve()))  # set, not read: no envvars directive
 
 if not config:
     raise WorkflowError(
