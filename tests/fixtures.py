@@ -98,7 +98,9 @@ def first_pairs(data: SentEvalData, count: int) -> SentEvalData:
     sets = {}
     for name, sts in data.sets.items():
         groups = {group: pairs[:count] for group, pairs in sts.groups.items()}
-        texts = [text for pairs in groups.values() for pair in pairs for text in (pair.sent1, pair.sent2)]
+        group_texts = {
+            group: [text for pair in pairs for text in (pair.sent1, pair.sent2)] for group, pairs in groups.items()
+        }
         nli = {group: pairs[:count] for group, pairs in sts.nli.items()}
-        sets[name] = replace(sts, groups=groups, texts=texts, nli=nli)
+        sets[name] = replace(sts, groups=groups, group_texts=group_texts, nli=nli)
     return replace(data, sets=sets, file_hashes={**data.file_hashes, "first_pairs": str(count)})
