@@ -19,6 +19,7 @@ from consert.cli.arguments import (
 from consert.data.senteval import DATASETS, TASK_ALIASES, TASKS
 from consert.encode.pooling import CLS_VS_SIMCSE, MODEL_POOLING, PAPER_POOLING, POOLER, SIMCSE_POOLERS, Pooling
 from consert.evaluate.formats import FORMATS
+from consert.paper.beside import PUBLISHED
 
 NAME = "evaluate"
 HELP = "evaluate an encoder on the STS sets"
@@ -60,6 +61,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_vectors_argument(parser)
     parser.add_argument(
+        "--beside-paper",
+        action="store_true",
+        help="set the 7 sets and Avg among the published rows of the paper's Tables 2 and 3, by Avg descending "
+        "(the published values marked as published, never compared as a reproduction): --format table, csv or json",
+    )
+    parser.add_argument(
+        "--published",
+        default=str(PUBLISHED),
+        metavar="DIR",
+        help="the published tables --beside-paper reads (default: this checkout's results/published)",
+    )
+    parser.add_argument(
         "--output",
         default=None,
         metavar="PATH",
@@ -99,6 +112,23 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error(
             f"--format mteb: mteb's files hold one score per model and task; give one --pooling, not {poolings}"
         )
+    if args.beside_paper:
+        beside_faults = {
+            "--split dev": args.split != "test",
+            f"--tasks {' '.join(args.tasks or ())}": args.tasks is not None,
+            "--format mteb": args.format == "mteb",
+        }
+        given = [flag for flag, fault in beside_faults.items() if fault]
+        if given:
+            parser.error(
+                f"--beside-paper sets the test split of the 7 sets beside the paper's rows; drop {', '.join(given)}"
+            )
+        from consert.paper.beside import published_rows
+
+        try:  # before the model loads: a folder without the published tables is one line
+            published_rows(Path(args.published))
+        except (OSError, ValueError, KeyError) as err:
+            parser.error(f"--published {args.published}: {err}; expected the published tables (results/published)")
     if args.pooling == [MODEL_POOLING]:
         ignored = [name for name, default in _UNUSED_BY_MODEL_POOLING.items() if getattr(args, name) != default]
         if ignored:
@@ -151,7 +181,10 @@ def run(args: argparse.Namespace) -> int:
     harness_frame = _evaluate(args, data)  # named as the harness names its poolings: mteb's files, the card
     seconds = time.perf_counter() - started
     frame = with_pooling_names(harness_frame, getattr(args, "pooling_names", {}))  # as typed: what is shown
-    _write_results(args, frame, harness_frame, seconds)
+    if args.beside_paper:
+        _write_beside_paper(args, frame)
+    else:
+        _write_results(args, frame, harness_frame, seconds)
     data_on_stdout = args.format in ("json", "csv") and not args.output
     _update_model_card(args, harness_frame, sys.stderr if data_on_stdout else sys.stdout)
     return 0
@@ -190,6 +223,28 @@ def _write_results(args: argparse.Namespace, frame, harness_frame, seconds: floa
         print(f"load them: mteb.ResultCache({str(cache)!r}).load_results(models=[{args.model!r}]) (docs: Evaluation)")
     elif args.output:
         print(f"\nwrote {write_csv(frame, args.output)}")
+
+
+def _write_beside_paper(args: argparse.Namespace, frame) -> None:
+    """The model's rows among the published rows of Tables 2 and 3 (:mod:`consert.paper.beside`), in
+    ``args.format``: printed, or CSV or JSON to ``--output`` (else stdout)."""
+    from consert.io import write_csv, write_text
+    from consert.paper.beside import beside_paper, render
+
+    table = beside_paper(frame, Path(args.published))
+    if args.format == "table":
+        print(f"\n{args.model} beside the paper (split=test, the 7 sets; {frame.setting.iloc[0]})")
+        print(render(table))
+        if args.output:
+            print(f"\nwrote {write_csv(table, args.output)}")
+        return
+    if args.format == "json":
+        text = table.to_json(orient="records", indent=2)
+        print(f"wrote {write_text(text, args.output)}" if args.output else text)
+    elif args.output:
+        print(f"wrote {write_csv(table, args.output)}")
+    else:
+        table.to_csv(sys.stdout, index=False)
 
 
 def _update_model_card(args: argparse.Namespace, frame, stream) -> None:
