@@ -16,6 +16,7 @@ include: "workflow/rules/configs.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/baselines.smk"
 include: "workflow/rules/consert.smk"
+include: "workflow/rules/yours.smk"
 include: "workflow/rules/paper.smk"
 include: "workflow/rules/report.smk"
 

@@ -202,6 +202,36 @@ class GateKeys(Keys):
     )
 
 
+class YourModel(Keys):
+    """A model of yours, a row of its own in the tables it names: evaluated under the paper's protocol on the 7 sets,
+    labelled as yours, with no published value and no verdict (it never counts in the gate); beside it, against each
+    ConSERT row of the same table, the paired difference on the same sentence pairs (docs: Your model beside the
+    paper)."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", max_length=80)] = Field(
+        description="The row's name (letters, digits, . _ + -): `NAME (yours)` in the tables, and its files' name."
+    )
+    model: str = Field(description="A hub id or a local model folder.")
+    pooling: str = Field(
+        "auto",
+        description="auto: the model's own sentence-transformers modules where it has them, else mean pooling of the "
+        "last layer (the row says which); or any pooling of `consert evaluate --pooling`.",
+    )
+    tables: list[str] = Field(
+        ["table2"],
+        min_length=1,
+        description="The tables the row appears in, by their keys: table2 (default), table3, the contrastive family's.",
+    )
+
+
+def _distinct_names(models: list[YourModel]) -> list[YourModel]:
+    names = [model.name for model in models]
+    repeated = next((name for index, name in enumerate(names) if name in names[:index]), None)
+    if repeated is not None:
+        raise ValueError(f"name {repeated!r} is given twice; expected each model of yours once")
+    return models
+
+
 class WorkflowConfig(Keys):
     """Configuration of the ConSERT reproduction workflow."""
 
@@ -318,6 +348,11 @@ class WorkflowConfig(Keys):
         FamilyKeys(),
         title="the contrastive family beside ConSERT (`consert/train/methods.py`): methods, sizes, training texts and "
         "their overrides",
+    )
+    yours: Annotated[list[YourModel], AfterValidator(_distinct_names)] = Field(
+        [],
+        title="models of yours, each a row of its own in the tables it names (Table 2 by default), beside the paper's "
+        "rows with no verdict: `{name, model, pooling, tables}` (docs: Your model beside the paper)",
     )
     not_run: list[str] = Field(
         [],

@@ -110,6 +110,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parse=_published_rows,
     )
     parser.add_argument(
+        "--yours",
+        default=None,
+        metavar="FILE.csv",
+        help="rows of your models (the workflow's results/yours.csv: each one's Avg and its paired difference from "
+        "each ConSERT row of its tables), appended to the comparison after the gate: no verdict, never counted",
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
         help="exit 1 when a comparable primary cell or the shared shift is not reproduced, a published row is "
@@ -142,6 +149,8 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         if not Path(folder).is_dir():
             found = "is not a directory" if Path(folder).exists() else "does not exist"
             parser.error(f"{flag} {folder}: {found}; expected {expected}")
+    if args.yours is not None and not Path(args.yours).is_file():
+        parser.error(f"--yours {args.yours}: no such file; expected the rows of your models (results/yours.csv)")
     if args.config is not None and not Path(args.config).is_file():
         parser.error(f"--config {args.config}: no such file; expected the comparison's settings (YAML)")
     for flag in ("margin", "seed_noise", "seeds"):
@@ -189,6 +198,8 @@ def run(args: argparse.Namespace) -> int:
     allowed = allow_stand_in and code == 0 and comparable_cells(table).empty
     if allowed:
         table = pd.concat([table, pd.DataFrame([stand_in_allowed_row(table)])], ignore_index=True)
+    if args.yours:  # after the gate: rows of yours are shown beside the verdicts, never among them
+        table = pd.concat([table, pd.read_csv(args.yours)[list(table.columns)]], ignore_index=True)
     write_csv(table.assign(provisional=provisional) if args.only else table, args.output)
     _print_comparison(table)
     if provisional:
@@ -206,7 +217,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_comparison(table) -> None:
-    """What the comparison found: the primary cells' verdicts, the shared shift, what decided each."""
+    """What the comparison found: the primary cells' verdicts, the shared shift, what decided each; the rows of yours
+    beside them."""
+    import pandas as pd
+
     from consert.verdict.decision import SHIFT
     from consert.verdict.gate import comparable_cells, gaps, primary_cells, verdict_counts
 
@@ -230,6 +244,12 @@ def _print_comparison(table) -> None:
         print(f"  MISSING: {row.artifact} {row.row} ({row.reason})")
     if comparable_cells(table).empty and len(compared):
         print("no cell of the paper is comparable (offline stand-in, other encoder or other NLI data)")
+    for _, row in table[table.status == "yours"].iterrows():
+        if pd.isna(row.delta):
+            print(f"  yours: {row.artifact} {row.row}: Avg {row.reproduced:.2f} (no verdict)")
+        else:
+            print(f"  yours: {row.artifact} {row.row} - {row.against}: {row.delta:+.2f} [{row.diff_low:+.2f}, "
+                  f"{row.diff_high:+.2f}] on the same test pairs")  # fmt: skip
     for _, row in primary_cells(table).iterrows():
         if row.verdict == "reproduced":
             continue

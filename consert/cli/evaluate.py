@@ -17,7 +17,14 @@ from consert.cli.arguments import (
     task_name,
 )
 from consert.data.senteval import DATASETS, TASK_ALIASES, TASKS
-from consert.encode.pooling import CLS_VS_SIMCSE, MODEL_POOLING, PAPER_POOLING, POOLER, SIMCSE_POOLERS, Pooling
+from consert.encode.pooling import (
+    AUTO_POOLING,
+    CLS_VS_SIMCSE,
+    MODEL_POOLING,
+    PAPER_POOLING,
+    POOLER,
+    Pooling,
+)
 from consert.evaluate.formats import FORMATS
 from consert.paper.beside import PUBLISHED
 
@@ -33,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="P",
         help=f"cls ({CLS_VS_SIMCSE}) | mean | mean:I,J,... (hidden-state indices) | {POOLER} (SimCSE's cls) | model "
-        f"(the model's own sentence-transformers modules) | SimCSE's {' | '.join(SIMCSE_POOLERS)}; output names it as "
+        f"(the model's own sentence-transformers modules) | {AUTO_POOLING} ({MODEL_POOLING} where the model has such "
+        "modules, else mean) | SimCSE's {' | '.join(SIMCSE_POOLERS)}; output names it as "
         f"typed; repeatable; default {PAPER_POOLING} ({MODEL_POOLING} with --format mteb)",
     )
     parser.add_argument(
@@ -103,7 +111,7 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     args.pooling_names = {}
     try:
         for typed in poolings:
-            canonical = typed if typed == MODEL_POOLING else str(Pooling.parse(typed))
+            canonical = typed if typed in (MODEL_POOLING, AUTO_POOLING) else str(Pooling.parse(typed))
             args.pooling_names.setdefault(canonical, typed.strip())
     except ValueError as err:
         parser.error(f"--pooling: {err}")
@@ -129,6 +137,8 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
             published_rows(Path(args.published))
         except (OSError, ValueError, KeyError) as err:
             parser.error(f"--published {args.published}: {err}; expected the published tables (results/published)")
+    if AUTO_POOLING in args.pooling and len(args.pooling) > 1:
+        parser.error(f"--pooling {AUTO_POOLING} chooses the model's pooling; give it alone, not with {poolings}")
     if args.pooling == [MODEL_POOLING]:
         ignored = [name for name, default in _UNUSED_BY_MODEL_POOLING.items() if getattr(args, name) != default]
         if ignored:
@@ -177,6 +187,11 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"consert evaluate: {err}", file=sys.stderr)
         return 2
+    if args.pooling == [AUTO_POOLING]:  # the model's own modules, else mean: settled once the model is at hand
+        from consert.encode.models import own_or_mean
+
+        args.pooling = [own_or_mean(args.model)]
+        args.pooling_names = {args.pooling[0]: args.pooling[0]}
     started = time.perf_counter()
     harness_frame = _evaluate(args, data)  # named as the harness names its poolings: mteb's files, the card
     seconds = time.perf_counter() - started

@@ -266,6 +266,12 @@ def sentence_transformer_modules(path: str | os.PathLike) -> list[str]:
     return described
 
 
+def own_or_mean(name: str | os.PathLike) -> str:
+    """``auto``'s pooling for the model ``name``: ``model`` (its own sentence-transformers modules) where its folder
+    lists modules after the transformer, else ``mean`` (the last layer's tokens)."""
+    return "model" if sentence_transformer_modules(resolve_model(name).path) else "mean"
+
+
 #: What a model's download takes from its hub repository: the configs, the tokenizer, the sentence-transformers
 #: modules' settings, then the weights (safetensors where the repository has them, else PyTorch's pickle), never the
 #: other frameworks' copies (bert-base-uncased's repository holds 2.5 GB of them).

@@ -28,6 +28,9 @@ PAPER_POOLING = "mean:-2,-1"
 POOLER = "cls_pooler"
 #: Not a pooling of the harness: the model's own sentence-transformers modules (``consert evaluate``).
 MODEL_POOLING = "model"
+#: Not a pooling either: the model's own modules (:data:`MODEL_POOLING`) where it has sentence-transformers modules,
+#: else ``mean`` (the last layer's tokens): a model of yours (``consert evaluate --pooling auto``).
+AUTO_POOLING = "auto"
 #: SimCSE's pooler names and the pooling each is here (SimCSE's evaluation.py: ``avg_first_last`` averages
 #: hidden states 1 and -1, ``avg_top2`` the last two).
 SIMCSE_POOLERS = {"cls_before_pooler": "cls", "avg": "mean", "avg_first_last": "mean:1,-1", "avg_top2": "mean:-2,-1"}

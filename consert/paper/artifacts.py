@@ -29,6 +29,7 @@ from consert.registry import (
     TABLE3,
     TABLE4,
 )
+from consert.verdict.decision import YOURS
 
 if TYPE_CHECKING:
     from consert.workflow_keys import WorkflowConfig
@@ -105,6 +106,16 @@ def glove_eval() -> str:
     return str(EVALS / "baselines" / "glove.csv")
 
 
+def your_eval(name: str) -> str:
+    """The evaluation CSV of a model of yours (the config's ``yours:``)."""
+    return str(EVALS / YOURS / f"{name}.csv")
+
+
+def your_label(name: str) -> str:
+    """A model of yours as the tables name its row."""
+    return f"{name} ({YOURS})"
+
+
 def sgopt_run(size: str, seed: int) -> str:
     return f"sgopt-{size}-seed{seed}"
 
@@ -149,6 +160,14 @@ def _consert_sources(config: WorkflowConfig, artifact: str) -> list[Source]:
     return [({**p.labels, "seed": p.spec.seed}, consert_eval(p.spec.run_id), None) for p in _planned(config, artifact)]
 
 
+def your_sources(config: WorkflowConfig, artifact: str) -> list[Source]:
+    """The rows of yours ``artifact``'s table shows: label columns the method, size ``yours`` (a paper size is
+    ``base`` or ``large``) and, in Table 3, mode ``yours``."""
+    labels = {"size": YOURS, **({"mode": YOURS} if artifact == TABLE3.key else {})}
+    models = [model for model in config.yours if artifact in model.tables]
+    return [({"method": your_label(model.name), **labels}, your_eval(model.name), None) for model in models]
+
+
 def table2_sources(config: WorkflowConfig) -> list[Source]:
     """Unsupervised table: BERT poolings, GloVe, whitening, flow, SG-OPT, ConSERT."""
     baselines = config.baselines
@@ -167,7 +186,7 @@ def table2_sources(config: WorkflowConfig) -> list[Source]:
             sources.append(
                 ({"method": f"BERT-{size}-SG-OPT", "size": size, "seed": seed}, sgopt_eval(size, seed), None)
             )
-    return sources + _consert_sources(config, TABLE2.key)
+    return sources + _consert_sources(config, TABLE2.key) + your_sources(config, TABLE2.key)
 
 
 def table3_sources(config: WorkflowConfig) -> list[Source]:
@@ -178,7 +197,7 @@ def table3_sources(config: WorkflowConfig) -> list[Source]:
             base = config.baselines.flow_nli.base
             labels = {"method": f"BERT-{size}-flow (NLI)", "size": size, "mode": f"flow on {base}", "seed": seed}
             sources.append((labels, flow_nli_eval(size, seed), None))
-    return sources
+    return sources + your_sources(config, TABLE3.key)
 
 
 def family_sources(config: WorkflowConfig) -> list[Source]:
@@ -190,7 +209,7 @@ def family_sources(config: WorkflowConfig) -> list[Source]:
             sources.append(
                 ({"method": f"BERT-{size} ({pooling})", "size": size}, baseline_eval(size, "poolings"), pooling)
             )
-    return sources + _consert_sources(config, FAMILY.key)
+    return sources + _consert_sources(config, FAMILY.key) + your_sources(config, FAMILY.key)
 
 
 def diagnostics_sources(config: WorkflowConfig) -> list[Source]:

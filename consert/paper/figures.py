@@ -25,6 +25,7 @@ from consert.io import atomic_path  # noqa: E402
 from consert.paper.marks import PublishedMarks
 from consert.paper.plan import AUGMENTATION_LABELS  # noqa: E402
 from consert.paper.tables import heatmap_matrix
+from consert.verdict.decision import YOURS
 
 #: Inches between a figure's lowest text and its stamp.
 STAMP_GAP = 0.08
@@ -288,7 +289,7 @@ DRAW = {
 }
 
 FOREST_COLOURS = {"reproduced": "tab:green", "not reproduced": "tab:red", "inconclusive": "tab:orange",
-                  "not comparable": "0.6"}  # fmt: skip
+                  "not comparable": "0.6", YOURS: "tab:blue"}  # fmt: skip
 
 
 #: The forest plot's x range, in margins: a cell further out is drawn at the edge as an arrow with its value.
@@ -306,9 +307,11 @@ def comparison_forest(comparison: pd.DataFrame, paths: Sequence[str | Path], *, 
     with its value. (Table 4's step counts and Figure 4's best k are counts, not Spearman: they stay in the
     CSV only.)"""
     counts = (comparison.column == "steps") | comparison.row.astype(str).str.startswith("best k")  # not Spearman
-    cells = comparison[(comparison.status == "compared") & ~counts].copy()
-    cells["panel"] = np.where(cells.role.isin(["primary", "shared shift"]), "primary", cells.column)
-    cells["label"] = cells.artifact + ": " + cells.row.astype(str)
+    paired = (comparison.status == YOURS) & comparison.delta.notna()  # yours - a ConSERT row, on the same pairs
+    cells = comparison[((comparison.status == "compared") & ~counts) | paired].copy()
+    cells["panel"] = np.where(cells.role.isin(["primary", "shared shift", YOURS]), "primary", cells.column)
+    against = cells.get("against", pd.Series("", index=cells.index)).fillna("").astype(str)
+    cells["label"] = cells.artifact + ": " + cells.row.astype(str) + np.where(against != "", " - " + against, "")
     shared = (cells.panel == "primary") & cells.duplicated(["panel", "label"], keep=False)
     cells.loc[shared, "label"] += " " + cells.column[shared].astype(str)  # a row decided set by set (whitening)
     rows = list(dict.fromkeys(cells.label))
@@ -329,15 +332,17 @@ def comparison_forest(comparison: pd.DataFrame, paths: Sequence[str | Path], *, 
         axis.grid(axis="y", color="0.92", linewidth=0.6)
     axes[0][0].set_yticks(range(len(rows)), rows, fontsize=8)
     axes[0][0].set_ylim(len(rows) - 0.5, -0.5)
+    yours = " (yours: your model - a ConSERT row on the same pairs, bar: the 95 % paired interval over pairs)"
     figure.supxlabel(
         f"reproduced - published (Spearman x 100; bar: the 90 % decision interval; arrow: beyond +-{limit:g}, "
-        "its value beside it)",
+        f"its value beside it){yours if paired.any() else ''}",
         fontsize=8,
     )
+    shown = {*cells.verdict, *([YOURS] if paired.any() else [])}
     handles = [
         plt.Line2D([], [], marker="o", linestyle="-", color=colour, label=verdict)
         for verdict, colour in FOREST_COLOURS.items()
-        if verdict in set(cells.verdict)
+        if verdict in shown
     ]
     figure.legend(handles=handles, loc="upper right", fontsize=7, frameon=False, ncols=len(handles) or 1)
     figure.suptitle(f"Comparison with the published numbers\n{_setting_line(cells)}", fontsize=9, x=0.02, ha="left")
@@ -349,7 +354,8 @@ def comparison_forest(comparison: pd.DataFrame, paths: Sequence[str | Path], *, 
 def _forest_cell(axis: plt.Axes, cell, y: int, limit: float, primary: bool) -> None:
     """One cell of the forest plot on row ``y``: its margin band (primary cells), interval and point, clipped
     to +-``limit`` with an arrow and the value where it lies beyond."""
-    colour = FOREST_COLOURS.get(cell.verdict if cell.comparable else "not comparable", "0.6")
+    chosen = YOURS if cell.status == YOURS else cell.verdict if cell.comparable else "not comparable"
+    colour = FOREST_COLOURS.get(chosen, "0.6")
     if primary and pd.notna(cell.margin):
         axis.fill_betweenx([y - 0.4, y + 0.4], -cell.margin, cell.margin, color="0.85", linewidth=0)
     if pd.notna(cell.diff_low) and pd.notna(cell.diff_high):

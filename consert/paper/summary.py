@@ -17,7 +17,7 @@ from consert import registry
 from consert.data.senteval import DATASETS
 from consert.io import text_column
 from consert.verdict.claims import FAILS, HOLDS, NOT_CONTRADICTED, NOT_RUN, UNDECIDED
-from consert.verdict.decision import PRIMARY, SHIFT
+from consert.verdict.decision import PRIMARY, SHIFT, YOURS
 from consert.verdict.gate import comparable_cells, verdict_counts
 from consert.verdict.gate_rates import sweep_power_line
 
@@ -350,6 +350,16 @@ def _verdicts_html(comparison: pd.DataFrame, folder: Path) -> str:
     primary = comparison[(comparison.role == PRIMARY) & ~comparison.artifact.isin([ANCHOR])]
     frame, caption = cells_table(primary)
     parts.append("<h2>Primary cells of the paper</h2>" + _table_html(frame, "primary-cells", caption))
+    yours = comparison[comparison.status == YOURS]
+    if len(yours):
+        columns = ["artifact", "row", "against", "reproduced", "test_ci_low", "test_ci_high", "delta", "diff_low",
+                   "diff_high", "n_seeds", "setting"]  # fmt: skip
+        shown = yours[[c for c in columns if c in yours]].rename(
+            columns={"reproduced": "Avg", "delta": "yours - against", "n_seeds": "seeds (against)"}
+        )
+        parts.append("<h2>Your models (no published value, no verdict)</h2><p>Avg with its 95% interval over the test "
+                     "pairs; against each ConSERT row of the same table, the difference on the same pairs with its "
+                     "paired 95% interval (seeds not included)</p>" + _table_html(shown, "yours"))  # fmt: skip
     anchor = comparison[comparison.artifact == ANCHOR]
     if len(anchor):
         frame, caption = cells_table(anchor, setting="the stand-in's own setting", label="its own setting")

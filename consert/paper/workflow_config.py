@@ -20,6 +20,7 @@ import jsonschema
 import pydantic
 
 from baselines.flow_settings import FlowSettings
+from consert import registry
 from consert.configs import ConfigError, read_yaml, unknown_key_message
 from consert.encode.models import looks_like_a_path
 from consert.paper.plan import plan_runs, train_overrides, unique_runs
@@ -45,7 +46,30 @@ def load_workflow_config(config: Mapping[str, Any]) -> WorkflowConfig:
     check_training_keys(typed)
     check_baseline_keys(typed)
     check_local_models(typed.models)
+    check_local_models({f"{i}.model": model.model for i, model in enumerate(typed.yours)}, key="yours")
+    check_yours(typed)
     return typed
+
+
+def check_yours(config: WorkflowConfig) -> None:
+    """Each model of yours: a pooling ``consert evaluate`` takes (``auto``, ``model`` or one it parses), and tables of
+    the paper's 7 sets the config builds (the family's only where it trains the family)."""
+    from consert.encode.pooling import MODEL_POOLING, Pooling
+
+    tables = [artifact.key for artifact in (registry.TABLE2, registry.TABLE3, registry.FAMILY)]
+    for index, model in enumerate(config.yours):
+        where = f"config yours.{index} ({model.name})"
+        if model.pooling not in ("auto", MODEL_POOLING):
+            try:
+                Pooling.parse(model.pooling)
+            except ValueError as err:
+                raise ConfigError(f"{where}: pooling: {err}") from None
+        unknown = [table for table in model.tables if table not in tables]
+        if unknown:
+            raise ConfigError(f"{where}: tables: {unknown[0]!r} is not one of {', '.join(tables)}")
+        if registry.FAMILY.key in model.tables and not registry.FAMILY.runs_in(config):
+            family = registry.FAMILY.key
+            raise ConfigError(f"{where}: tables: {family}, but the config trains no family (family.methods is empty)")
 
 
 def typed_overrides(config: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -78,7 +102,7 @@ def read_workflow_config(path: str | Path) -> WorkflowConfig:
         raise ConfigError(f"{path}: {err}") from None
 
 
-def check_local_models(models: dict[str, str]) -> None:
+def check_local_models(models: dict[str, str], key: str = "models") -> None:
     """A model given as a local path (absolute, ./, ../, ~ or deeper than org/name) must be a model folder; a hub id
     (``bert-base-uncased``, ``org/name``) stays a hub id, resolved by the jobs (offline: from the cache)."""
     for size, name in models.items():
@@ -94,7 +118,7 @@ def check_local_models(models: dict[str, str]) -> None:
         else:
             continue
         raise ConfigError(
-            f"config models.{size}: local model path {name} {found}; expected a model folder (config.json, the "
+            f"config {key}.{size}: local model path {name} {found}; expected a model folder (config.json, the "
             "tokenizer and the weights) or a hub id such as bert-base-uncased"
         )
 

@@ -16,7 +16,7 @@ from scipy import stats
 from consert import registry
 from consert.data.senteval import DATASETS
 from consert.verdict.cells import read_seeded_table
-from consert.verdict.decision import Decision, RowKinds, authors_topk_k, method_noise
+from consert.verdict.decision import YOURS, Decision, RowKinds, authors_topk_k, method_noise
 
 
 @dataclass(frozen=True)
@@ -108,10 +108,14 @@ class Tables:
         self._cache: dict[str, pd.DataFrame | None] = {}
 
     def __call__(self, artifact: str) -> pd.DataFrame | None:
-        """The artifact's table, or None when it is absent."""
+        """The artifact's table, or None when it is absent; without the rows of your models (no claim of the paper is
+        about them, and their seeds pool with nothing)."""
         if artifact not in self._cache:
             path = self.results / self.files[artifact]
-            self._cache[artifact] = read_seeded_table(path) if path.is_file() else None
+            table = read_seeded_table(path) if path.is_file() else None
+            if table is not None and "size" in table.columns:
+                table = table[table["size"].astype(str) != YOURS].reset_index(drop=True)
+            self._cache[artifact] = table
         return self._cache[artifact]
 
     def row(self, cell: dict[str, Any], size: str) -> pd.Series | None:

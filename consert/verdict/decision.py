@@ -64,13 +64,17 @@ class ComparisonRow:
     comparable: bool = _UNSET  # the reproduced row ran in the paper's setting
     reason: str = _UNSET  # why it is not comparable, or missing
     setting: str = ""  # the reproduced row's setting (paper, rehearsal, stand-in)
-    status: str = _UNSET  # compared, missing, not run, no published value
+    status: str = _UNSET  # compared, missing, not run, no published value; yours (a row of yours: no verdict)
+    against: str = ""  # a row of yours: the ConSERT row its paired difference (``delta``) is taken from
 
 
 COMPARISON_COLUMNS = tuple(f.name for f in fields(ComparisonRow))
 
 
 PRIMARY, DIAGNOSTIC, SHIFT, BLOCK = "primary", "diagnostic", "shared shift", "block shift"
+#: A row of a model of yours (the config's ``yours:``): its ``size`` in the tables, its ``status`` and ``role`` in
+#: ``comparison.csv``, outside the gate (which reads ``compared`` rows) and every verdict.
+YOURS = "yours"
 
 
 #: Noise kinds without a seed model: ``none`` (untrained, deterministic), ``fixed`` (a count judged by a fixed

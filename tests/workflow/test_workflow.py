@@ -94,6 +94,48 @@ def dag_run(tmp_path_factory):
     return workdir, data
 
 
+YOUR_PAGE = ROOT / "docs" / "your-model.md"
+
+
+def _jobs_of(dry_run: str) -> dict[str, int]:
+    """``{rule: jobs}`` of a dry run's first job table."""
+    table = dry_run.split("Job stats:", 1)[1].split("total", 1)[0]
+    return {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", table, re.M)}
+
+
+def test_a_model_of_yours_is_a_row_with_its_paired_differences_and_outside_every_verdict(dag_run):
+    """The test config's model of yours (the stand-in under its own modules): a row of Table 2 labelled as yours,
+    evaluated with its own modules; comparison.csv's rows of yours, its Avg and its paired difference from the
+    ConSERT row of Table 2 over both its seeds, no verdict, not among the primary cells the headline counts; the
+    summary's section and the forest's input hold them. A second model added to the finished run plans only the
+    jobs the page names, as many as it says."""
+    workdir, data = dag_run
+    table = pd.read_csv(workdir / "results" / "table2_unsup.csv")
+    row = table[table.method == "minilm-own (yours)"].iloc[0]
+    assert row["size"] == "yours" and str(row.pooling).startswith("model (Transformer + Pooling")
+    comparison = pd.read_csv(workdir / "results" / "comparison.csv")
+    yours = comparison[comparison.status == "yours"]
+    assert len(yours) == 2 and set(yours.role) == {"yours"} and yours.verdict.isna().all()
+    own, paired = yours.iloc[0], yours.iloc[1]
+    assert own.reproduced == pytest.approx(row.Avg, abs=1e-4) and pd.isna(own.delta)
+    consert = table[table.method == "ConSERT-base"].iloc[0]
+    assert paired.against == "ConSERT-base" and paired.n_seeds == consert.n_seeds == 2
+    assert paired.delta == pytest.approx(row.Avg - consert.Avg, abs=2e-4)
+    assert paired.diff_low <= paired.delta <= paired.diff_high
+    assert "yours" not in set(comparison[comparison.role == "primary"].status)
+    assert 'id="yours"' in (workdir / "results" / "summary.html").read_text()
+    second = "{name: minilm-mean, model: sentence-transformers/all-MiniLM-L6-v2, pooling: mean}"
+    first = "{name: minilm-own, model: sentence-transformers/all-MiniLM-L6-v2}"
+    result = snakemake(workdir, "-n", "--quiet", "rules", "--config", f"data_dir={data}", f"yours=[{first}, {second}]")
+    jobs = _jobs_of(result.stdout)
+    assert jobs == {"evaluate_yours": 1, "diagnostic_figure": 1, "paper_table": 1, "yours_paired": 1, "claims": 1,
+                    "comparison": 1, "cost": 1, "comparison_forest": 1, "summary": 1, "all": 1}  # fmt: skip
+    page = YOUR_PAGE.read_text()
+    assert f"a second one plans {sum(jobs.values())} jobs" in page
+    assert all(f"`{rule}`" in page for rule in jobs)
+    assert f'"yours=[{first}, {second}]"' in page
+
+
 def test_every_consert_job_of_the_run_started_from_the_job_server(dag_run):
     """The test config asks for the job server: each of the run's `consert` jobs was forked from it (none declined
     for its environment, which snakemake sets per job). They are the jobs with a benchmark file, every one a
@@ -359,7 +401,7 @@ def test_comparison_marks_the_stand_in_not_comparable(dag_run):
     assert compared[compared.artifact == "stand_in_mteb"].empty
     # what the trimmed test config does not reproduce is listed as declared, nothing is missing
     # AugCSE: not found; the test config lets its stand-in-only run pass the gate, and the CSV says so
-    assert set(comparison.status) == {"compared", "not run", "no published value", "stand-in allowed"}
+    assert set(comparison.status) == {"compared", "not run", "no published value", "stand-in allowed", "yours"}
     assert "table4" in set(comparison[comparison.status == "not run"].artifact)
     # every compared cell states what decided it: untrained rows 0.035, trained ones the seed SD pooled
     # over their kind (the test config runs seeds 1 and 2) and a declared margin with its reason
@@ -1034,6 +1076,7 @@ def test_one_table_decides_its_rows_as_all_does_and_says_provisional_when_others
 
     rows, why = table2(results)
     whole = pd.read_csv(results / "comparison.csv")
+    whole = whole[whole.status != "yours"]  # the rows of yours, appended after the gate, are no published rows
     assert why == "" and len(rows) == len(whole[whole.artifact == "table2"]) > 0
     assert list(rows.verdict.astype(str)) == list(whole[whole.artifact == "table2"].verdict.astype(str))
     alone = tmp_path / "results"

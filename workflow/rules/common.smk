@@ -28,6 +28,8 @@ from consert.verdict.compare import ARTIFACT_FILES
 from consert.paper.workflow_config import load_workflow_config, typed_overrides
 from consert.paper.run_configs import consert_run_config, consert_train_config, run_config_text, sgopt_run_config
 from consert.train.objectives import run_inputs
+from consert.paper.artifacts import your_eval
+from consert.paper.yours import paired_inputs
 
 
 #: The checkout, for the conda environment's editable install (workflow/envs/consert.yaml: `-e ${CONSERT_CHECKOUT}`),
@@ -72,7 +74,9 @@ GLOVE_INPUTS = [file_input(CONFIG.baselines.glove, "baselines.glove")] if CONFIG
 #: The encoders the config names, each in its state (a hub model in the hub's cache or fetched by the job hub_model
 #: where snakemake runs, before any job that reads it; a local folder, and whether its rows are compared with the
 #: paper's): inputs like the data, said before any GPU-hour.
-MODEL_INPUTS = [model_input(f"models.{size}", name) for size, name in CONFIG.models.items()]
+MODEL_INPUTS = [model_input(f"models.{size}", name) for size, name in CONFIG.models.items()] + [
+    model_input(f"yours.{model.name}", model.model) for model in CONFIG.yours
+]
 EXTERNAL_INPUTS = unique([*MODEL_INPUTS, *chain.from_iterable(RUN_INPUTS.values()), *GLOVE_INPUTS])
 #: The sources a download job of this run fetches: each needed at its own place, none of it on disk there.
 DOWNLOADS = list(dict.fromkeys(item.source for item in EXTERNAL_INPUTS if item.job and item.source))
@@ -80,6 +84,25 @@ DOWNLOADS = list(dict.fromkeys(item.source for item in EXTERNAL_INPUTS if item.j
 HUB_DOWNLOADS = {artifacts.hub_slug(item.hub_id): item.hub_id for item in MODEL_INPUTS if item.job}
 if not (workflow.remote_exec or workflow.subprocess_exec):  # once, where snakemake was started
     print("Inputs beyond the STS sets:", *(f"  {line}" for line in lines(EXTERNAL_INPUTS)), sep="\n", file=sys.stderr)
+
+
+#: The models of yours, by name (consert.paper.yours), and the file of their paired rows of comparison.csv.
+YOURS = {model.name: model for model in CONFIG.yours}
+YOURS_PAIRED = "results/yours.csv"
+
+
+def your_folder(name):
+    """A model of yours given as a local folder: an input of its evaluation (a changed folder reevaluates it)."""
+    model = YOURS[name].model
+    return [model] if Path(model).expanduser().is_dir() else []
+
+
+def config_showing(artifact):
+    """The config a job of ``artifact`` is handed (its `config` param): with only the models of yours that it shows
+    (a table that names them; the diagnostics, which read every table's rows; `yours`: all of them), so that adding
+    one reruns only the jobs that show it, not every job whose params hold the config."""
+    shown = [m for m in CONFIG.yours if artifact in ("yours", registry.DIAGNOSTICS.key) or artifact in m.tables]
+    return CONFIG.model_copy(update={"yours": shown})
 
 
 def hub_inputs(name):

@@ -15,7 +15,9 @@ rule paper_table:
     params:
         artifact=lambda wc: TABLES[wc.name],
         published=PUBLISHED,
-        config=CONFIG,  # the config checked and typed at the workflow's start: the script does not check it again
+        # the config checked and typed at the workflow's start (the script does not check it again), with the models
+        # of yours this table shows
+        config=lambda wc: config_showing(TABLES[wc.name]),
     conda:
         "../envs/consert.yaml"
     script:
@@ -31,7 +33,7 @@ rule recipe:
     log:
         "logs/paper/recipe.log",
     params:
-        config=CONFIG,
+        config=config_showing("recipe"),
     conda:
         "../envs/consert.yaml"
     script:
@@ -52,7 +54,7 @@ rule paper_figure:
     params:
         artifact=lambda wc: FIGURES[wc.name],
         published=PUBLISHED,
-        config=CONFIG,
+        config=config_showing("figure"),
     conda:
         "../envs/consert.yaml"
     script:
@@ -70,3 +72,4 @@ use rule paper_figure as diagnostic_figure with:
         name="|".join(DIAGNOSTIC_FIGURES),
     params:
         artifact=lambda wc: DIAGNOSTIC_FIGURES[wc.name],
+        config=lambda wc: config_showing(DIAGNOSTIC_FIGURES[wc.name]),

@@ -12,17 +12,19 @@ rule comparison:
     input:
         tables=COMPARED_TABLES,
         settings=COMPARISON_CONFIG,
+        yours=[YOURS_PAIRED] if YOURS else [],
     output:
         report("results/comparison.csv", caption="../report/comparison.rst", category="Comparison"),
     log:
         "logs/comparison.log",
     params:
         published=PUBLISHED,
+        yours=f"--yours {YOURS_PAIRED}" if YOURS else "",
     conda:
         "../envs/consert.yaml"
     shell:
         "consert compare --results results --published {params.published:q} --config {input.settings:q} "
-        "--output {output:q} > {log:q} 2>&1"
+        "{params.yours} --output {output:q} > {log:q} 2>&1"
 
 
 rule check_published:
@@ -54,7 +56,7 @@ rule claims:
         "logs/claims.log",
     params:
         published=PUBLISHED,
-        config=CONFIG,
+        config=config_showing("claims"),
     conda:
         "../envs/consert.yaml"
     script:
@@ -87,7 +89,7 @@ rule cost:
     log:
         "logs/cost.log",
     params:
-        config=CONFIG,
+        config=config_showing("yours"),  # every job's cost, a model of yours' evaluation under its tables
     conda:
         "../envs/consert.yaml"
     script:
