@@ -60,7 +60,12 @@ onsuccess:
     stop_job_server()
     # a table or figure asked for by itself: its own published rows decided (provisional where others did not run)
     asked = [a for a in COMPARED_ARTIFACTS if f"results/{a.csv}" in workflow.dag.targetfiles]
-    if asked and not Path("results/comparison.csv").is_file():
+    rows = [target for target in ROW_TARGETS if target in workflow.dag.targetfiles]
+    if rows:  # one published row on its own: its verdict
+        from consert.paper.row_targets import verdict_lines
+
+        print("\n".join(line for target in rows for line in verdict_lines(target)))
+    elif asked and not Path("results/comparison.csv").is_file():
         settings = ComparisonConfig.of_workflow(CONFIG, Path(PUBLISHED))
         print("\n".join(target_headline("results", PUBLISHED, settings, asked)))
     else:

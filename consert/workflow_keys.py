@@ -349,6 +349,11 @@ class WorkflowConfig(Keys):
         title="the contrastive family beside ConSERT (`consert/train/methods.py`): methods, sizes, training texts and "
         "their overrides",
     )
+    row_seeds: dict[str, Seeds] = Field(
+        {},
+        title="more seeds for some rows of Tables 2 and 3 and the family, by the row's name in the table (e.g. "
+        "`{ConSERT-base: [1, 2, 3, 4, 5]}`): the config's seeds and more; only the new seeds' runs are planned",
+    )
     yours: Annotated[list[YourModel], AfterValidator(_distinct_names)] = Field(
         [],
         title="models of yours, each a row of its own in the tables it names (Table 2 by default), beside the paper's "

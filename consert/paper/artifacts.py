@@ -292,9 +292,10 @@ def evaluation_inputs(artifact_keys: Iterable[str], config: WorkflowConfig) -> l
     return list(dict.fromkeys(path for key in artifact_keys if key in SOURCES for path in inputs(key, config)))
 
 
-def build(artifact: str, config: WorkflowConfig) -> pd.DataFrame:
-    """Assemble one artifact's table from its evaluation CSVs."""
-    sources = SOURCES[artifact](config)
+def build(artifact: str, config: WorkflowConfig, sources: list[Source] | None = None) -> pd.DataFrame:
+    """Assemble one artifact's table from its evaluation CSVs (``sources``: some of its sources only, e.g. one row's:
+    :mod:`consert.paper.row_targets`)."""
+    sources = SOURCES[artifact](config) if sources is None else sources
     cache: dict[str, pd.DataFrame] = {}
 
     def read(path: str) -> pd.DataFrame:

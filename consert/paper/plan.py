@@ -101,24 +101,27 @@ def plan_runs(config: WorkflowConfig) -> list[PlannedRun]:
     def add(artifact: str, labels: dict[str, Any], spec: RunSpec) -> None:
         planned.append(PlannedRun(artifact, labels, _normalise(spec, config)))
 
-    for seed in config.seeds:
+    def seeded(method: str, seed: int) -> bool:  # a row's own seeds (row_seeds), else the config's
+        return seed in config.row_seeds.get(method, config.seeds)
+
+    for seed in dict.fromkeys([*config.seeds, *(s for seeds in config.row_seeds.values() for s in seeds)]):
         for size in config.models:
-            add(registry.TABLE2.key, {"method": f"ConSERT-{size}", "size": size}, RunSpec(size, seed=seed))
-            add(FLOW_NLI, {"size": size}, flow_nli_run(config, size, seed))
+            if seeded(f"ConSERT-{size}", seed):
+                add(registry.TABLE2.key, {"method": f"ConSERT-{size}", "size": size}, RunSpec(size, seed=seed))
+            if seed in config.seeds:
+                add(FLOW_NLI, {"size": size}, flow_nli_run(config, size, seed))
             for mode in published_in(registry.TABLE3.key):
-                add(
-                    registry.TABLE3.key,
-                    {"method": f"ConSERT-{size} {mode}", "size": size, "mode": mode},
-                    RunSpec(size, mode, seed=seed),
-                )
+                method = f"ConSERT-{size} {mode}"
+                if seeded(method, seed):
+                    labels = {"method": method, "size": size, "mode": mode}
+                    add(registry.TABLE3.key, labels, RunSpec(size, mode, seed=seed))
         for size in family.sizes if family.methods else []:
-            add(registry.FAMILY.key, {"method": f"ConSERT-{size}", "size": size}, RunSpec(size, seed=seed))
+            if seeded(f"ConSERT-{size}", seed):  # Table 2's run again
+                add(registry.FAMILY.key, {"method": f"ConSERT-{size}", "size": size}, RunSpec(size, seed=seed))
             for method in family.methods:
-                add(
-                    registry.FAMILY.key,
-                    {"method": f"{MODES[method].label}-{size}", "size": size},
-                    RunSpec(size, method, seed=seed),
-                )
+                label = f"{MODES[method].label}-{size}"
+                if seeded(label, seed):
+                    add(registry.FAMILY.key, {"method": label, "size": size}, RunSpec(size, method, seed=seed))
     for seed in config.sweep_seeds:
         for size in sweeps.sizes:
             for batch_size in sweeps.batch_sizes:

@@ -48,7 +48,24 @@ def load_workflow_config(config: Mapping[str, Any]) -> WorkflowConfig:
     check_local_models(typed.models)
     check_local_models({f"{i}.model": model.model for i, model in enumerate(typed.yours)}, key="yours")
     check_yours(typed)
+    check_row_seeds(typed)
     return typed
+
+
+def check_row_seeds(config: WorkflowConfig) -> None:
+    """Each ``row_seeds`` key names a trained row of Tables 2 and 3 or the family that the config plans, and gives it
+    the config's seeds and more (without one of them the design would call the row missing, and the figures read the
+    first seed's run)."""
+    plain = config.model_copy(update={"row_seeds": {}})
+    tables = (registry.TABLE2.key, registry.TABLE3.key, registry.FAMILY.key)
+    rows = list(dict.fromkeys(str(p.labels["method"]) for p in plan_runs(plain) if p.artifact in tables))
+    for row, seeds in config.row_seeds.items():
+        if row not in rows:
+            raise ConfigError(f"config row_seeds: {row!r} is not a trained row this config plans; expected one of "
+                              f"{', '.join(rows)}")  # fmt: skip
+        if lacking := [seed for seed in config.seeds if seed not in seeds]:
+            raise ConfigError(f"config row_seeds.{row}: {seeds} lacks seed {lacking[0]} of `seeds` {config.seeds}; "
+                              "expected the config's seeds and more (the figures, the design read them)")  # fmt: skip
 
 
 def check_yours(config: WorkflowConfig) -> None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
+
 from consert.paper.plan import RunSpec, plan_runs, train_overrides, unique_runs
 from consert.paper.workflow_config import read_workflow_config
 from consert.train.config import TrainConfig
@@ -94,3 +98,37 @@ def test_offline_config_plans_15_runs_and_its_heatmap_rows_say_which_run_they_sh
     assert mirrored.labels["trained_as"] == "feature_cutoff+shuffle"
     assert mirrored.spec == cells["feature_cutoff", "shuffle"].spec
     assert cells["feature_cutoff", "shuffle"].spec.run_id == "base-unsup-seed1"  # the Table 2 run
+
+
+def test_more_seeds_for_one_row_plan_only_that_rows_new_runs():
+    """Paper config, row_seeds {ConSERT-base: [1..5]}: seeds 4 and 5 of Table 2's base run only (2 runs; the family's
+    ConSERT row is that run); {ConSERT-base sup-unsup: [1..4]}: its seed 4 and the NLI run it starts from (2 runs),
+    while Table 3's sup row keeps its 3 seeds. A row the config does not train, or seeds without the config's, stop
+    at the start in one line."""
+    from consert.configs import ConfigError
+    from consert.paper.workflow_config import load_workflow_config
+
+    config = _config("config.yaml")
+    before = unique_runs(plan_runs(config))
+
+    def planned(row_seeds):
+        return load_workflow_config({**config.model_dump(mode="json"), "row_seeds": row_seeds})
+
+    more = planned({"ConSERT-base": [1, 2, 3, 4, 5]})
+    added = set(unique_runs(plan_runs(more))) - set(before)
+    assert added == {"base-unsup-seed4", "base-unsup-seed5"}
+    rows = [p for p in plan_runs(more) if p.labels.get("method") == "ConSERT-base"]
+    assert sorted((p.artifact, p.spec.seed) for p in rows) == sorted(
+        (artifact, seed) for artifact in ("table2", "family") for seed in (1, 2, 3, 4, 5)
+    )
+    two_stage = planned({"ConSERT-base sup-unsup": [1, 2, 3, 4]})
+    assert set(unique_runs(plan_runs(two_stage))) - set(before) == {"base-sup-unsup-seed4", "base-sup-seed4"}
+    sup = [p.spec.seed for p in plan_runs(two_stage) if p.labels.get("method") == "ConSERT-base sup"]
+    assert sup == [1, 2, 3]
+    for row_seeds, says in (
+        ({"ConSERT-huge": [1, 2, 3, 4]}, "config row_seeds: 'ConSERT-huge' is not a trained row this config plans"),
+        ({"ConSERT-base": [1, 2, 4]}, "config row_seeds.ConSERT-base: [1, 2, 4] lacks seed 3 of `seeds` [1, 2, 3]"),
+        ({"ConSERT-base": [1, 2, 3, 3]}, "seed 3 is given twice"),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(says)):
+            planned(row_seeds)

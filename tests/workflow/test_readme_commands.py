@@ -132,3 +132,19 @@ def test_the_not_reproduced_pages_commands_run_here(tmp_path):
         result = _run(words, tmp_path)
         assert result.returncode == 0 and "Traceback" not in result.stderr, (command, result.stderr[-2000:])
     assert (tmp_path / "recipe-card.csv").stat().st_size > 1000
+
+
+YOUR_MODEL = ROOT / "docs" / "your-model.md"
+
+
+@pytest.mark.slow  # 50 s on 2 cores: the stand-in on the 7 real sets; its snakemake commands are dry runs above
+def test_the_your_model_pages_commands_run_here(tmp_path):
+    """The "Your model beside the paper" page's consert command runs as written, in a fresh folder, on the real STS
+    sets: the stand-in among the published rows, marked as yours (its snakemake commands are the dry runs above)."""
+    commands = readme_commands(YOUR_MODEL.read_text(encoding="utf-8"))
+    runnable = [c for c in commands if c.startswith("consert")]
+    assert runnable == ["consert evaluate sentence-transformers/all-MiniLM-L6-v2 --beside-paper"]
+    assert sum(c.startswith("snakemake") and " -n" in c for c in commands) == 3
+    result = _run(_runnable(runnable[0], tmp_path), tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.count("<- yours") == 2 and "not compared as a reproduction" in result.stdout

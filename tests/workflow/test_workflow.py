@@ -136,6 +136,46 @@ def test_a_model_of_yours_is_a_row_with_its_paired_differences_and_outside_every
     assert f'"yours=[{first}, {second}]"' in page
 
 
+ROW_TARGET, ROW_SEEDS = "results/rows/table2/ConSERT-base.csv", "row_seeds={ConSERT-base: [1, 2, 3]}"
+
+
+def test_one_row_plans_its_own_jobs_and_more_seeds_plan_only_theirs(dag_run, tmp_path):
+    """Table 2's ConSERT row as a target of its own: in an empty folder the dry run plans only its runs; in the
+    finished shared run it is its verdict alone, and a third seed for the row plans only the jobs that show it, as
+    many as the page says each time."""
+    workdir, data = dag_run
+    page = YOUR_PAGE.read_text()
+    alone = snakemake(tmp_path, ROW_TARGET, "-n", "--quiet", "rules", "--config", f"data_dir={data}")
+    assert _jobs_of(alone.stdout) == {"resolved_config": 1, "run_config": 2, "consert_train": 1,
+                                      "consert_train_keeping_vectors": 1, "published_row": 1}  # fmt: skip
+    assert "On the test config in an empty folder that is 6 jobs" in page
+    finished = snakemake(workdir, ROW_TARGET, "-n", "--quiet", "rules", "--config", f"data_dir={data}")
+    assert _jobs_of(finished.stdout) == {"published_row": 1} and "in a finished run, 1 (the verdict" in page
+    added = _jobs_of(snakemake(workdir, "-n", "--quiet", "rules", "--config", f"data_dir={data}", ROW_SEEDS).stdout)
+    assert added["consert_train"] == 1 and added["paper_table"] == 2 and added["run_config"] == 1
+    assert f"{sum(added.values())} jobs added to a finished run" in page
+
+
+@pytest.mark.slow  # 35 s on 2 cores: the row's three training runs; the default suite keeps the dry runs above
+def test_one_row_with_a_third_seed_runs_only_its_jobs_and_ends_with_its_verdict(tmp_path):
+    """Table 2's ConSERT row with a third seed, as its own target in an empty folder: it runs the jobs the page counts
+    and ends with the row's verdict over its 3 seeds, labelled provisional; no table was built."""
+    data = tmp_path / "senteval"
+    write_senteval_tree(data, pairs_per_file=12)
+    result = snakemake(tmp_path, ROW_TARGET, "--config", f"data_dir={data}", ROW_SEEDS)
+    jobs = _jobs_of(result.stdout + result.stderr)  # a run prints its job table where its log goes
+    assert jobs["consert_train"] + jobs["consert_train_keeping_vectors"] == 3 and jobs["published_row"] == 1
+    assert f"plans {sum(jobs.values())} jobs for that row's target" in YOUR_PAGE.read_text()
+    cells = pd.read_csv(tmp_path / ROW_TARGET)
+    primary = cells[cells.role == "primary"].iloc[0]
+    assert primary.row == "ConSERT-base" and primary.n_seeds == 3 and primary.verdict == "not comparable"
+    assert cells.provisional.iloc[0].startswith("provisional: rows of ")
+    assert f"table2 ConSERT-base Avg: not comparable: reproduced {primary.reproduced:.2f} over 3 seeds" in (
+        result.stdout + result.stderr
+    )
+    assert not (tmp_path / "results" / "table2_unsup.csv").exists()  # no other row, no table ran
+
+
 def test_every_consert_job_of_the_run_started_from_the_job_server(dag_run):
     """The test config asks for the job server: each of the run's `consert` jobs was forked from it (none declined
     for its environment, which snakemake sets per job). They are the jobs with a benchmark file, every one a

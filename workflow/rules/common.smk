@@ -30,6 +30,7 @@ from consert.paper.run_configs import consert_run_config, consert_train_config, 
 from consert.train.objectives import run_inputs
 from consert.paper.artifacts import your_eval
 from consert.paper.yours import paired_inputs
+from consert.paper.row_targets import row_inputs, row_target, row_targets
 
 
 #: The checkout, for the conda environment's editable install (workflow/envs/consert.yaml: `-e ${CONSERT_CHECKOUT}`),
@@ -189,6 +190,9 @@ ENCODING_CONFIG = "results/encoding_config.yaml"
 FLOW_CONFIG = "results/flow_config.yaml"
 COMPARISON_CONFIG = "results/comparison_config.yaml"
 WORKFLOW_CONFIG = "results/workflow_config.yaml"
+#: One target per published row the config reproduces, {results/rows/ARTIFACT/ROW.csv: (artifact, published row)}
+#: (consert.paper.row_targets): only that row's jobs run before it, and it ends with the row's verdict.
+ROW_TARGETS = row_targets(CONFIG, Path(PUBLISHED))
 #: The artifacts this config builds, {file stem: key} (consert.registry): the paper's tables (the contrastive
 #: family's only when the config trains it), its figures, and the harness's own figures beside them (what a
 #: reviewer reads when a number is off).

@@ -1,5 +1,6 @@
 localrules:
-    comparison,  # the verdicts and the report from result CSVs: seconds of CPU, not worth a cluster job
+    comparison,
+    published_row,  # the verdicts and the report from result CSVs: seconds of CPU, not worth a cluster job
     check_published,
     claims,
     comparison_forest,
@@ -25,6 +26,31 @@ rule comparison:
     shell:
         "consert compare --results results --published {params.published:q} --config {input.settings:q} "
         "{params.yours} --output {output:q} > {log:q} 2>&1"
+
+
+rule published_row:
+    """One published row on its own (`snakemake results/rows/table2/ConSERT-base.csv`): its reproduced row built from
+    its own evaluations, every seed, and decided as the comparison decides it, provisional where the other rows did
+    not run; only that row's training and evaluation jobs run before it."""
+    input:
+        evaluations=lambda wc: row_inputs(*ROW_TARGETS[row_target(wc.artifact, wc.row)], CONFIG, Path(PUBLISHED)),
+        settings=COMPARISON_CONFIG,
+    output:
+        "results/rows/{artifact}/{row}.csv",
+    log:
+        "logs/rows/{artifact}/{row}.log",
+    wildcard_constraints:
+        artifact=runs_in({artifact for artifact, _ in ROW_TARGETS.values()}),
+        row=runs_in({Path(target).stem for target in ROW_TARGETS}),
+    params:
+        artifact=lambda wc: ROW_TARGETS[row_target(wc.artifact, wc.row)][0],
+        row=lambda wc: ROW_TARGETS[row_target(wc.artifact, wc.row)][1],
+        published=PUBLISHED,
+        config=config_showing("rows"),
+    conda:
+        "../envs/consert.yaml"
+    script:
+        "../scripts/row_verdict.py"
 
 
 rule check_published:
