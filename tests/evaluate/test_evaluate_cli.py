@@ -85,8 +85,9 @@ def test_mteb_files_load_in_mteb_and_hold_the_cosine_spearman_of_the_vectors(rea
     assert test_scores["cosine_pearson"] == pytest.approx(pearsonr(cosine, gold)[0], abs=1e-4)
 
 
-def test_json_and_csv_carry_the_scores_and_the_provenance(real_data_dir, tmp_path, capsys):
-    common = [STAND_IN_MODEL, "--tasks", "STSb", "SICK-R", "--split", "dev", "--data", str(real_data_dir)]
+def test_json_and_csv_carry_the_scores_and_the_provenance(real_data_dir, tiny_model_dir, tmp_path, capsys):
+    """The formats, not the model: a tiny random BERT on the real dev splits (STS-B's 1,500 pairs, SICK-R's trial)."""
+    common = [tiny_model_dir, "--tasks", "STSb", "SICK-R", "--split", "dev", "--data", str(real_data_dir)]
     assert (
         cli_main(["evaluate", *common, "--dtype", "fp32", "--format", "json", "--output", str(tmp_path / "r.json")])
         == 0
@@ -94,12 +95,13 @@ def test_json_and_csv_carry_the_scores_and_the_provenance(real_data_dir, tmp_pat
     blocks = json.loads((tmp_path / "r.json").read_text())
     assert [block["pooling"] for block in blocks] == ["mean:-2,-1"]
     assert set(blocks[0]["scores"]) == {"STSb", "SICK-R"} and blocks[0]["scores"]["STSb"]["n_pairs"] == 1500
-    assert "offline stand-in" in blocks[0]["setting"] and blocks[0]["summary"].startswith("STSb ")
+    assert blocks[0]["model"] == tiny_model_dir and blocks[0]["setting"] and blocks[0]["summary"].startswith("STSb ")
     capsys.readouterr()
     assert cli_main(["evaluate", *common, "--dtype", "fp32", "--format", "csv"]) == 0
     frame = pd.read_csv(io.StringIO(capsys.readouterr().out))
     rows = frame[frame.subset == "all"].set_index("dataset")
     assert rows.loc["STSb", "spearman"] == pytest.approx(blocks[0]["scores"]["STSb"]["spearman"], abs=1e-9)
+    assert rows.loc["SICK-R", "n_pairs"] == 500 and (frame.model == tiny_model_dir).all()
 
 
 def test_a_task_without_a_dev_split_is_refused_in_one_line(real_data_dir, capsys):

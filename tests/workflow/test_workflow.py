@@ -124,55 +124,62 @@ def test_a_model_of_yours_is_a_row_with_its_paired_differences_and_outside_every
     assert paired.diff_low <= paired.delta <= paired.diff_high
     assert "yours" not in set(comparison[comparison.role == "primary"].status)
     assert 'id="yours"' in (workdir / "results" / "summary.html").read_text()
-    second = "{name: minilm-mean, model: sentence-transformers/all-MiniLM-L6-v2, pooling: mean}"
-    first = "{name: minilm-own, model: sentence-transformers/all-MiniLM-L6-v2}"
-    result = snakemake(workdir, "-n", "--quiet", "rules", "--config", f"data_dir={data}", f"yours=[{first}, {second}]")
+    result = _run_page_command([*_page_command("yours=[", workdir), "--quiet", "rules"])  # as the page writes it
     jobs = _jobs_of(result.stdout)
     assert jobs == {"evaluate_yours": 1, "diagnostic_figure": 1, "paper_table": 1, "yours_paired": 1, "claims": 1,
                     "comparison": 1, "cost": 1, "comparison_forest": 1, "summary": 1, "all": 1}  # fmt: skip
     page = YOUR_PAGE.read_text()
     assert f"a second one plans {sum(jobs.values())} jobs" in page
     assert all(f"`{rule}`" in page for rule in jobs)
-    assert f'"yours=[{first}, {second}]"' in page
 
 
 ROW_TARGET, ROW_SEEDS = "results/rows/table2/ConSERT-base.csv", "row_seeds={ConSERT-base: [1, 2, 3]}"
 
 
-def test_one_row_plans_its_own_jobs_and_more_seeds_plan_only_theirs(dag_run, tmp_path):
-    """Table 2's ConSERT row as a target of its own: in an empty folder the dry run plans only its runs; in the
-    finished shared run it is its verdict alone, and a third seed for the row plans only the jobs that show it, as
-    many as the page says each time."""
+def _page_command(marker: str, workdir: Path) -> list[str]:
+    """The "Your model beside the paper" page's snakemake command on the test config that holds ``marker``, as
+    written (``<workdir>`` filled in), to run from the checkout in ``workdir``."""
+    from tests.workflow.test_readme_commands import RUN_IN_THE_DAG_TESTS, _runnable
+
+    (command,) = [c for c in RUN_IN_THE_DAG_TESTS if marker in c]
+    return [sys.executable, "-m", *_runnable(command, workdir), "--directory", str(workdir)]
+
+
+def _run_page_command(words: list[str]) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(words, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    return result
+
+
+def test_one_row_in_a_finished_run_is_its_verdict_and_a_third_seed_plans_only_what_shows_it(dag_run):
+    """Table 2's ConSERT row as a target of its own in the finished shared run: its verdict alone; a third seed for
+    the row plans only the jobs that show it, as many as the page says."""
     workdir, data = dag_run
     page = YOUR_PAGE.read_text()
-    alone = snakemake(tmp_path, ROW_TARGET, "-n", "--quiet", "rules", "--config", f"data_dir={data}")
-    assert _jobs_of(alone.stdout) == {"resolved_config": 1, "run_config": 2, "consert_train": 1,
-                                      "consert_train_keeping_vectors": 1, "published_row": 1}  # fmt: skip
-    assert "On the test config in an empty folder that is 6 jobs" in page
     finished = snakemake(workdir, ROW_TARGET, "-n", "--quiet", "rules", "--config", f"data_dir={data}")
-    assert _jobs_of(finished.stdout) == {"published_row": 1} and "in a finished run, 1 (the verdict" in page
+    assert _jobs_of(finished.stdout) == {"published_row": 1} and "run, 1 job (the verdict" in page
     added = _jobs_of(snakemake(workdir, "-n", "--quiet", "rules", "--config", f"data_dir={data}", ROW_SEEDS).stdout)
     assert added["consert_train"] == 1 and added["paper_table"] == 2 and added["run_config"] == 1
     assert f"{sum(added.values())} jobs added to a finished run" in page
 
 
-@pytest.mark.slow  # 35 s on 2 cores: the row's three training runs; the default suite keeps the dry runs above
-def test_one_row_with_a_third_seed_runs_only_its_jobs_and_ends_with_its_verdict(tmp_path):
-    """Table 2's ConSERT row with a third seed, as its own target in an empty folder: it runs the jobs the page counts
-    and ends with the row's verdict over its 3 seeds, labelled provisional; no table was built."""
-    data = tmp_path / "senteval"
-    write_senteval_tree(data, pairs_per_file=12)
-    result = snakemake(tmp_path, ROW_TARGET, "--config", f"data_dir={data}", ROW_SEEDS)
-    jobs = _jobs_of(result.stdout + result.stderr)  # a run prints its job table where its log goes
+@pytest.mark.slow  # 40-60 s on 2 cores: the row's three training runs; the default suite keeps the dry runs above
+def test_the_pages_row_with_a_third_seed_runs_only_its_jobs_and_ends_with_its_verdict(tmp_path):
+    """The page's command for Table 2's ConSERT row with a third seed, run (not dry) in an empty folder: the jobs the
+    page counts, and the row's verdict over its 3 seeds, labelled provisional; no table was built."""
+    write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
+    words = [w for w in _page_command(ROW_SEEDS, tmp_path) if w != "-n"]
+    result = _run_page_command([*words, "--cores", "2", "--resources", "gpu=2"])
+    output = result.stdout + result.stderr  # a run prints its job table where its log goes
+    jobs = _jobs_of(output)
     assert jobs["consert_train"] + jobs["consert_train_keeping_vectors"] == 3 and jobs["published_row"] == 1
     assert f"plans {sum(jobs.values())} jobs for that row's target" in YOUR_PAGE.read_text()
     cells = pd.read_csv(tmp_path / ROW_TARGET)
     primary = cells[cells.role == "primary"].iloc[0]
     assert primary.row == "ConSERT-base" and primary.n_seeds == 3 and primary.verdict == "not comparable"
     assert cells.provisional.iloc[0].startswith("provisional: rows of ")
-    assert f"table2 ConSERT-base Avg: not comparable: reproduced {primary.reproduced:.2f} over 3 seeds" in (
-        result.stdout + result.stderr
-    )
+    assert f"table2 ConSERT-base Avg: not comparable: reproduced {primary.reproduced:.2f} over 3 seeds" in output
     assert not (tmp_path / "results" / "table2_unsup.csv").exists()  # no other row, no table ran
 
 
