@@ -110,6 +110,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parse=_published_rows,
     )
     parser.add_argument(
+        "--layout",
+        default=None,
+        metavar="FILE.csv",
+        help="also write the compared tables in the paper's layout (a row per published row, each set's ours, SD, "
+        "published, difference, interval and verdict side by side): the workflow's results/paper_tables.csv",
+    )
+    parser.add_argument(
         "--yours",
         default=None,
         metavar="FILE.csv",
@@ -201,6 +208,10 @@ def run(args: argparse.Namespace) -> int:
     if args.yours:  # after the gate: rows of yours are shown beside the verdicts, never among them
         table = pd.concat([table, pd.read_csv(args.yours)[list(table.columns)]], ignore_index=True)
     write_csv(table.assign(provisional=provisional) if args.only else table, args.output)
+    if args.layout:
+        from consert.verdict.layout import paper_layout
+
+        write_csv(paper_layout(table), args.layout)
     _print_comparison(table)
     if provisional:
         print(provisional)

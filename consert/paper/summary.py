@@ -271,7 +271,8 @@ def cells_table(
 SUMMARY_IMAGE_WIDTH = 1200
 
 
-def _image(path: Path, title: str) -> str:
+def _image(path: Path, title: str, data: str | None = None) -> str:
+    """A figure inlined with its caption, and a link to the CSV of its numbers (``data``, beside the page)."""
     if not path.is_file():
         return f"<p>{html.escape(title)}: not drawn in this run</p>"
     from PIL import Image
@@ -280,10 +281,12 @@ def _image(path: Path, title: str) -> str:
         image.thumbnail((SUMMARY_IMAGE_WIDTH, SUMMARY_IMAGE_WIDTH * 4))
         buffer = io.BytesIO()
         image.save(buffer, format="PNG", optimize=True)
-    data = base64.b64encode(buffer.getvalue()).decode()
+    encoded = base64.b64encode(buffer.getvalue()).decode()
     caption = html.escape(title)
+    link = f' (its numbers: <a href="{html.escape(data)}">{html.escape(data)}</a>)' if data else ""
     return (
-        f'<figure><img alt="{caption}" src="data:image/png;base64,{data}"><figcaption>{caption}</figcaption></figure>'
+        f'<figure><img alt="{caption}" src="data:image/png;base64,{encoded}"><figcaption>{caption}{link}'
+        "</figcaption></figure>"
     )
 
 
@@ -314,15 +317,17 @@ def write_summary(results: str | Path, figures: str | Path, output: str | Path, 
                      + _table_html(claims[~comparable][shown], "claims-not-comparable"))  # fmt: skip
     for artifact in registry.in_summary():
         name, title = artifact.stem, artifact.title
+        if artifact.drawn:  # a figure: drawn, captioned, its numbers linked (no excerpt of its CSV in the page)
+            parts.append(f"<h2>{html.escape(title)}</h2>" + _image(drawn / f"{name}.png", title, artifact.csv))
+            continue
         table = _read(folder / artifact.csv)
         if table is not None:
             shown, caption = shown_table(table)
             more = f"<p>First {ROWS_SHOWN} of {len(table)} rows: {name}.csv</p>" if len(table) > ROWS_SHOWN else ""
             parts.append(f"<h2>{html.escape(title)}</h2>" + _table_html(shown, name, caption) + more)
-        if artifact.drawn:
-            parts.append(_image(drawn / f"{name}.png", title))
     for name, title in FIGURES:
-        parts.append(f"<h2>{html.escape(title)}</h2>" + _image(drawn / f"{name}.png", title))
+        numbers = "comparison.csv" if name == "comparison_forest" else f"{name}.csv"
+        parts.append(f"<h2>{html.escape(title)}</h2>" + _image(drawn / f"{name}.png", title, numbers))
     diagnostics = _read(folder / registry.DIAGNOSTICS.csv)
     if diagnostics is not None:
         average = diagnostics[diagnostics.dataset == "Avg"]

@@ -19,6 +19,7 @@ import yaml
 from consert.cli import main as cli_main
 from consert.configs import read_yaml
 from consert.data.inputs import find_wordnet
+from consert.data.senteval import DATASETS
 from consert.paper import artifacts
 from consert.paper.summary import primary_summary
 from tests.conftest import PUBLISHED, ROOT
@@ -181,6 +182,34 @@ def test_the_pages_row_with_a_third_seed_runs_only_its_jobs_and_ends_with_its_ve
     assert cells.provisional.iloc[0].startswith("provisional: rows of ")
     assert f"table2 ConSERT-base Avg: not comparable: reproduced {primary.reproduced:.2f} over 3 seeds" in output
     assert not (tmp_path / "results" / "table2_unsup.csv").exists()  # no other row, no table ran
+
+
+def test_the_paper_layout_holds_the_comparisons_numbers(dag_run):
+    """results/paper_tables.csv, read back against comparison.csv: every cell's ours, SD, published, difference,
+    interval and verdict are the comparison's, and every published row of its tables is one row of it."""
+    from consert.verdict.layout import CELL_PARTS, LAYOUT_ARTIFACTS
+
+    workdir, _ = dag_run
+    comparison = pd.read_csv(workdir / "results" / "comparison.csv")
+    layout = pd.read_csv(workdir / "results" / "paper_tables.csv")
+    cells = comparison[comparison.artifact.isin(LAYOUT_ARTIFACTS) & (comparison.status != "yours")]
+    cells = cells[cells.column.isin([*DATASETS, "Avg"])]
+    assert len(layout) == len(cells.groupby(["artifact", "row"])) > 10
+    by_row = layout.set_index(["artifact", "row"])
+    for cell in cells.itertuples():
+        for part, source in CELL_PARTS.items():
+            ours, theirs = by_row.loc[(cell.artifact, cell.row), f"{cell.column} {part}"], getattr(cell, source)
+            assert (pd.isna(ours) and pd.isna(theirs)) or ours == theirs, (cell.artifact, cell.row, part)
+
+
+def test_the_summary_captions_each_figure_with_a_link_to_its_numbers_and_quotes_no_excerpt(dag_run):
+    """Each figure of the summary has its caption and a link to its CSV beside the page; no CSV excerpt stands in the
+    page (a figure's data is linked, not shown)."""
+    workdir, _ = dag_run
+    page = (workdir / "results" / "summary.html").read_text()
+    for stem in FIGURES:
+        assert f'<a href="{stem}.csv">{stem}.csv</a>' in page and (workdir / "results" / f"{stem}.csv").is_file()
+    assert "<figcaption>" in page and 'id="figure1_scatter"' not in page and "First 40 of" not in page
 
 
 def test_every_consert_job_of_the_run_started_from_the_job_server(dag_run):

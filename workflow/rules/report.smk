@@ -15,7 +15,8 @@ rule comparison:
         settings=COMPARISON_CONFIG,
         yours=[YOURS_PAIRED] if YOURS else [],
     output:
-        report("results/comparison.csv", caption="../report/comparison.rst", category="Comparison"),
+        comparison=report("results/comparison.csv", caption="../report/comparison.rst", category="Comparison"),
+        layout="results/paper_tables.csv",
     log:
         "logs/comparison.log",
     params:
@@ -25,7 +26,7 @@ rule comparison:
         "../envs/consert.yaml"
     shell:
         "consert compare --results results --published {params.published:q} --config {input.settings:q} "
-        "{params.yours} --output {output:q} > {log:q} 2>&1"
+        "{params.yours} --layout {output.layout:q} --output {output.comparison:q} > {log:q} 2>&1"
 
 
 rule published_row:

@@ -1,0 +1,60 @@
+"""The comparison in the paper's layout: one row per published row of each table, each column of the 7 sets and
+Avg with ours, our seed SD, the published value, the difference, its decision interval and the verdict
+(``results/paper_tables.csv``, written by the comparison job: the table CSVs cannot hold it, since it reads them).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from consert.registry import FAMILY, TABLE2, TABLE3
+from consert.verdict.decision import PRIMARY, SCORE_COLUMNS, YOURS
+
+#: The compared artifacts whose published rows are rows of the 7 sets and Avg, in the paper's order.
+LAYOUT_ARTIFACTS = (TABLE2.key, "whitening_table1", "sgopt_table1", TABLE3.key, FAMILY.key)
+#: Each cell's numbers, by the comparison's column they come from.
+CELL_PARTS = {
+    "ours": "reproduced",
+    "sd": "seed_std",
+    "published": "published",
+    "delta": "delta",
+    "low": "diff_low",
+    "high": "diff_high",
+    "verdict": "verdict",
+}
+#: What each row says once: whether it was compared, which column decides it, its verdict, where it ran and why.
+ROW_COLUMNS = ("artifact", "row", "status", "primary", "verdict", "comparable", "n_seeds", "setting", "reason")
+
+
+def layout_columns() -> list[str]:
+    """The file's columns: the row's own, then ``<set> <part>`` for each set and Avg (:data:`CELL_PARTS`)."""
+    return [*ROW_COLUMNS, *(f"{column} {part}" for column in SCORE_COLUMNS for part in CELL_PARTS)]
+
+
+def paper_layout(comparison: pd.DataFrame) -> pd.DataFrame:
+    """``comparison.csv``'s cells of :data:`LAYOUT_ARTIFACTS` with one row per published row, its cells side by side;
+    a row's verdict, status and setting are its primary cell's (a row decided set by set, BERT-whitening's, has no
+    single primary: its verdict column stays empty and each set's verdict says). Rows of yours are not published rows:
+    the tables hold them."""
+    chosen = comparison.artifact.isin(LAYOUT_ARTIFACTS) & comparison.column.isin(SCORE_COLUMNS)
+    cells = comparison[chosen & (comparison.status != YOURS)]  # rows of yours have no published row
+    rows = []
+    for (artifact, row), group in cells.groupby(["artifact", "row"], sort=False):
+        primary = group[group.role == PRIMARY]
+        first = (primary if len(primary) == 1 else group).iloc[0]
+        record = {
+            "artifact": artifact,
+            "row": row,
+            "status": first.status,
+            "primary": first.column if len(primary) == 1 else "",
+            "verdict": first.verdict if len(primary) == 1 else "",
+            "comparable": first.comparable,
+            "n_seeds": first.n_seeds,
+            "setting": first.setting,
+            "reason": first.reason,
+        }
+        for cell in group.itertuples():
+            for part, source in CELL_PARTS.items():
+                record[f"{cell.column} {part}"] = getattr(cell, source)
+        rows.append(record)
+    return pd.DataFrame(rows, columns=layout_columns())
