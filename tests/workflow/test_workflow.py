@@ -104,7 +104,7 @@ def _jobs_of(dry_run: str) -> dict[str, int]:
     return {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", table, re.M)}
 
 
-def test_a_model_of_yours_is_a_row_with_its_paired_differences_and_outside_every_verdict(dag_run):
+def test_a_model_of_yours_is_a_row_with_its_paired_differences_and_outside_every_verdict(dag_run, tmp_path):
     """The test config's model of yours (the stand-in under its own modules): a row of Table 2 labelled as yours,
     evaluated with its own modules; comparison.csv's rows of yours, its Avg and its paired difference from the
     ConSERT row of Table 2 over both its seeds, no verdict, not among the primary cells the headline counts; the
@@ -125,6 +125,11 @@ def test_a_model_of_yours_is_a_row_with_its_paired_differences_and_outside_every
     assert paired.diff_low <= paired.delta <= paired.diff_high
     assert "yours" not in set(comparison[comparison.role == "primary"].status)
     assert 'id="yours"' in (workdir / "results" / "summary.html").read_text()
+    from consert.paper.figures import comparison_forest
+
+    figure = comparison_forest(comparison, [tmp_path / "forest.png"])  # as the rule draws it, from comparison.csv
+    labels = [label.get_text() for label in figure.axes[0].get_yticklabels()]
+    assert "table2: minilm-own (yours) - ConSERT-base" in labels
     result = _run_page_command([*_page_command("yours=[", workdir), "--quiet", "rules"])  # as the page writes it
     jobs = _jobs_of(result.stdout)
     assert jobs == {"evaluate_yours": 1, "diagnostic_figure": 1, "paper_table": 1, "yours_paired": 1, "claims": 1,
