@@ -23,6 +23,7 @@ from consert.encode.pooling import (
     MODEL_POOLING,
     PAPER_POOLING,
     POOLER,
+    SIMCSE_POOLERS,
     Pooling,
 )
 from consert.evaluate.formats import FORMATS
@@ -41,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="P",
         help=f"cls ({CLS_VS_SIMCSE}) | mean | mean:I,J,... (hidden-state indices) | {POOLER} (SimCSE's cls) | model "
         f"(the model's own sentence-transformers modules) | {AUTO_POOLING} ({MODEL_POOLING} where the model has such "
-        "modules, else mean) | SimCSE's {' | '.join(SIMCSE_POOLERS)}; output names it as "
+        f"modules, else mean) | SimCSE's {' | '.join(SIMCSE_POOLERS)}; output names it as "
         f"typed; repeatable; default {PAPER_POOLING} ({MODEL_POOLING} with --format mteb)",
     )
     parser.add_argument(

@@ -269,7 +269,9 @@ def sentence_transformer_modules(path: str | os.PathLike) -> list[str]:
 def own_or_mean(name: str | os.PathLike) -> str:
     """``auto``'s pooling for the model ``name``: ``model`` (its own sentence-transformers modules) where its folder
     lists modules after the transformer, else ``mean`` (the last layer's tokens)."""
-    return "model" if sentence_transformer_modules(resolve_model(name).path) else "mean"
+    from consert.encode.pooling import MODEL_POOLING
+
+    return MODEL_POOLING if sentence_transformer_modules(resolve_model(name).path) else "mean"
 
 
 #: What a model's download takes from its hub repository: the configs, the tokenizer, the sentence-transformers

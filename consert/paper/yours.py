@@ -79,12 +79,29 @@ def _avg(path: str) -> tuple[float, np.ndarray | None, pd.Series]:
     return float(row.spearman), load_replicates(path).get(("Avg", "all")), row
 
 
+def _same_pairs(path: str, own: pd.Series, others: dict[str, pd.Series]) -> None:
+    """Refuse to pair evaluations of different STS files (or of different pairs: their Avg's pair counts)."""
+    for other, row in others.items():
+        for column in ("data_sha256", "n_pairs"):
+            if column in own and column in row and str(own[column]) != str(row[column]):
+                raise ValueError(f"{path} and {other}: {column} {own[column]} against {row[column]}; a paired "
+                                 "difference needs the same test pairs")  # fmt: skip
+
+
 def paired_rows(config: WorkflowConfig) -> pd.DataFrame:
     """``comparison.csv``'s rows of yours (:data:`YOURS` status and role, outside the gate): per model and table its
-    own Avg with the pairs' interval, then its paired difference from each ConSERT row of that table."""
+    own Avg with the pairs' interval, then its paired difference from each ConSERT row of that table. Two
+    evaluations of other STS files (their ``data_sha256``) are no pairs: a :class:`ValueError` names them."""
+    read: dict[str, tuple[float, np.ndarray | None, pd.Series]] = {}
+
+    def evaluation(path: str) -> tuple[float, np.ndarray | None, pd.Series]:  # each file read once
+        if path not in read:
+            read[path] = _avg(path)
+        return read[path]
+
     rows: list[dict[str, Any]] = []
     for model in config.yours:
-        avg, replicates, own = _avg(your_eval(model.name))
+        avg, replicates, own = evaluation(your_eval(model.name))
         base = {"row": your_label(model.name), "column": "Avg", "aggregate": "all", "role": YOURS, "status": YOURS,
                 "reproduced": avg, "n_seeds": 1, "comparable": False, "setting": own.get("setting", ""),
                 "verdict": ""}  # fmt: skip
@@ -92,7 +109,8 @@ def paired_rows(config: WorkflowConfig) -> pd.DataFrame:
             interval_of_pairs = {"test_ci_low": own.spearman_ci_low, "test_ci_high": own.spearman_ci_high}
             rows.append({**base, "artifact": artifact, **interval_of_pairs, "reason": OWN_REASON})
             for method, paths in consert_rows(config, artifact).items():
-                seeds = [_avg(path) for path in paths]
+                seeds = [evaluation(path) for path in paths]
+                _same_pairs(your_eval(model.name), own, dict(zip(paths, (row for _, _, row in seeds), strict=True)))
                 kept = [r for _, r, _ in seeds]
                 if replicates is None or any(r is None for r in kept):
                     difference, low, high = avg - float(np.mean([a for a, _, _ in seeds])), np.nan, np.nan

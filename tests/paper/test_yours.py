@@ -64,7 +64,7 @@ def test_a_row_of_yours_is_paired_with_each_seed_of_the_consert_row_on_the_same_
     paths = [your_eval("minilm-own"), *(consert_eval(run) for run in runs)]
     frames = [evaluate_vectors(data, vectors[key], resamples=RESAMPLES, with_diagnostics=False) for key in (0, 1, 2)]
     for path, frame in zip(paths, frames, strict=True):
-        write_csv(frame.assign(pooling="mean", setting="test"), path)
+        write_csv(frame.assign(pooling="mean", setting="test", data_sha256=data.fingerprint), path)
     rows = paired_rows(config)
     own, paired = rows.iloc[0], rows.iloc[1]
     avg = [float(f.loc[f.dataset == "Avg", "spearman"].iloc[0]) for f in frames]
@@ -75,3 +75,6 @@ def test_a_row_of_yours_is_paired_with_each_seed_of_the_consert_row_on_the_same_
     difference = hand[0] - (hand[1] + hand[2]) / 2
     low, high = np.percentile(difference[np.isfinite(difference)], [2.5, 97.5])
     assert (paired.diff_low, paired.diff_high) == pytest.approx((low, high), abs=1e-9)
+    write_csv(frames[2].assign(pooling="mean", setting="test", data_sha256="other files"), paths[2])
+    with pytest.raises(ValueError, match="data_sha256 .* against other files; a paired difference needs the same"):
+        paired_rows(config)  # a seed evaluated on other STS files is no pair of yours
