@@ -41,17 +41,14 @@ class ReportView:
 
     description: str = ""
     entries: dict[str, dict[str, str]] = field(default_factory=dict)
-    #: the summary page (``results/summary.html``) as shown: its verdict section's text, and the header
-    #: and first row of its rendered Table 2 (``table#table2_unsup``)
+    #: the summary page (``results/summary.html``) as shown: its verdict section's text, and the header cells
+    #: and body rows of its Table 2 in the paper's layout (``table#table2_unsup``)
     summary_verdicts: str = ""
     summary_table_header: list[str] = field(default_factory=list)
-    summary_table_first_row: list[str] = field(default_factory=list)
+    summary_table_rows: list[list[str]] = field(default_factory=list)
     #: every table row of the summary's first screen (what shows in its frame before any scrolling), each as its
-    #: table's id (or class) and its cells' text; and the primary cells' table: caption, header and rows
+    #: table's id (or class) and its cells' text
     summary_first_screen: list[list[str]] = field(default_factory=list)
-    summary_cells_caption: str = ""
-    summary_cells_header: list[str] = field(default_factory=list)
-    summary_cells_rows: list[list[str]] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -74,6 +71,56 @@ FIRST_SCREEN_ROWS = """body => {
     }
     return rows;
 }"""
+
+
+#: Every row of the bodies given, as its cells' text (a cell's lines joined by a space).
+ROWS = """bodies => bodies.flatMap(body => Array.from(body.rows, row => Array.from(row.cells,
+    cell => cell.innerText.split(/\\s+/).filter(Boolean).join(" "))))"""
+
+
+@dataclass
+class SummaryView:
+    """The summary page opened on its own at a viewport's size: the rows of its first screen (as
+    :data:`FIRST_SCREEN_ROWS`), where its Table 2 lies (``top``, ``bottom``, ``right`` of its header and of each body
+    row, in pixels), the page's text, every table cell's text, and the viewport."""
+
+    first_screen: list[list[str]] = field(default_factory=list)
+    table2_header: dict[str, float] = field(default_factory=dict)
+    table2_rows: list[dict[str, float]] = field(default_factory=list)
+    text: str = ""
+    cells: list[str] = field(default_factory=list)
+    viewport: tuple[int, int] = (1280, 800)
+    errors: list[str] = field(default_factory=list)
+
+
+#: A box's edges, in the viewport's pixels.
+BOX = (
+    "element => { const box = element.getBoundingClientRect(); return {top: box.top, bottom: box.bottom, "
+    "right: box.right}; }"
+)
+
+
+def read_summary(summary: Path, screenshot: Path, viewport: tuple[int, int] = (1280, 800)) -> SummaryView:
+    """Open ``summary`` in headless Chromium at ``viewport``, save its first screen to ``screenshot`` and return
+    what that screen holds. Every request that is not local is aborted (it is a self-contained page)."""
+    from playwright.sync_api import sync_playwright
+
+    view = SummaryView(viewport=viewport)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(LOCAL_SCHEMES) else r.abort())
+        page.on("pageerror", lambda error: view.errors.append(str(error)))
+        page.goto(summary.resolve().as_uri(), wait_until="load")
+        page.screenshot(path=str(screenshot))
+        view.first_screen = [[_text(cell) for cell in row] for row in page.locator("body").evaluate(FIRST_SCREEN_ROWS)]
+        table = page.locator("table#table2_unsup")
+        view.table2_header = table.locator("thead").evaluate(BOX)
+        view.table2_rows = [row.evaluate(BOX) for row in table.locator("tbody tr").all()]
+        view.text = page.locator("body").inner_text()
+        view.cells = [_text(t) for t in page.locator("td, tbody th").all_inner_texts()]
+        browser.close()
+    return view
 
 
 def read_report(report: Path, screenshot_dir: Path | None = None) -> ReportView:
@@ -141,18 +188,9 @@ def read_report(report: Path, screenshot_dir: Path | None = None) -> ReportView:
                 view.summary_verdicts = _text(frame.locator("#verdicts").inner_text())
                 table = frame.locator("table#table2_unsup")
                 view.summary_table_header = [_text(t) for t in table.locator("thead th").all_inner_texts()]
-                view.summary_table_first_row = [
-                    _text(t) for t in table.locator("tbody tr").first.locator("td").all_inner_texts()
-                ]
+                view.summary_table_rows = table.locator("tbody").evaluate_all(ROWS)
                 screen = frame.locator("body").evaluate(FIRST_SCREEN_ROWS)
                 view.summary_first_screen = [[_text(cell) for cell in row] for row in screen]
-                cells = frame.locator("table#primary-cells")
-                view.summary_cells_caption = _text(cells.locator("caption").inner_text())
-                view.summary_cells_header = [_text(t) for t in cells.locator("thead th").all_inner_texts()]
-                view.summary_cells_rows = [
-                    [_text(t) for t in cells.locator("tbody tr").nth(i).locator("td").all_inner_texts()]
-                    for i in range(cells.locator("tbody tr").count())
-                ]
                 if screenshot_dir:
                     page.screenshot(path=str(screenshot_dir / "report_summary.png"))
             context.close()

@@ -211,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
     if args.layout:
         from consert.verdict.layout import paper_layout
 
-        write_csv(paper_layout(table), args.layout)
+        write_csv(paper_layout(table, Path(args.published)), args.layout)
     _print_comparison(table)
     if provisional:
         print(provisional)

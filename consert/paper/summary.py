@@ -9,6 +9,7 @@ import base64
 import datetime as dt
 import html
 import io
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -16,16 +17,16 @@ import pandas as pd
 from consert import registry
 from consert.data.senteval import DATASETS
 from consert.io import text_column
+from consert.paper.summary_tables import PAPER_SETTING, paper_table_html, reason_groups, setting_line, yours_rows
+from consert.paper.summary_tables import STYLE as PAPER_TABLE_STYLE
 from consert.verdict.claims import FAILS, HOLDS, NOT_CONTRADICTED, NOT_RUN, UNDECIDED
 from consert.verdict.decision import PRIMARY, SHIFT, YOURS
-from consert.verdict.gate import comparable_cells, verdict_counts
+from consert.verdict.gate import STAND_IN_ALLOWED, comparable_cells, verdict_counts
 from consert.verdict.gate_rates import sweep_power_line
 
-SHOWN = ("method", "size", "mode", "batch_size", "view1", "view2", "n_texts", "temperature", "k", "dataset",
-         "n_pairs", *DATASETS, "Avg", "spearman", "best_step",
-         "published_Avg", "published_steps", "n_seeds")  # fmt: skip
-#: Table 1 and Figure 1 are long (a row per set or per pair): the summary shows their first rows.
-ROWS_SHOWN = 40
+SHOWN = ("statistic", "method", "size", "mode", "batch_size", "view1", "view2", "n_texts", "temperature", "k",
+         "dataset", "n_pairs", *DATASETS, "Avg", "spearman", "best_step",
+         "published_Avg", "published_steps", "n_seeds", "Total")  # fmt: skip
 #: The figures shown after the paper's artifacts (each artifact with its title: :func:`consert.registry.in_summary`,
 #: rendered as the columns of :data:`SHOWN`, every figure drawn beside its table).
 FIGURES = (
@@ -42,6 +43,8 @@ def _read(path: Path) -> pd.DataFrame | None:
 
 #: The stand-in's own anchor: the stand-in's scores against mteb's published ones (not cells of the paper).
 ANCHOR = "stand_in_mteb"
+#: The comparison in the paper's layout, written by the comparison job (:mod:`consert.verdict.layout`).
+LAYOUT_FILE = "paper_tables.csv"
 
 
 def primary_summary(comparison: pd.DataFrame) -> dict[str, int]:
@@ -184,17 +187,6 @@ def _table_html(frame: pd.DataFrame, table_id: str, caption: str | None = None) 
     return f"{table[:opening]}<caption>{html.escape(caption)}</caption>{table[opening:]}"
 
 
-#: The setting label of a row run as the paper ran it (:attr:`consert.encode.models.ResolvedModel.setting`).
-PAPER_SETTING = "paper setting"
-#: The column that says, in each shown row, where its numbers were run.
-RUN_IN = "run in"
-
-
-def _short_setting(setting: object) -> str:
-    """A setting label without its parenthesis: ``offline stand-in``, ``rehearsal``, ``paper setting``."""
-    return str(setting).split(" (")[0].strip()
-
-
 def _where(table: pd.DataFrame) -> pd.Series:
     """Each row's setting in full when it is not the paper's (else its NLI stand-in, else "")."""
     setting, nli = text_column(table, "setting"), text_column(table, "nli")
@@ -202,67 +194,56 @@ def _where(table: pd.DataFrame) -> pd.Series:
     return setting.where(other, nli.where(nli.str.contains("stand-in"), ""))
 
 
-def another_setting(table: pd.DataFrame) -> pd.Series:
-    """Which rows of a result table were run in another setting than the paper's (the stand-in, a rehearsal,
-    the SICK-E stand-in for NLI data): their numbers test nothing of the paper."""
-    return _where(table) != ""
-
-
 def setting_caption(table: pd.DataFrame) -> str | None:
-    """The caption of a table with rows of another setting (which settings, how many rows), else ``None``."""
+    """The caption of a table with rows of another setting (which settings, how many rows), else ``None``: the
+    setting said once, not in each row."""
     where = _where(table)
     if not (where != "").any():
         return None
     settings = "; ".join(dict.fromkeys(w for w in where if w))
     return (
         f"{int((where != '').sum())} of {len(table)} rows were run in another setting than the paper's: {settings}. "
-        f"Their numbers exercise the pipeline; they are not the paper's and reproduce nothing of it "
-        f"(column '{RUN_IN}')."
+        "Their numbers exercise the pipeline; they are not the paper's and reproduce nothing of it."
     )
 
 
 def shown_table(table: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
-    """An artifact's table as the summary shows it: the columns of :data:`SHOWN`, its first rows, a
-    ``run in`` column where any row was run in another setting, and the caption that says so."""
-    head = table.head(ROWS_SHOWN)
-    where = _where(head)
-    shown = head[[c for c in SHOWN if c in head]]
-    if (where != "").any():
-        setting = text_column(head, "setting")
-        labels = [_short_setting(w or s) for w, s in zip(where, setting, strict=True)]  # "" where none is known
-        shown = shown.assign(**{RUN_IN: labels})
-    return shown, setting_caption(head)
+    """A table of results not compared cell by cell in the paper's layout (Table 1, Table 4) as the summary shows
+    it: the columns of :data:`SHOWN`, and the caption that names, once, the other settings its rows ran in."""
+    return table[[c for c in SHOWN if c in table]], setting_caption(table)
 
 
-#: The comparison's columns as the summary shows them: our number is ``ours`` (``reproduced`` is a verdict).
-CELL_COLUMNS = {"artifact": "artifact", "row": "row", RUN_IN: f"ours {RUN_IN}", "column": "column",
-                "published": "published", "reproduced": "ours", "delta": "delta", "diff_low": "diff_low",
-                "diff_high": "diff_high", "margin": "margin", "verdict": "verdict", "status": "status",
-                "reason": "reason"}  # fmt: skip
+#: The columns of a compared cell as the summary shows them, in words: our number is ``ours`` (``reproduced``
+#: is a verdict).
+CELL_COLUMNS = {"artifact": "artifact", "row": "row", "column": "column", "reproduced": "ours",
+                "seed_std": "seed SD", "published": "published", "delta": "ours − published",
+                "interval": "95% interval of the difference", "margin": "margin", "verdict": "verdict"}  # fmt: skip
 
 
-def cells_table(
-    cells: pd.DataFrame, setting: str = "the paper's setting", label: str = PAPER_SETTING
-) -> tuple[pd.DataFrame, str]:
-    """Compared cells as the summary shows them, and their caption: our number under ``ours``, beside it where
-    it was run (``label`` for a comparable row, else the stand-in, a rehearsal, ...: then its status says
-    ``compared in another setting``), and a caption saying how many rows were run elsewhere than ``setting``."""
-    compared = cells.status == "compared"
-    other = compared & ~cells.comparable.astype(bool)
-    settings = text_column(cells, "setting")
-    labels = settings.map(_short_setting)
-    run_in = labels.where(labels != "", text_column(cells, "reason").str.split(":").str[0])
-    frame = cells.assign(**{
-        RUN_IN: run_in.where(other, label).where(compared, ""),
-        "status": cells.status.where(~other, "compared in another setting"),
-    })[list(CELL_COLUMNS)].rename(columns=CELL_COLUMNS)  # fmt: skip
-    if not other.any():
-        return frame, f"'ours': this run's numbers, run in {setting}; 'reproduced' only where the verdict says so."
-    named = "; ".join(dict.fromkeys(s for s in settings[other] if s))
-    return frame, (
-        f"{int(other.sum())} of {int(compared.sum())} compared rows were run in another setting than {setting} "
-        f"({named or 'see reason'}): their 'ours' numbers are not the paper's, and their verdict is "
-        "'not comparable', never 'reproduced'."
+def cells_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """Compared cells as the summary lists them (:data:`CELL_COLUMNS`): the interval in words, a row of another
+    setting's verdict ``not comparable``, one not compared its status (``not run``, ``missing``)."""
+    low, high = cells.diff_low.map(_number), cells.diff_high.map(_number)
+    interval = (low + " to " + high).where((low != "") & (high != ""), "")
+    verdict = text_column(cells, "verdict").where(cells.status == "compared", cells.status)
+    return cells.assign(interval=interval, verdict=verdict)[list(CELL_COLUMNS)].rename(columns=CELL_COLUMNS)
+
+
+def _number(value: object) -> str:
+    number = pd.to_numeric(value, errors="coerce")
+    return "" if pd.isna(number) else f"{float(number):.2f}"
+
+
+def _cells_section(cells: pd.DataFrame, table_id: str, title: str) -> str:
+    """A list of compared cells with its heading, the setting its rows ran in said once above it, and the reasons
+    of those not compared in the paper's setting grouped beneath it, each once."""
+    named = cells.assign(row=cells.artifact + ": " + cells.row.astype(str))
+    reasons = reason_groups(named)
+    listed = "".join(f"<li>{html.escape(r)}: {html.escape(', '.join(rows))}</li>" for r, rows in reasons.items())
+    return (
+        f'<h2>{html.escape(title)}</h2><p class="setting">{html.escape(setting_line(cells))}</p>'
+        + _table_html(cells_table(cells), table_id)
+        + (f'<ul class="reasons">{listed}</ul>' if listed else "")
     )
 
 
@@ -308,23 +289,38 @@ def write_summary(results: str | Path, figures: str | Path, output: str | Path, 
              f"harness commit {html.escape(commit)}.</p>"]  # fmt: skip
     if comparison is not None:
         parts.append(_verdicts_html(comparison, folder))
+    layout = _read(folder / LAYOUT_FILE)
+    laid_out = set() if layout is None else set(layout.artifact)
+    if layout is not None:  # the compared tables first, as the paper prints them: Table 2 on the first screen
+        for artifact, rows in layout.groupby("artifact", sort=False):
+            own = registry.BY_KEY.get(artifact)
+            yours = yours_rows(_read(folder / own.csv)) if own is not None else None
+            parts.append(paper_table_html(artifact, rows, yours))
     claims = _read(folder / "claims.csv")
     if claims is not None:
-        shown = [c for c in ("id", "size", "quote", "verdict", "low", "high", "detail", "reason") if c in claims]
+        shown = [c for c in ("id", "size", "quote", "verdict", "low", "high", "detail") if c in claims]
         comparable = claims.comparable.astype(bool)
-        parts.append("<h2>Claims on comparable rows</h2>" + _table_html(claims[comparable][shown], "claims"))
+        parts.append(
+            "<h2>Claims on comparable rows</h2>"
+            + (_table_html(claims[comparable][shown], "claims") if comparable.any() else "<p>None in this run.</p>")
+        )
+        other = claims[~comparable]
         parts.append("<h2>Claims checked on rows of another setting (they say nothing of the paper)</h2>"
-                     + _table_html(claims[~comparable][shown], "claims-not-comparable"))  # fmt: skip
+                     f'<p class="setting">{html.escape(_settings_named(other))}</p>'
+                     + _table_html(other[shown], "claims-not-comparable"))  # fmt: skip
     for artifact in registry.in_summary():
         name, title = artifact.stem, artifact.title
+        if artifact.key in laid_out:
+            continue
         if artifact.drawn:  # a figure: drawn, captioned, its numbers linked (no excerpt of its CSV in the page)
             parts.append(f"<h2>{html.escape(title)}</h2>" + _image(drawn / f"{name}.png", title, artifact.csv))
             continue
         table = _read(folder / artifact.csv)
         if table is not None:
             shown, caption = shown_table(table)
-            more = f"<p>First {ROWS_SHOWN} of {len(table)} rows: {name}.csv</p>" if len(table) > ROWS_SHOWN else ""
-            parts.append(f"<h2>{html.escape(title)}</h2>" + _table_html(shown, name, caption) + more)
+            parts.append(f"<h2>{html.escape(title)}</h2>" + _table_html(shown, name, caption))
+    if comparison is not None:
+        parts.append(_other_cells_html(comparison, laid_out))
     for name, title in FIGURES:
         numbers = "comparison.csv" if name == "comparison_forest" else f"{name}.csv"
         parts.append(f"<h2>{html.escape(title)}</h2>" + _image(drawn / f"{name}.png", title, numbers))
@@ -335,39 +331,65 @@ def write_summary(results: str | Path, figures: str | Path, output: str | Path, 
                      + _table_html(average[list(DIAGNOSTICS_SHOWN)], registry.DIAGNOSTICS.stem))  # fmt: skip
     cost = _read(folder / "cost.csv")
     if cost is not None:
-        parts.append("<h2>Cost per artifact</h2>" + _table_html(cost, "cost"))
+        machines = cost.hardware.dropna().unique() if "hardware" in cost else []
+        said = f"<p>Measured on {html.escape(str(machines[0]))}.</p>" if len(machines) == 1 else ""
+        shown = cost.drop(columns="hardware") if said else cost  # one machine: said once
+        parts.append("<h2>Cost per artifact</h2>" + said + _table_html(shown, "cost"))
     page = f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>ConSERT reproduction: summary</title>" \
-           f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>"  # fmt: skip
+           f"<style>{STYLE}{PAPER_TABLE_STYLE}</style></head><body>{''.join(parts)}</body></html>"  # fmt: skip
     with atomic_path(output) as temporary:
         Path(temporary).write_text(page)
     return Path(output)
 
 
+def _settings_named(rows: pd.DataFrame) -> str:
+    """Each setting of ``rows`` once (the line above a list whose rows ran in other settings)."""
+    named = (part for cell in text_column(rows, "setting") for part in re.split(r"(?<=\)); ", cell) if part)
+    return f"Run in: {'; '.join(dict.fromkeys(named)) or 'no setting recorded'}."
+
+
 def _verdicts_html(comparison: pd.DataFrame, folder: Path) -> str:
-    """The banner, the published rows by verdict, the headline's lines, the primary cells of the paper and the
-    stand-in's anchor cells apart."""
+    """The first screen's lead: the banner, the published rows by verdict (a row of counts), the run's setting
+    once (the banner names it when nothing is comparable) and the headline's other lines."""
     warning = banner(comparison)
     parts = [f'<p class="banner" id="banner">{html.escape(warning)}</p>'] if warning else []
-    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{v}</td></tr>" for k, v in primary_summary(comparison).items())
-    parts.append(f'<section id="verdicts"><h2>Published rows of the paper</h2><table class="counts">{cells}</table>')
-    lines = headline(folder)[1 if warning else 0 : -1]
+    counts = primary_summary(comparison)
+    header = "".join(f"<th>{html.escape(k)}</th>" for k in counts)
+    values = "".join(f"<td>{v}</td>" for v in counts.values())
+    parts.append(f'<section id="verdicts"><h2>Published rows of the paper</h2><table class="counts"><tr>{header}</tr>'
+                 f"<tr>{values}</tr></table>")  # fmt: skip
+    if not warning:
+        paper = comparison[~comparison.artifact.isin([ANCHOR, SHIFT]) & (comparison.role == PRIMARY)]
+        parts.append(f'<p id="run-setting">{html.escape(setting_line(paper))}</p>')
+    lines = headline(folder)[2 if warning else 1 : -1]  # the banner and the counts are above
     parts.append("".join(f"<p>{html.escape(line)}</p>" for line in lines) + "</section>")
-    primary = comparison[(comparison.role == PRIMARY) & ~comparison.artifact.isin([ANCHOR])]
-    frame, caption = cells_table(primary)
-    parts.append("<h2>Primary cells of the paper</h2>" + _table_html(frame, "primary-cells", caption))
+    return "".join(parts)
+
+
+def _other_cells_html(comparison: pd.DataFrame, laid_out: set[str]) -> str:
+    """The compared cells outside the paper's tables (Table 4, the figures' stated values, the shared shift),
+    your models' paired differences, and the stand-in's anchor apart."""
+    chosen = (comparison.role == PRIMARY) & (comparison.status != STAND_IN_ALLOWED)  # the banner says the latter
+    primary = comparison[chosen & ~comparison.artifact.isin([ANCHOR, *laid_out])]
+    parts = (
+        [_cells_section(primary, "primary-cells", "Other published values compared (primary cells)")]
+        if len(primary)
+        else []
+    )
     yours = comparison[comparison.status == YOURS]
     if len(yours):
         columns = ["artifact", "row", "against", "reproduced", "test_ci_low", "test_ci_high", "delta", "diff_low",
-                   "diff_high", "n_seeds", "setting"]  # fmt: skip
+                   "diff_high", "n_seeds"]  # fmt: skip
         shown = yours[[c for c in columns if c in yours]].rename(
             columns={"reproduced": "Avg", "delta": "yours - against", "n_seeds": "seeds (against)"}
         )
         parts.append("<h2>Your models (no published value, no verdict)</h2><p>Avg with its 95% interval over the test "
                      "pairs; against each ConSERT row of the same table, the difference on the same pairs with its "
-                     "paired 95% interval (seeds not included)</p>" + _table_html(shown, "yours"))  # fmt: skip
+                     "paired 95% interval (seeds not included)</p>"
+                     f'<p class="setting">{html.escape(_settings_named(yours))}</p>'
+                     + _table_html(shown, "yours"))  # fmt: skip
     anchor = comparison[comparison.artifact == ANCHOR]
     if len(anchor):
-        frame, caption = cells_table(anchor, setting="the stand-in's own setting", label="its own setting")
-        parts.append("<h2>The stand-in against its own published MTEB scores (not the paper)</h2>"
-                     + _table_html(frame, "stand-in-anchor", caption))  # fmt: skip
+        parts.append(_cells_section(anchor, "stand-in-anchor",
+                                    "The stand-in against its own published MTEB scores (not the paper)"))  # fmt: skip
     return "".join(parts)

@@ -177,6 +177,26 @@ def compare(
     return decide(frame, context.decision)
 
 
+def published_cells(published: Path) -> pd.DataFrame:
+    """Every published cell the comparison's row blocks pair with a reproduced row (``artifact``, ``row``,
+    ``column``, ``published``), whether or not its row ran: the paper's layout shows a row not run beside its
+    published numbers."""
+    cells = []
+    for block in COMPARED_BLOCKS:
+        if not isinstance(block, ComparedRows):
+            continue
+        pub = pd.read_csv(published / block.published_file)
+        pub = pub.assign(key=block.published_key(pub))
+        for published_name, _, _ in block.pairs(pub):
+            row = pub[pub.key == published_name].iloc[0]
+            for column, _ in block.columns:
+                value = pd.to_numeric(row.get(column), errors="coerce")
+                cells.append({"artifact": block.artifact, "row": published_name, "column": column, "published": value})
+    return pd.DataFrame(cells, columns=["artifact", "row", "column", "published"]).drop_duplicates(
+        ["artifact", "row", "column"]
+    )
+
+
 def _required(block: ComparedRows | StatedCells, seeds: dict[str, int] | None) -> bool:
     """Whether a block's missing file is a gap: always, unless it is optional and the config's design (``seeds``,
     ``artifact:kind``) trains none of its rows (the contrastive family when the config trains it is required)."""

@@ -5,6 +5,8 @@ Avg with ours, our seed SD, the published value, the difference, its decision in
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from consert.registry import FAMILY, TABLE2, TABLE3
@@ -31,30 +33,47 @@ def layout_columns() -> list[str]:
     return [*ROW_COLUMNS, *(f"{column} {part}" for column in SCORE_COLUMNS for part in CELL_PARTS)]
 
 
-def paper_layout(comparison: pd.DataFrame) -> pd.DataFrame:
+def paper_layout(comparison: pd.DataFrame, published: Path | None = None) -> pd.DataFrame:
     """``comparison.csv``'s cells of :data:`LAYOUT_ARTIFACTS` with one row per published row, its cells side by side;
     a row's verdict, status and setting are its primary cell's (a row decided set by set, BERT-whitening's, has no
-    single primary: its verdict column stays empty and each set's verdict says). Rows of yours are not published rows:
-    the tables hold them."""
-    chosen = comparison.artifact.isin(LAYOUT_ARTIFACTS) & comparison.column.isin(SCORE_COLUMNS)
+    single primary: its verdict column stays empty and each set's verdict says). A published row with nothing to
+    compare (not run, missing: one gap row in the comparison) is a row too, with its published numbers when
+    ``published`` (the folder of the published tables) is given. Rows of yours are not published rows: the tables
+    hold them."""
+    chosen = comparison.artifact.isin(LAYOUT_ARTIFACTS) & (comparison.row != "*")  # "*": a whole artifact missing
     cells = comparison[chosen & (comparison.status != YOURS)]  # rows of yours have no published row
+    cells = cells[cells.column.isin(SCORE_COLUMNS) | (cells.column == "*")]
+    values = _published_values(published) if published is not None else {}
     rows = []
     for (artifact, row), group in cells.groupby(["artifact", "row"], sort=False):
         primary = group[group.role == PRIMARY]
         first = (primary if len(primary) == 1 else group).iloc[0]
+        decided = len(primary) == 1 and first.column != "*"
         record = {
             "artifact": artifact,
             "row": row,
             "status": first.status,
-            "primary": first.column if len(primary) == 1 else "",
-            "verdict": first.verdict if len(primary) == 1 else "",
+            "primary": first.column if decided else "",
+            "verdict": first.verdict if decided or first.status != "compared" else "",
             "comparable": first.comparable,
             "n_seeds": first.n_seeds,
             "setting": first.setting,
             "reason": first.reason,
         }
-        for cell in group.itertuples():
+        for column, value in values.get((artifact, row), {}).items():
+            record[f"{column} published"] = value
+        for cell in group[group.column != "*"].itertuples():
             for part, source in CELL_PARTS.items():
                 record[f"{cell.column} {part}"] = getattr(cell, source)
         rows.append(record)
     return pd.DataFrame(rows, columns=layout_columns())
+
+
+def _published_values(published: Path) -> dict[tuple[str, str], dict[str, float]]:
+    """``{(artifact, row): {column: published}}`` of the layout's published rows."""
+    from consert.verdict.compare import published_cells
+
+    cells = published_cells(published)
+    cells = cells[cells.artifact.isin(LAYOUT_ARTIFACTS) & cells.column.isin(SCORE_COLUMNS)]
+    return {key: dict(zip(group.column, group.published, strict=True))
+            for key, group in cells.groupby(["artifact", "row"], sort=False)}  # fmt: skip
