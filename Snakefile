@@ -48,16 +48,20 @@ rule all:
 
 
 onstart:
-    check_device()
-    start_mps()
-    start_job_server()
+    from consert.workflow_hooks import on_start
+
+    # the device check's question, asked only of a cuda config run here: does a job to run declare the gpu resource
+    gpu_jobs = lambda: any(job.resources.get("gpu", 0) for job in workflow.dag.needrun_jobs())
+    for line in on_start(CONFIG, workflow.local_exec, gpu_jobs):
+        print(line)
 
 
 onsuccess:
     from consert.paper.summary import headline, target_headline
+    from consert.workflow_hooks import on_end
 
-    stop_mps()
-    stop_job_server()
+    for line in on_end(CONFIG, workflow.local_exec):
+        print(line)
     # a table or figure asked for by itself: its own published rows decided (provisional where others did not run)
     asked = [a for a in COMPARED_ARTIFACTS if f"results/{a.csv}" in workflow.dag.targetfiles]
     rows = [target for target in ROW_TARGETS if target in workflow.dag.targetfiles]
@@ -74,7 +78,8 @@ onsuccess:
 
 onerror:
     from consert.paper.summary import failure_lines
+    from consert.workflow_hooks import on_end
 
-    stop_mps()
-    stop_job_server()
+    for line in on_end(CONFIG, workflow.local_exec):
+        print(line)
     print("\n".join(failure_lines(log)))

@@ -1,4 +1,6 @@
-"""Helpers shared by the rules: config validation, the run plan, and the resolved settings files jobs read."""
+"""Helpers shared by the rules: config validation, the run plan, the resolved settings files jobs read, and the
+rules' input functions. What the workflow starts and stops around its jobs (the device check, MPS, the job server)
+is consert.workflow_hooks, called from the Snakefile's onstart, onsuccess and onerror."""
 
 import os
 import re
@@ -220,68 +222,6 @@ if workflow.local_exec and not workflow.subprocess_exec and GPU_PER_JOB and CONF
     if _idle := idle_cards(_cards, _gpus, workflow.cores, THREADS):
         print(_idle, file=sys.stderr)
 GPU_SHARE = "shared" if CONFIG.share_gpu else "whole"
-
-
-#: Where the MPS daemon of the jobs that share a card keeps its pipes and logs (consert.gpu_mps); None: no MPS.
-MPS_FOLDER = ".snakemake/mps" if CONFIG.share_gpu and CONFIG.gpu_mps else None
-
-
-def start_mps():
-    """Jobs that share a card run side by side under NVIDIA's MPS where the machine has it (one line says so)."""
-    if MPS_FOLDER:
-        from consert import gpu_mps
-
-        line = gpu_mps.start(MPS_FOLDER)
-        if line:
-            print(line)
-
-
-def stop_mps():
-    """Stop the MPS daemon the workflow started (none else)."""
-    if MPS_FOLDER:
-        from consert import gpu_mps
-
-        line = gpu_mps.stop(MPS_FOLDER)
-        if line:
-            print(line)
-
-
-def start_job_server():
-    """`job_server: true` on this machine: the jobs' `consert` commands start from one process that has imported the
-    harness (consert.job_server); a cluster's jobs start their own."""
-    if CONFIG.job_server and workflow.local_exec:
-        from consert import job_server
-
-        job_server.start()
-
-
-def stop_job_server():
-    """Stop the job server this run started, once its jobs are done; one line says how many jobs it started."""
-    if CONFIG.job_server and workflow.local_exec:
-        from consert import job_server
-
-        line = job_server.stop()
-        if line:
-            print(line)
-
-
-def check_device():
-    """`device: cuda` (the paper's config): a run on this machine whose jobs take a GPU stops before any job, in one
-    line, where torch sees none (a target that needs no GPU, a table rebuilt from results, runs); on a cluster each
-    job checks on its node."""
-    if (
-        CONFIG.device == "cuda"
-        and workflow.local_exec
-        and any(job.resources.get("gpu", 0) for job in workflow.dag.needrun_jobs())
-    ):
-        from consert.encode.models import NoGpuError, default_device
-
-        try:
-            default_device("cuda")
-        except NoGpuError:
-            from consert.encode.models import no_gpu_message
-
-            sys.exit(no_gpu_message(cpu="--config device=cpu"))
 
 
 def device_env(gpu_job=False):
