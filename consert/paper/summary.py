@@ -17,7 +17,14 @@ import pandas as pd
 from consert import registry
 from consert.data.senteval import DATASETS
 from consert.io import text_column
-from consert.paper.summary_tables import PAPER_SETTING, paper_table_html, reason_groups, setting_line, yours_rows
+from consert.paper.summary_tables import (
+    PAPER_SETTING,
+    number_text,
+    paper_table_html,
+    reasons_html,
+    setting_line,
+    yours_rows,
+)
 from consert.paper.summary_tables import STYLE as PAPER_TABLE_STYLE
 from consert.verdict.claims import FAILS, HOLDS, NOT_CONTRADICTED, NOT_RUN, UNDECIDED
 from consert.verdict.decision import PRIMARY, SHIFT, YOURS
@@ -223,27 +230,20 @@ CELL_COLUMNS = {"artifact": "artifact", "row": "row", "column": "column", "repro
 def cells_table(cells: pd.DataFrame) -> pd.DataFrame:
     """Compared cells as the summary lists them (:data:`CELL_COLUMNS`): the interval in words, a row of another
     setting's verdict ``not comparable``, one not compared its status (``not run``, ``missing``)."""
-    low, high = cells.diff_low.map(_number), cells.diff_high.map(_number)
+    low, high = cells.diff_low.map(number_text), cells.diff_high.map(number_text)
     interval = (low + " to " + high).where((low != "") & (high != ""), "")
     verdict = text_column(cells, "verdict").where(cells.status == "compared", cells.status)
     return cells.assign(interval=interval, verdict=verdict)[list(CELL_COLUMNS)].rename(columns=CELL_COLUMNS)
-
-
-def _number(value: object) -> str:
-    number = pd.to_numeric(value, errors="coerce")
-    return "" if pd.isna(number) else f"{float(number):.2f}"
 
 
 def _cells_section(cells: pd.DataFrame, table_id: str, title: str) -> str:
     """A list of compared cells with its heading, the setting its rows ran in said once above it, and the reasons
     of those not compared in the paper's setting grouped beneath it, each once."""
     named = cells.assign(row=cells.artifact + ": " + cells.row.astype(str))
-    reasons = reason_groups(named)
-    listed = "".join(f"<li>{html.escape(r)}: {html.escape(', '.join(rows))}</li>" for r, rows in reasons.items())
     return (
         f'<h2>{html.escape(title)}</h2><p class="setting">{html.escape(setting_line(cells))}</p>'
         + _table_html(cells_table(cells), table_id)
-        + (f'<ul class="reasons">{listed}</ul>' if listed else "")
+        + reasons_html(named)
     )
 
 

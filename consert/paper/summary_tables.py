@@ -58,9 +58,10 @@ STYLE = (
 )
 
 
-def _number(value: object, digits: int = 2) -> str:
+def number_text(value: object) -> str:
+    """A number as the summary prints it (2 decimals), "" where there is none."""
     number = pd.to_numeric(value, errors="coerce")
-    return "" if pd.isna(number) else f"{float(number):.{digits}f}"
+    return "" if pd.isna(number) else f"{float(number):.2f}"
 
 
 def row_group(row: pd.Series) -> str:
@@ -82,8 +83,8 @@ def setting_line(rows: pd.DataFrame) -> str:
         return "Nothing of this table was compared in this run."
     counts = compared.apply(_setting_of, axis=1).replace("", "an unnamed setting").value_counts(sort=False)
     parts = [f"{setting} ({n} row{'s' if n != 1 else ''})" for setting, n in counts.items()]
-    paper = sum(n for setting, n in counts.items() if setting.startswith(PAPER_SETTING))
-    return f"Run in: {'; '.join(parts)}. {paper} of {len(compared)} compared rows ran in the paper's setting."
+    comparable = int(compared.comparable.astype(str).str.lower().eq("true").sum())  # the gate's word, not the label
+    return f"Run in: {'; '.join(parts)}. {comparable} of {len(compared)} compared rows are comparable with the paper."
 
 
 def reason_groups(rows: pd.DataFrame) -> dict[str, list[str]]:
@@ -107,16 +108,23 @@ def reason_groups(rows: pd.DataFrame) -> dict[str, list[str]]:
     return groups
 
 
+def reasons_html(rows: pd.DataFrame) -> str:
+    """The list under a table of :func:`reason_groups`, each reason once with its rows ("" when there is none)."""
+    listed = "".join(f"<li>{html.escape(r)}: {html.escape(', '.join(names))}</li>" for r, names in
+                     reason_groups(rows).items())  # fmt: skip
+    return f'<ul class="reasons">{listed}</ul>' if listed else ""
+
+
 def _cell(row: pd.Series, column: str, marked: bool) -> str:
     """One set's two cells: ours ± SD (with the verdict's mark when ``marked``) and the published value."""
-    ours, sd = _number(row.get(f"{column} ours")), _number(row.get(f"{column} sd"))
+    ours, sd = number_text(row.get(f"{column} ours")), number_text(row.get(f"{column} sd"))
     shown = f"{ours}<small>±{sd}</small>" if ours and sd else ours
     verdict = row.get(f"{column} verdict")
     classes = "ours"
     if marked and isinstance(verdict, str) and verdict in MARKS:
         classes += f" {MARKS[verdict]}"
         shown += f'<span class="mark">{html.escape(verdict)}</span>'
-    return f'<td class="{classes}">{shown}</td><td class="published">{_number(row.get(f"{column} published"))}</td>'
+    return f'<td class="{classes}">{shown}</td><td class="published">{number_text(row.get(f"{column} published"))}</td>'
 
 
 def _row_html(row: pd.Series, columns: Iterable[str]) -> str:
@@ -157,15 +165,9 @@ def paper_table_html(artifact: str, rows: pd.DataFrame, yours: pd.DataFrame | No
         heading = f'<tr class="group"><th colspan="{1 + 2 * len(shown)}">{html.escape(line)}</th></tr>' if line else ""
         body.append(f'<tbody class="{group.replace(" ", "-")}">{heading}'
                     + "".join(_row_html(row, shown) for _, row in members.iterrows()) + "</tbody>")  # fmt: skip
-    reasons = reason_groups(rows)
-    listed = "".join(
-        f"<li>{html.escape(reason)}: {html.escape(', '.join(names))}</li>" for reason, names in reasons.items()
-    )
     return (
         f'<section class="paper-table" id="paper-{html.escape(table_id)}"><h2>{html.escape(title)}</h2>'
         f'<p class="setting">{html.escape(setting_line(rows))}</p>'
         f'<table class="paper" id="{html.escape(table_id)}"><thead><tr><th class="row" rowspan="2">row</th>{head}</tr>'
-        f"<tr>{sub}</tr></thead>{''.join(body)}</table>"
-        + (f'<ul class="reasons">{listed}</ul>' if listed else "")
-        + "</section>"
+        f"<tr>{sub}</tr></thead>{''.join(body)}</table>" + reasons_html(rows) + "</section>"
     )

@@ -117,7 +117,7 @@ def test_table_2_reads_as_the_paper_prints_it_with_the_verdict_marked_on_its_pri
     group, cells = rows["mine (yours)"]
     assert (cells[0].text, cells[1].text) == ("70.50", "") and cells[0].classes == "ours"
     assert page.settings["paper-table2_unsup"] == [
-        f"Run in: {STAND_IN_LABEL} (2 rows); {PAPER} (1 row). 1 of 3 compared rows ran in the paper's setting."
+        f"Run in: {STAND_IN_LABEL} (2 rows); {PAPER} (1 row). 1 of 3 compared rows are comparable with the paper."
     ]
     every_cell = [cell.text for _, cells in table.body for cell in cells]
     assert not any(STAND_IN_LABEL in text or "stand-in" in text for text in every_cell)  # no per-row setting
