@@ -7,11 +7,10 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
-from consert.configs import ResolvedFile, key
-from consert.workflow_keys import AtLeastOne, Positive
+from consert.configs import AtLeastOne, Positive, ResolvedFile, key
 
 if TYPE_CHECKING:
-    from consert.workflow_keys import WorkflowConfig
+    from consert.planner.keys import WorkflowConfig
 
 
 class FlowSettings(ResolvedFile):

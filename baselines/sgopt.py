@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from consert.configs import AutoOnOff, Settings, key
+from consert.configs import AutoOnOff, Settings, Temperature, key
 from consert.data.senteval import STSB, SentEvalData, dev_pairs, load_senteval
 from consert.encode.batching import TokenCache, pad_multiple, to_device
 from consert.encode.models import default_device, resolve_model
@@ -42,7 +42,6 @@ from consert.train.losses import similarities_in_fp32
 from consert.train.packed import Packing, packed_hidden_states
 from consert.train.record import loop_record, provenance_record
 from consert.train.trained_encoder import load_trainable, set_seed
-from consert.workflow_keys import Temperature
 
 
 class SgOptConfig(Settings):

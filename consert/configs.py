@@ -27,7 +27,7 @@ class ConfigError(ValueError):
 def key(help_text: str, default: Any = PydanticUndefined, factory: Any = None, **bounds: float) -> Any:
     """A settings field with its one help text (``--help``, ``consert train --list-keys`` and the docs show it) and,
     where only this key has them, its bounds (``gt``, ``ge``, ``lt``: pydantic's; a bound several keys share is a
-    type, such as ``consert.workflow_keys.AtLeastOne``); no default and no factory: a key the class's own validator
+    type, such as ``consert.configs.AtLeastOne``); no default and no factory: a key the class's own validator
     fills (a training stage's) or a required one."""
     if factory is not None:
         return Field(default_factory=factory, description=help_text, **bounds)
@@ -44,6 +44,12 @@ def _switch(value: Any) -> Any:
     return value
 
 
+#: A number above zero.
+Positive = Annotated[float, Field(gt=0)]
+#: A contrastive loss's temperature, declared once (checked > 0 wherever a config gives one): the training config's
+#: (ConSERT's, the family's), SG-OPT's tau and Figure 7's sweep.
+Temperature = Positive
+AtLeastOne = Annotated[int, Field(ge=1)]
 #: A switch: ``on`` or ``off`` (``true``/``false``, and YAML's ``on``/``off`` read as booleans, normalised to them).
 OnOff = Annotated[Literal["on", "off"], BeforeValidator(_switch)]
 #: A switch with an ``auto`` position (the harness decides from the run): ``auto``, ``on`` or ``off``, as :data:`OnOff`.

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from consert.workflow_keys import WorkflowConfig
+    from consert.planner.keys import WorkflowConfig
 
 #: What an artifact is: the paper's ``table``, the paper's ``figure`` (a CSV and its drawing), the harness's own
 #: ``diagnostic`` figure, or ``data`` (Table 1, counted from the STS files rather than built from evaluations).

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from consert.workflow_keys import WorkflowConfig
+    from consert.planner.keys import WorkflowConfig
 
 #: Where the MPS daemon of the jobs that share a card keeps its pipes and logs (consert.gpu_mps).
 MPS_FOLDER = ".snakemake/mps"

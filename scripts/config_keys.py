@@ -1,4 +1,4 @@
-"""Write what is generated from the workflow config's keys (``consert/workflow_keys.py``, the one description of
+"""Write what is generated from the workflow config's keys (``consert/planner/keys.py``, the one description of
 them): the JSON schema ``workflow/schemas/config.schema.yaml`` and ``config/README.md``'s table of keys.
 
     python scripts/config_keys.py
@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from consert.io import write_text
-from consert.paper.workflow_config import config_schema
-from consert.workflow_keys import keys_table, schema_text
+from consert.planner.keys import keys_table, schema_text
+from consert.planner.load import config_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "config" / "README.md"
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
-START, END = "<!-- keys: generated from consert/workflow_keys.py by scripts/config_keys.py -->\n", "<!-- /keys -->\n"
+START, END = "<!-- keys: generated from consert/planner/keys.py by scripts/config_keys.py -->\n", "<!-- /keys -->\n"
 
 
 def with_table(text: str) -> str:

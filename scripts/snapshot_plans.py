@@ -47,8 +47,9 @@ def config_files(config: Path) -> list[str]:
 def snakemake(config: Path, workdir: Path, data: str, *arguments: str) -> str:
     """Run Snakemake on ``config`` in ``workdir`` (its data folder ``data``); its stdout, or exit with its error.
     ``--config`` goes last: it takes every word after it, as ``--quiet`` does."""
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--configfile", *config_files(config),
-               "--directory", str(workdir), *arguments, "--config", f"data_dir={data}"]  # fmt: skip
+    snakemake = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
+    command = [*snakemake, "--configfile", *config_files(config), "--directory", str(workdir), *arguments]
+    command += ["--config", f"data_dir={data}"]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     if done.returncode != 0:
         raise SystemExit(f"snapshot of {config.name}: snakemake failed ({done.returncode}):\n{done.stderr[-3000:]}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from consert import job_server, workflow_hooks
-from consert.paper.workflow_config import read_workflow_config
+from consert.planner.load import read_workflow_config
 from tests.conftest import ROOT
 
 TEST_CONFIG = read_workflow_config(ROOT / "config" / "test.yaml")

@@ -41,17 +41,17 @@ from consert.bench import execution_settings
 from consert.bench.cuda import random_bert
 from consert.data.senteval import PACKAGE_CHECKOUT, SentEvalData
 from consert.data.senteval import dev_pairs as dev_task_pairs
-from consert.paper.artifacts import sgopt_run
-from consert.paper.plan import plan_runs, unique_runs
 from consert.paper.recipe_card import NLI_PAIRS, STS_TEXTS
-from consert.paper.run_configs import consert_train_config, sgopt_run_config
+from consert.planner.paths import sgopt_run
+from consert.planner.plan import plan_runs, unique_runs
+from consert.planner.run_configs import consert_train_config, sgopt_run_config
 from consert.train.config import TrainConfig
 from consert.train.export import TRAINING_RECORD
 from consert.train.loop import evaluation_grid, loop_settings, planned_step_count
 from consert.train.objectives import objective_for
 
 if TYPE_CHECKING:
-    from consert.workflow_keys import WorkflowConfig
+    from consert.planner.keys import WorkflowConfig
 
 #: The hub configurations' shapes (layers, hidden size, heads, feed-forward size), by the config's size keys.
 HUB_SHAPES = {

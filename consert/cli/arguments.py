@@ -195,7 +195,7 @@ def add_cached_model_arguments(
 
 def add_encoding_config_argument(parser: argparse.ArgumentParser, takes: dict[str, str]) -> None:
     """``--encoding-config FILE.yaml``: the workflow's resolved encoding settings
-    (:class:`~consert.paper.encoding_config.EncodingSettings`), of which this command takes ``takes`` ({the file's
+    (:class:`~consert.planner.encoding.EncodingSettings`), of which this command takes ``takes`` ({the file's
     key: the argument it sets}); a flag given on the command line wins (:func:`apply_encoding_config`)."""
     flags = ", ".join(f"{name} (--{dest.replace('_', '-')})" for name, dest in takes.items())
     parser.add_argument(
@@ -216,7 +216,7 @@ def apply_encoding_config(
     even at its default value, wins over the file, and a repeatable one (``--pooling``) replaces the file's list
     rather than adding to it. A wrong key or value in the file is one line naming it."""
     from consert.configs import ConfigError
-    from consert.paper.encoding_config import EncodingSettings
+    from consert.planner.encoding import EncodingSettings
 
     try:
         settings = EncodingSettings.read(args.encoding_config)

@@ -11,7 +11,7 @@ from consert.bench import COMPARED_EXECUTIONS
 from consert.cli.arguments import add_choice_argument, add_data_argument, at_least
 
 if TYPE_CHECKING:
-    from consert.workflow_keys import WorkflowConfig
+    from consert.planner.keys import WorkflowConfig
 
 NAME = "bench"
 HELP = "benchmark evaluation and training against their references; --config: what a workflow config's DAG costs"
@@ -139,7 +139,7 @@ def _dag_cost(args: argparse.Namespace, data) -> int:
     from consert.bench import dag_cost
     from consert.hardware import hardware_summary
     from consert.io import write_csv
-    from consert.paper.workflow_config import read_workflow_config
+    from consert.planner.load import read_workflow_config
 
     workflow = read_workflow_config(args.config).model_copy(update={"data_dir": str(data.root)})
     if args.rate_from:

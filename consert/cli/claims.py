@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``consert claims`` on parsed ``args``; return its exit status."""
     from consert.io import write_csv
     from consert.paper.artifacts import CSV_FILES
-    from consert.paper.workflow_config import read_workflow_config
+    from consert.planner.load import read_workflow_config
     from consert.verdict.claims import CLAIMS_FILE, evaluate_claims, load_claims
 
     claims = load_claims(Path(args.published) / CLAIMS_FILE)

@@ -57,7 +57,7 @@ def _published_rows(text: str) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``consert compare``; its ``--help`` lists the keys of ``--config`` with their help."""
     from consert.configs import keys_epilog
-    from consert.paper.comparison_config import ComparisonConfig
+    from consert.planner.comparison import ComparisonConfig
 
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = keys_epilog(ComparisonConfig, "keys of --config FILE.yaml")
@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
 
     from consert.configs import parse_overrides
     from consert.io import write_csv
-    from consert.paper.comparison_config import ComparisonConfig
+    from consert.planner.comparison import ComparisonConfig
     from consert.verdict.compare import compare
     from consert.verdict.decision import load_decision
     from consert.verdict.gate import STAND_IN_ALLOWED, comparable_cells, gate, rows_at_hand, stand_in_allowed_row

@@ -24,8 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``consert gate-rates`` on parsed ``args``; return its exit status."""
     from consert.io import write_csv
-    from consert.paper.design import paper_design
-    from consert.paper.workflow_config import read_workflow_config
+    from consert.planner.design import paper_design
+    from consert.planner.load import read_workflow_config
     from consert.verdict.decision import load_decision
     from consert.verdict.gate_rates import error_rates
 
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{args.configfile}: seeds {config.seeds}, {args.replicates} simulated runs per scenario")
     print(shown[columns].to_string(index=False))
     if args.sweep_seeds:
-        from consert.paper.design import sweep_block_caught
+        from consert.planner.design import sweep_block_caught
 
         low, _, high = args.sweep_seeds.partition("-")
         counts = list(range(int(low), int(high or low) + 1))

@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``consert recipe`` on parsed ``args``; return its exit status."""
     from consert.io import write_csv
     from consert.paper.recipe_card import recipe_card, unexplained
-    from consert.paper.workflow_config import read_workflow_config
+    from consert.planner.load import read_workflow_config
 
     card = recipe_card(read_workflow_config(args.configfile))
     shown = ["run", "mode", "batch_size", "lr", "epochs", "views", "bert_dropout", "patience"]

@@ -23,8 +23,8 @@ from consert import registry  # noqa: E402
 from consert.data.senteval import DATASETS, FIGURE_TASK  # noqa: E402
 from consert.io import atomic_path  # noqa: E402
 from consert.paper.marks import PublishedMarks
-from consert.paper.plan import AUGMENTATION_LABELS  # noqa: E402
 from consert.paper.tables import heatmap_matrix
+from consert.planner.plan import AUGMENTATION_LABELS  # noqa: E402
 from consert.verdict.decision import YOURS
 
 #: Inches between a figure's lowest text and its stamp.

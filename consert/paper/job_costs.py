@@ -16,10 +16,11 @@ import pandas as pd
 
 from consert import registry
 from consert.paper import artifacts
-from consert.paper.plan import flow_nli_run, plan_runs
+from consert.planner import paths
+from consert.planner.plan import flow_nli_run, plan_runs
 
 if TYPE_CHECKING:
-    from consert.workflow_keys import WorkflowConfig
+    from consert.planner.keys import WorkflowConfig
 
 COST_COLUMNS = ("artifact", "jobs", "wall_s", "cpu_s", "peak_rss_mb", "hardware", "missing_benchmarks")
 
@@ -31,19 +32,19 @@ def _upstream(evaluation: str, config: WorkflowConfig) -> list[str]:
     found = [evaluation]
     runs = {spec.run_id: spec for p in plan_runs(config) for spec in (p.spec, p.spec.stage1) if spec is not None}
     if path.parent.name == "consert" and path.stem in runs and runs[path.stem].stage1 is not None:
-        found += _upstream(artifacts.consert_eval(runs[path.stem].stage1.run_id), config)
+        found += _upstream(paths.consert_eval(runs[path.stem].stage1.run_id), config)
     if path.parent.parent.name == "baselines" and path.stem != "glove":
         size = path.parent.name
-        found.append(str(artifacts.BENCHMARKS / "baselines" / size / "encode.tsv"))
+        found.append(str(paths.BENCHMARKS / "baselines" / size / "encode.tsv"))
         if path.stem.startswith("flow-nli-seed"):
             run = flow_nli_run(config, size, int(path.stem.removeprefix("flow-nli-seed"))).run_id
-            found += _upstream(artifacts.consert_eval(run), config)
+            found += _upstream(paths.consert_eval(run), config)
     if path.parent.name in ("topk", "predictions"):
         size, _, which = path.stem.rpartition("-")
         if which == "bert":
-            found.append(str(artifacts.BENCHMARKS / "baselines" / size / "encode.tsv"))
+            found.append(str(paths.BENCHMARKS / "baselines" / size / "encode.tsv"))
         else:
-            found += _upstream(artifacts.consert_eval(artifacts.table2_consert_run(config, size)), config)
+            found += _upstream(paths.consert_eval(artifacts.table2_consert_run(config, size)), config)
     return found
 
 
@@ -55,7 +56,7 @@ def artifact_jobs(artifact: str, config: WorkflowConfig) -> dict[str, str]:
             if path.endswith(".tsv"):
                 jobs.setdefault(path, "")
             else:
-                jobs.setdefault(artifacts.benchmark(path), path)
+                jobs.setdefault(paths.benchmark(path), path)
     return jobs
 
 

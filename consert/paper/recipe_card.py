@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from consert.paper.plan import RunSpec, plan_runs, train_overrides, unique_runs
 from consert.paper.recipe_card_baselines import (
     MEASURED_PRECISION,
     UNEXPLAINED,
     baseline_card_rows,
     test_precision_difference,
 )
+from consert.planner.plan import RunSpec, plan_runs, train_overrides, unique_runs
 from consert.train.augment import EMBEDDING_AUGMENTATIONS
 from consert.train.config import TrainConfig
 from consert.train.modes import MODES, authors_recipe, sub_configs
@@ -29,7 +29,7 @@ from consert.train.notes import ATTENTION_DROPOUT_NOTE, FUSED_DROPOUT_NOTE, GRAP
 from consert.train.objectives import objective_for
 
 if TYPE_CHECKING:
-    from consert.workflow_keys import WorkflowConfig
+    from consert.planner.keys import WorkflowConfig
 
 #: Keys compared with the authors' recipe, in column order.
 COMPARED_KEYS = (

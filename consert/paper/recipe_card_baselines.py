@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 from baselines.flow_settings import FlowSettings
 from baselines.sgopt import SgOptConfig
 from consert.configs import Settings
-from consert.paper.plan import flow_nli_run
+from consert.planner.plan import flow_nli_run
 from consert.train.modes import SGOPT
 from consert.train.notes import GRAPHED_DROPOUT_NOTE
 
 if TYPE_CHECKING:
-    from consert.workflow_keys import WorkflowConfig
+    from consert.planner.keys import WorkflowConfig
 
 UNEXPLAINED = "UNEXPLAINED"
 #: The GloVe row's mode: no transformer encodes its sentences.

@@ -19,15 +19,16 @@ import pandas as pd
 
 from consert import registry
 from consert.paper import artifacts
+from consert.planner import paths
 from consert.verdict.compare import COMPARED_BLOCKS, ComparedRows, compare
 from consert.verdict.gate import rows_at_hand
 
 if TYPE_CHECKING:
-    from consert.paper.comparison_config import ComparisonConfig
-    from consert.workflow_keys import WorkflowConfig
+    from consert.planner.comparison import ComparisonConfig
+    from consert.planner.keys import WorkflowConfig
 
 #: Where the one-row targets live: results/rows/<compared artifact>/<row slug>.csv.
-ROWS = artifacts.RESULTS / "rows"
+ROWS = paths.RESULTS / "rows"
 
 
 def row_slug(row: str) -> str:

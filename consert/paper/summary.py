@@ -82,7 +82,7 @@ def target_headline(
 ) -> list[str]:
     """What a run of some tables or figures (not ``all``) ends with: each one's published rows decided from the
     rows at hand (:func:`consert.verdict.gate.rows_at_hand`; ``settings``: the workflow's
-    :class:`~consert.paper.comparison_config.ComparisonConfig`), labelled provisional where rows of the others did
+    :class:`~consert.planner.comparison.ComparisonConfig`), labelled provisional where rows of the others did
     not run."""
     from consert.verdict.compare import ARTIFACT_FILES, compare
     from consert.verdict.gate import rows_at_hand

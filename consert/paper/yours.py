@@ -19,12 +19,12 @@ import numpy as np
 import pandas as pd
 
 from consert.evaluate.bootstrap import interval
-from consert.paper.artifacts import consert_eval, your_eval, your_label
-from consert.paper.plan import plan_runs
+from consert.planner.paths import consert_eval, your_eval, your_label
+from consert.planner.plan import plan_runs
 from consert.verdict.decision import COMPARISON_COLUMNS, YOURS
 
 if TYPE_CHECKING:
-    from consert.workflow_keys import WorkflowConfig
+    from consert.planner.keys import WorkflowConfig
 
 #: What the row of a model's own Avg says of itself in ``comparison.csv``.
 OWN_REASON = "your model: its Avg and the interval over the test pairs; no published value, no verdict"

@@ -18,7 +18,18 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from consert.configs import AutoOnOff, ConfigError, OnOff, Settings, key, key_rows, read_settings
+from consert.configs import (
+    AtLeastOne,
+    AutoOnOff,
+    ConfigError,
+    OnOff,
+    Positive,
+    Settings,
+    Temperature,
+    key,
+    key_rows,
+    read_settings,
+)
 from consert.data.nli import NLI_SOURCES
 from consert.encode.models import STAND_IN_MODEL
 from consert.encode.pooling import POOLER, Pooling
@@ -28,7 +39,6 @@ from consert.train.losses import CONTRASTIVE_LOSSES, FEATURES, PROJECTION_HEADS
 from consert.train.methods import AugCseSettings
 from consert.train.modes import MODES, consert_stage_keys, loop_modes, stage_defaults, sub_configs
 from consert.train.resume import check_every
-from consert.workflow_keys import AtLeastOne, Positive, Temperature
 
 
 def _mode_help() -> str:

@@ -63,7 +63,7 @@ CONTRASTIVE_LOSSES = {"nt_xent": nt_xent, "infonce": infonce, "infonce_symmetric
 class ContrastiveLoss(nn.Module):
     """``weight`` x a contrastive loss of two views (row i of each a view of text i), constructed with its own
     settings as a sentence-transformers loss is: which loss (:data:`CONTRASTIVE_LOSSES`), its temperature (checked
-    where it is declared: ``consert.workflow_keys.Temperature``) and its weight (ConSERT's ``cl_rate``).
+    where it is declared: ``consert.configs.Temperature``) and its weight (ConSERT's ``cl_rate``).
 
     ``first`` splits the rows: the loss of rows ``[:first]`` plus that of rows ``[first:]``, so that the two groups
     never meet as negatives (ConSERT's joint objective: premises and hypotheses apart)."""

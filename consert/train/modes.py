@@ -24,7 +24,7 @@ from consert.train import recipes
 from consert.train.methods import AUGCSE_RECIPE, SIMCSE_RECIPE, AugCseSettings
 from consert.train.notes import ATTENTION_DROPOUT_NOTE, FAMILY_GRID_NOTE, GRAPHED_DROPOUT_NOTE, GRAPHS_NOTE
 
-#: Where a mode's runs take their keys from in the workflow config (:func:`consert.paper.plan.train_overrides`):
+#: Where a mode's runs take their keys from in the workflow config (:func:`consert.planner.plan.train_overrides`):
 #: ConSERT's stages from ``train`` and ``stages``, the contrastive family's methods from ``family``, BERT-flow's
 #: NLI encoder from ``baselines.flow_nli``, SG-OPT from ``baselines.sgopt``.
 STAGE_KEYS_BLOCK, METHOD_KEYS_BLOCK, FLOW_NLI_BLOCK, SGOPT_BLOCK = "stages", "methods", "flow_nli", "sgopt"

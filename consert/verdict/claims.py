@@ -48,7 +48,7 @@ from consert.verdict.decision import (
 from consert.verdict.yardstick import holm
 
 if TYPE_CHECKING:
-    from consert.workflow_keys import WorkflowConfig
+    from consert.planner.keys import WorkflowConfig
 
 CLAIMS_FILE = "consert_claims.yaml"
 

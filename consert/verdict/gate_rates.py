@@ -201,7 +201,7 @@ def error_rates(
     noisy: float = 5.0,
     wider: float = 1.5,
 ) -> pd.DataFrame:
-    """The gate's rates under a config's design (:func:`consert.paper.design.paper_design`), one row per
+    """The gate's rates under a config's design (:func:`consert.planner.design.paper_design`), one row per
     scenario (and per row for a one-row error), with the Monte Carlo standard error of each rate:
 
     * ``correct``: every row true (and how often its seeds fall below the spread test's lower tail, also at a true

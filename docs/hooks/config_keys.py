@@ -5,7 +5,7 @@ from the keys' own homes.
   ``NAME.KEY``) with its value for an unsupervised run (``consert train --list-keys`` prints the same);
 * ``<!-- keys: MODULE:CLASS -->``: the keys of another settings class with their defaults (``FlowSettings``,
   ``SgOptConfig``, ``ComparisonConfig``, ``EncodingSettings``; their commands' ``--help`` lists the same);
-* ``<!-- workflow keys -->``: every key of the workflow config (``consert.workflow_keys.WorkflowConfig``), a block's
+* ``<!-- workflow keys -->``: every key of the workflow config (``consert.planner.keys.WorkflowConfig``), a block's
   keys as ``block.key``, with its default as YAML writes it;
 * ``<!-- trainable modes -->``: every trainable mode's record (``consert.train.modes.MODES``): what trains it, what
   it starts from, its objective, its config block, the table it reproduces and its authors' source;
@@ -48,7 +48,7 @@ def on_page_markdown(markdown: str, **_) -> str:
 
         markdown = markdown.replace(MARKER, _table("value for `unsup`", key_help("unsup")))
     if WORKFLOW_MARKER in markdown:
-        from consert.workflow_keys import key_rows
+        from consert.planner.keys import key_rows
 
         rows = [
             (key, value if isinstance(value, str) and value else json.dumps(value), text)

@@ -106,7 +106,7 @@ def test_a_workflow_config_resolves_the_flow_settings_over_the_authors():
     """The offline config turns the encoder's dropout off (its flows fit on cached vectors) and keeps every other
     setting the authors'; the paper's config keeps all of them. The resolved file reads back as written."""
     from baselines.flow_settings import FlowSettings
-    from consert.paper.workflow_config import read_workflow_config
+    from consert.planner.load import read_workflow_config
 
     offline = FlowSettings.of_workflow(read_workflow_config(ROOT / "config" / "offline.yaml"))
     assert offline == FlowSettings(encoder_dropout=False)
@@ -252,7 +252,7 @@ def test_comparison_uses_the_aggregate_each_published_row_used(tmp_path):
 
 def test_the_baseline_card_rows_match_the_references():
     from consert.paper.recipe_card_baselines import test_precision_difference
-    from consert.paper.workflow_config import read_workflow_config
+    from consert.planner.load import read_workflow_config
 
     card = recipe_card(read_workflow_config(ROOT / "config" / "config.yaml")).set_index("run")
     assert unexplained(card.reset_index()) == []
@@ -295,7 +295,7 @@ def test_the_paper_config_runs_sgopt_with_its_8_published_seeds():
     # SG-OPT Table 8 (sgopt.txt line 444-445): seeds 1, 2, 3, 4, 1234, 2345, 3456, 7890; line 143: "the average
     # of 8 separate runs"
     from consert.paper import artifacts
-    from consert.paper.workflow_config import read_workflow_config
+    from consert.planner.load import read_workflow_config
 
     config = read_workflow_config(ROOT / "config" / "config.yaml")
     sgopt = [p for p in artifacts.inputs("table2", config) if "/sgopt/" in p and "sgopt-base-" in p]

@@ -22,7 +22,7 @@ from consert.bench.dag_cost import (
     stop_after_peak,
 )
 from consert.cli import main as cli_main
-from consert.paper.workflow_config import read_workflow_config
+from consert.planner.load import read_workflow_config
 from tests.conftest import ROOT
 from tests.fixtures import write_senteval_tree
 

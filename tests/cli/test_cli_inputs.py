@@ -175,7 +175,7 @@ def test_list_keys_prints_every_training_key_with_the_modes_value_and_its_help(c
 
 @pytest.mark.parametrize(
     ("command", "config_class"),
-    [("compare", "consert.paper.comparison_config:ComparisonConfig"), ("sgopt", "baselines.sgopt:SgOptConfig")],
+    [("compare", "consert.planner.comparison:ComparisonConfig"), ("sgopt", "baselines.sgopt:SgOptConfig")],
 )
 def test_a_commands_help_lists_the_keys_of_its_config_file_with_their_help(capsys, command, config_class):
     import importlib
@@ -239,7 +239,7 @@ def test_compare_reads_the_design_beside_the_results_and_says_when_there_is_none
     it, --check says in one line that missing seeds cannot be seen."""
     import pandas as pd
 
-    from consert.paper.comparison_config import ComparisonConfig
+    from consert.planner.comparison import ComparisonConfig
 
     results, output = tmp_path / "results", tmp_path / "comparison.csv"
     results.mkdir()

@@ -21,8 +21,8 @@ from consert import registry
 from consert.paper.artifacts import CSV_FILES, SOURCES
 from consert.paper.figures import DRAW
 from consert.paper.job_costs import cost_table
-from consert.paper.workflow_config import read_workflow_config
-from consert.workflow_keys import FamilyKeys
+from consert.planner.keys import FamilyKeys
+from consert.planner.load import read_workflow_config
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The bound of the issue: the registry, and where the artifact is drawn or computed.
@@ -128,10 +128,10 @@ def test_the_cost_table_leaves_cpu_and_memory_empty_where_the_job_server_ran_the
     """A benchmark file of one job (snakemake's columns), read once as measured by the job's own process and once under
     the job server, where it measured the launcher: the wall time counts in both, CPU time and memory only in the
     first."""
-    from consert.paper import artifacts
+    from consert.planner import paths
 
     config = read_workflow_config(ROOT / "config" / "test.yaml")
-    encode = tmp_path / artifacts.BENCHMARKS / "baselines" / "base" / "encode.tsv"
+    encode = tmp_path / paths.BENCHMARKS / "baselines" / "base" / "encode.tsv"
     encode.parent.mkdir(parents=True)
     encode.write_text("s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
                       "12.5\t0:00:12\t812.0\t900\t700\t750\t0\t1\t95\t11.5\n")  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from consert.paper.row_targets import row_slug, row_targets
-from consert.paper.workflow_config import read_workflow_config
+from consert.planner.load import read_workflow_config
 from tests.conftest import PUBLISHED, ROOT
 
 

@@ -12,10 +12,10 @@ from consert.data.senteval import DATASETS, load_senteval
 from consert.evaluate.bootstrap import BOOTSTRAP_SEED, resample_counts, set_seed
 from consert.evaluate.protocol import evaluate_vectors, evaluation_sentences
 from consert.io import write_csv
-from consert.paper.artifacts import consert_eval, your_eval
-from consert.paper.plan import RunSpec
-from consert.paper.workflow_config import load_workflow_config
 from consert.paper.yours import paired_difference, paired_rows
+from consert.planner.load import load_workflow_config
+from consert.planner.paths import consert_eval, your_eval
+from consert.planner.plan import RunSpec
 from tests.conftest import ROOT
 from tests.fixtures import write_senteval_tree
 

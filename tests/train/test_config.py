@@ -167,9 +167,10 @@ def test_well_typed_values_still_load():
 
 def test_the_temperature_is_declared_once_and_each_config_refuses_a_non_positive_one():
     """The training config, SG-OPT's and Figure 7's sweep take one declared type for the temperature
-    (``consert.workflow_keys.Temperature``, above 0); each refuses 0 in the same words."""
+    (``consert.configs.Temperature``, above 0); each refuses 0 in the same words."""
     from baselines.sgopt import SgOptConfig
-    from consert.workflow_keys import SweepKeys, Temperature
+    from consert.configs import Temperature
+    from consert.planner.keys import SweepKeys
 
     assert TrainConfig.model_fields["temperature"].annotation is float  # pydantic unwraps the Annotated type ...
     for owner in (TrainConfig, SgOptConfig):  # ... and keeps its bound, which is Temperature's

@@ -20,7 +20,7 @@ RECORD_FILES = {"consert/train/modes.py", "consert/train/methods.py"}
 #: Python literals of several mode names that are a paper artifact's own layout, not a list of the modes: each
 #: with why (file, the names it holds).
 PAPER_LAYOUTS = {
-    ("consert/paper/plan.py", ("unsup", "joint-unsup")): "Figure 6's two curves: few-shot from BERT and from joint",
+    ("consert/planner/plan.py", ("unsup", "joint-unsup")): "Figure 6's two curves: few-shot from BERT and from joint",
 }
 
 
@@ -107,7 +107,7 @@ def test_the_docs_table_of_modes_is_written_from_the_records():
 
 
 def test_the_choices_the_records_derive_are_the_records():
-    from consert.paper.workflow_config import config_schema
+    from consert.planner.load import config_schema
     from consert.train.config import TrainConfig
     from consert.train.model_card import model_card
 

@@ -11,11 +11,11 @@ import torch
 import yaml
 
 from consert.paper.recipe_card import UNEXPLAINED, recipe_card, unexplained
-from consert.paper.workflow_config import load_workflow_config
+from consert.planner.keys import WorkflowConfig
+from consert.planner.load import load_workflow_config
 from consert.train.config import TrainConfig
 from consert.train.loop import LoopSettings, capture_ahead, evaluation_grid, run_loop
 from consert.train.losses import ContrastiveLoss, NliHead, nt_xent
-from consert.workflow_keys import WorkflowConfig
 from tests.conftest import PUBLISHED, ROOT
 
 #: Unlabeled STS texts (Table 1): the authors' unsupervised training set.

@@ -16,7 +16,7 @@ from scipy import stats
 
 from consert.data.senteval import DATASETS
 from consert.paper.artifacts import CSV_FILES
-from consert.paper.workflow_config import read_workflow_config
+from consert.planner.load import read_workflow_config
 from consert.verdict.claims import CLAIMS_FILE, evaluate_claims, load_claims
 from tests.conftest import PAPERS, PUBLISHED, ROOT
 

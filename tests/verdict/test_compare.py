@@ -10,7 +10,7 @@ from scipy import stats
 
 from consert.cli import main
 from consert.encode.models import STAND_IN_MODEL
-from consert.paper.comparison_config import ComparisonConfig
+from consert.planner.comparison import ComparisonConfig
 from consert.verdict.compare import compare
 from consert.verdict.decision import MULTI_SUBSET
 from consert.verdict.gate import NO_COMPARABLE_EXIT, STAND_IN_ALLOWED, failures

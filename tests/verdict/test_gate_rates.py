@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from consert.paper.design import paper_design
-from consert.paper.workflow_config import read_workflow_config
+from consert.planner.design import paper_design
+from consert.planner.load import read_workflow_config
 from consert.verdict.compare import decide
 from consert.verdict.decision import COMPARISON_COLUMNS, load_decision
 from consert.verdict.gate import failures
@@ -133,7 +133,7 @@ def test_noisier_seeds_on_both_sides_cost_a_correct_simcse_row_what_the_integrat
 def test_the_sweeps_block_rates_the_first_screen_states_are_the_simulations(paper_config):
     """SWEEP_BLOCK_CAUGHT (the summary's first-screen line, docs/verdicts.md) against a fresh simulation (another
     random stream), each within 4 Monte Carlo SEs; one seed stays under 80 %, the seeds it names reach it."""
-    from consert.paper.design import sweep_block_caught
+    from consert.planner.design import sweep_block_caught
     from consert.verdict.gate_rates import SWEEP_BLOCK_CAUGHT, SWEEP_SEEDS_NEEDED
 
     decision = load_decision(PUBLISHED)

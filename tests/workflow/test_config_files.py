@@ -13,11 +13,11 @@ import yaml
 from snakemake.utils import validate
 
 from consert.configs import ConfigError
-from consert.paper.plan import plan_runs
-from consert.paper.workflow_config import check_schema, config_schema, load_workflow_config, read_workflow_config
+from consert.planner.keys import WorkflowConfig, keys_table, schema_text
+from consert.planner.load import check_schema, config_schema, load_workflow_config, read_workflow_config
+from consert.planner.plan import plan_runs
 from consert.train.config import load_train_config
 from consert.train.modes import stage_defaults
-from consert.workflow_keys import WorkflowConfig, keys_table, schema_text
 from tests.conftest import ROOT
 
 CONFIG = ROOT / "config"
@@ -176,7 +176,7 @@ def test_the_method_records_are_the_one_list_of_methods(monkeypatch):
 
 
 def test_the_schema_and_the_readme_table_are_generated_from_the_keys():
-    """The keys are described once (consert/workflow_keys.py): the schema file and config/README.md's table are
+    """The keys are described once (consert/planner/keys.py): the schema file and config/README.md's table are
     what scripts/config_keys.py writes from them, every top-level key in the declarations' order."""
     assert yaml.safe_load(SCHEMA.read_text()) == yaml.safe_load(schema_text(config_schema())), (
         "run python scripts/config_keys.py"
@@ -191,7 +191,7 @@ def test_the_schema_and_the_readme_table_are_generated_from_the_keys():
 def test_the_docs_table_lists_every_key_of_the_schema_with_its_default():
     """The Workflow page's table of keys (docs/hooks/config_keys.py) names every key the schema file has, a block's as
     block.key, each with the schema's default."""
-    from consert.workflow_keys import key_rows
+    from consert.planner.keys import key_rows
 
     def keys(node, prefix=""):
         for key, spec in node.get("properties", {}).items():
@@ -259,7 +259,7 @@ def test_config_values_on_the_command_line_are_read_as_in_a_config_file():
     """snakemake's `--config` parses a nested value with YAML's base loader, every scalar a string; the workflow reads
     those as a config file's YAML would (`seeds=[1,2]` two integers, `spacy_model: null` no pipeline), and leaves
     what came from the files alone (a string that looks like a number stays a string there)."""
-    from consert.paper.workflow_config import typed_overrides
+    from consert.planner.load import typed_overrides
 
     config = {"seeds": ["1", "2"], "train": {"lr": "1e-5", "views": ["none", "shuffle"]}, "setting": "7",
               "family": {"augcse": {"augcse": {"spacy_model": "null", "wordnet": "data/wordnet"}}}}  # fmt: skip
@@ -290,7 +290,7 @@ def test_the_environment_files_and_the_readme_install_the_same_torch_and_python(
 )  # fmt: skip
 def test_a_seed_given_twice_in_any_seeds_key_is_refused_at_startup(block, key):
     """At 03ef47f `seeds: [1, 1]` planned the run once and averaged it twice (n_seeds 2, SD 0)."""
-    from consert.paper.workflow_config import typed_overrides
+    from consert.planner.load import typed_overrides
 
     config = yaml.safe_load((CONFIG / "offline.yaml").read_text())
     for name, value in block.items():
@@ -310,8 +310,8 @@ def test_a_seed_given_twice_in_any_seeds_key_is_refused_at_startup(block, key):
 def test_on_off_switches_from_the_workflows_blocks_and_its_command_line_resolve_to_on_and_off():
     """YAML 1.1 reads `packed: on` as true; at 03ef47f every run refused it ("expected one of 'on' or 'off', got
     True"). From the `train` and `stages` blocks and from --config alike, each run's resolved file says on/off."""
-    from consert.paper.run_configs import consert_run_config
-    from consert.paper.workflow_config import typed_overrides
+    from consert.planner.load import typed_overrides
+    from consert.planner.run_configs import consert_run_config
 
     config = yaml.safe_load((CONFIG / "offline.yaml").read_text())
     config["train"] = {**config.get("train", {}), "packed": True, "compile": False}  # `packed: on`, `compile: off`
@@ -330,6 +330,6 @@ def test_on_off_switches_from_the_workflows_blocks_and_its_command_line_resolve_
 
 
 def plan_runs_by_id(config: WorkflowConfig) -> dict:
-    from consert.paper.plan import unique_runs
+    from consert.planner.plan import unique_runs
 
     return unique_runs(plan_runs(config))

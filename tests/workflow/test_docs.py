@@ -66,7 +66,7 @@ def test_every_page_is_in_the_site_and_it_builds_strictly(tmp_path):
         assert f"<code>augcse.{key}</code>" in training and field.description in training, key
     from baselines.flow_settings import FlowSettings
     from baselines.sgopt import SgOptConfig
-    from consert.paper.comparison_config import ComparisonConfig
+    from consert.planner.comparison import ComparisonConfig
 
     for page, config_class in (("baselines", FlowSettings), ("baselines", SgOptConfig), ("verdicts", ComparisonConfig)):
         text = html.unescape((tmp_path / "site" / page / "index.html").read_text(encoding="utf-8"))
@@ -149,8 +149,8 @@ def test_the_lookup_order_check_finds_a_swapped_order():
 def _run_counts(configfile: str) -> dict[str, int]:
     """The training runs a workflow config plans, by kind (ConSERT's own stages, SimCSE and AugCSE, BERT-flow's
     BERT-NLI), all seeds and seed 1."""
-    from consert.paper.plan import plan_runs, unique_runs
-    from consert.paper.workflow_config import read_workflow_config
+    from consert.planner.load import read_workflow_config
+    from consert.planner.plan import plan_runs, unique_runs
 
     runs = unique_runs(plan_runs(read_workflow_config(ROOT / configfile)))
     flow = {run_id for run_id in runs if "bertflow-nli" in run_id}
@@ -208,7 +208,7 @@ def _quoted_messages() -> dict[str, str]:
 
     from consert.configs import ConfigError, parse_overrides, read_yaml
     from consert.encode.models import ModelNotAvailableError, resolve_model
-    from consert.paper.workflow_config import load_workflow_config
+    from consert.planner.load import load_workflow_config
     from consert.train.config import TrainConfig
 
     def error(call, *args) -> str:

@@ -170,12 +170,13 @@ import yaml
 from consert.cli import main as cli_main
 from consert.configs import read_yaml
 from consert.encode.models import PAPER_ENCODERS
-from consert.paper.artifacts import consert_eval, run_config, run_model, write_artifact
+from consert.paper.artifacts import write_artifact
+from consert.planner.paths import consert_eval, run_config, run_model
 from consert.paper.recipe_card import recipe_card
-from consert.paper.design import paper_design
-from consert.paper.plan import plan_runs, unique_runs
-from consert.paper.run_configs import consert_run_config, run_config_text
-from consert.paper.workflow_config import load_workflow_config
+from consert.planner.design import paper_design
+from consert.planner.plan import plan_runs, unique_runs
+from consert.planner.run_configs import consert_run_config, run_config_text
+from consert.planner.load import load_workflow_config
 from consert.registry import FAMILY
 from consert.train.model_card import CARD
 from consert.verdict.compare import compare

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from consert.paper import artifacts
+from consert.planner import paths
 from tests.conftest import ROOT
 from tests.fixtures import write_senteval_tree
 
@@ -46,7 +46,7 @@ def test_four_cards_train_four_jobs_at_once_each_on_its_own(tmp_path):
         "TOKENIZERS_PARALLELISM": "false",
         "CUDA_VISIBLE_DEVICES": "0,1,2,3",  # the pool's four ids; torch finds no CUDA and trains on the CPU
     }
-    targets = [artifacts.consert_eval(run) for run in RUNS]
+    targets = [paths.consert_eval(run) for run in RUNS]
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
                *targets, "--configfile", str(ROOT / "config" / "test.yaml"),
                "--config", f"data_dir={data}", "share_gpu=False", "threads=auto",

@@ -20,8 +20,8 @@ from consert.cli import main as cli_main
 from consert.configs import read_yaml
 from consert.data.inputs import find_wordnet
 from consert.data.senteval import DATASETS
-from consert.paper import artifacts
 from consert.paper.summary import primary_summary
+from consert.planner import paths
 from tests.conftest import PUBLISHED, ROOT
 from tests.fixtures import write_senteval_tree
 
@@ -263,7 +263,7 @@ def test_every_consert_job_of_the_run_started_from_the_job_server(dag_run):
     stdout = (workdir / "snakemake.stdout").read_text()
     found = re.search(r"^job server: (\d+) jobs started from it, (\d+) declined", stdout, re.M)
     assert found, stdout[-3000:]
-    benchmarked = len(list((workdir / artifacts.BENCHMARKS).rglob("*.tsv")))
+    benchmarked = len(list((workdir / paths.BENCHMARKS).rglob("*.tsv")))
     assert (int(found.group(1)), int(found.group(2))) == (benchmarked + 2, 0)
 
 
@@ -570,10 +570,10 @@ def _wait_for(predicate, process: subprocess.Popen, timeout: float = 600) -> Non
 #: DAG and a two-stage run, 23 of its 88 jobs: ConSERT's one- and two-stage training (the stage-1 model a temp folder
 #: the second job reads), SG-OPT's, the corpus encoding, the whitening, flow, pooling and GloVe evaluations and the
 #: table, at about a third of the whole's time. Not among them: BERT-flow on NLI runs, top-k, predictions, figures.
-SUB_DAG = ("results/table2_unsup.csv", artifacts.consert_eval("base-sup-unsup-seed1"))
+SUB_DAG = ("results/table2_unsup.csv", paths.consert_eval("base-sup-unsup-seed1"))
 #: Table 2's ConSERT runs, scheduled first in the resumed test's first run: both of its slots train when it is
 #: killed, so that its second run has every evaluation still to do.
-TABLE2_TRAINING = (artifacts.consert_eval("base-unsup-seed1"), artifacts.consert_eval("base-unsup-seed2"))
+TABLE2_TRAINING = (paths.consert_eval("base-unsup-seed1"), paths.consert_eval("base-unsup-seed2"))
 
 
 def _interrupt_when(workdir: Path, data: Path, running, *options: str) -> None:
@@ -917,8 +917,8 @@ def test_each_figure_plots_the_data_of_its_csv(dag_run, tmp_path):
     import numpy as np
 
     from consert.paper.figures import DRAW
-    from consert.paper.plan import AUGMENTATION_LABELS
     from consert.paper.tables import heatmap_matrix
+    from consert.planner.plan import AUGMENTATION_LABELS
 
     workdir, _ = dag_run
     results = workdir / "results"
@@ -1198,7 +1198,7 @@ def test_one_table_decides_its_rows_as_all_does_and_says_provisional_when_others
     """Table 2's rows decided from the rows at hand: with every artifact present, exactly comparison.csv's Table 2
     rows and verdicts, not provisional; with only Table 2's file (the others not run), its rows still decided,
     labelled provisional, naming what did not run."""
-    from consert.paper.comparison_config import ComparisonConfig
+    from consert.planner.comparison import ComparisonConfig
     from consert.verdict.compare import compare
     from consert.verdict.gate import rows_at_hand
 

@@ -6,14 +6,14 @@ rule encode_corpus:
         encoding=ENCODING_CONFIG,
         hub=lambda wc: hub_inputs(CONFIG.models[wc.size]),  # the rules that read its cache read the model after it
     output:
-        artifacts.vector_cache("{size}"),
+        paths.vector_cache("{size}"),
     log:
         "logs/baselines/{size}/encode.log",
     benchmark:
         "benchmarks/baselines/{size}/encode.tsv"
     params:
         model=lambda wc: CONFIG.models[wc.size],
-        topk_max=lambda wc: topk_max(artifacts.vector_cache(wc.size)),
+        topk_max=lambda wc: topk_max(paths.vector_cache(wc.size)),
     threads: THREADS
     priority: UPSTREAM_PRIORITY  # poolings, whitening, BERT-flow, the top-k curve and the figures read it
     resources:
@@ -29,9 +29,9 @@ rule eval_poolings:
     input:
         senteval=DATA,
         encoding=ENCODING_CONFIG,
-        vectors=artifacts.vector_cache("{size}"),
+        vectors=paths.vector_cache("{size}"),
     output:
-        artifacts.baseline_eval("{size}", "poolings"),
+        paths.baseline_eval("{size}", "poolings"),
     log:
         "logs/baselines/{size}/poolings.log",
     benchmark:
@@ -50,9 +50,9 @@ rule eval_whitening:
     input:
         senteval=DATA,
         encoding=ENCODING_CONFIG,
-        vectors=artifacts.vector_cache("{size}"),
+        vectors=paths.vector_cache("{size}"),
     output:
-        artifacts.baseline_eval("{size}", "whitening-{pooling}-k{k}"),
+        paths.baseline_eval("{size}", "whitening-{pooling}-k{k}"),
     wildcard_constraints:
         k="all|[0-9]+",
     log:
@@ -78,10 +78,10 @@ rule eval_flow:
     input:
         senteval=DATA,
         encoding=ENCODING_CONFIG,
-        vectors=artifacts.vector_cache("{size}"),
+        vectors=paths.vector_cache("{size}"),
         settings=FLOW_CONFIG,
     output:
-        artifacts.baseline_eval("{size}", "flow"),
+        paths.baseline_eval("{size}", "flow"),
     log:
         "logs/baselines/{size}/flow.log",
     benchmark:
@@ -106,11 +106,11 @@ use rule eval_flow as eval_flow_nli with:
     input:
         senteval=DATA,
         encoding=ENCODING_CONFIG,
-        model=lambda wc: artifacts.run_model(FLOW_NLI_RUNS[wc.size, int(wc.seed)]),
-        vectors=lambda wc: artifacts.run_vectors(FLOW_NLI_RUNS[wc.size, int(wc.seed)]),
+        model=lambda wc: paths.run_model(FLOW_NLI_RUNS[wc.size, int(wc.seed)]),
+        vectors=lambda wc: paths.run_vectors(FLOW_NLI_RUNS[wc.size, int(wc.seed)]),
         settings=FLOW_CONFIG,
     output:
-        artifacts.flow_nli_eval("{size}", "{seed}"),
+        paths.flow_nli_eval("{size}", "{seed}"),
     log:
         "logs/baselines/{size}/flow-nli-seed{seed}.log",
     benchmark:
@@ -125,11 +125,11 @@ rule eval_glove:
         senteval=DATA,
         glove=lambda wc: external_inputs(GLOVE_INPUTS),
     output:
-        artifacts.glove_eval(),
+        paths.glove_eval(),
     log:
         "logs/baselines/glove.log",
     benchmark:
-        artifacts.benchmark(artifacts.glove_eval())
+        paths.benchmark(paths.glove_eval())
     params:
         glove=CONFIG.baselines.glove or "offline",
     conda:
@@ -141,16 +141,16 @@ rule eval_glove:
 rule train_sgopt:
     input:
         senteval=DATA,
-        config=artifacts.run_config(artifacts.sgopt_run("{size}", "{seed}")),
+        config=paths.run_config(paths.sgopt_run("{size}", "{seed}")),
         hub=lambda wc: hub_inputs(CONFIG.models[wc.size]),
     output:
-        model=model_output(artifacts.run_model(artifacts.sgopt_run("{size}", "{seed}"))),
-        evaluation=artifacts.sgopt_eval("{size}", "{seed}"),
-        curve=artifacts.run_curve(artifacts.sgopt_run("{size}", "{seed}")),
+        model=model_output(paths.run_model(paths.sgopt_run("{size}", "{seed}"))),
+        evaluation=paths.sgopt_eval("{size}", "{seed}"),
+        curve=paths.run_curve(paths.sgopt_run("{size}", "{seed}")),
     log:
         "logs/sgopt/{size}-seed{seed}.log",
     benchmark:
-        artifacts.benchmark(artifacts.sgopt_eval("{size}", "{seed}"))
+        paths.benchmark(paths.sgopt_eval("{size}", "{seed}"))
     params:
         dtype=DTYPE,
     threads: THREADS
@@ -169,7 +169,7 @@ rule topk_curve:
     input:
         unpack(figure_model_inputs),
     output:
-        artifacts.topk_eval("{size}", "{which}"),
+        paths.topk_eval("{size}", "{which}"),
     log:
         "logs/topk/{size}-{which}.log",
     benchmark:
@@ -188,11 +188,11 @@ rule stsb_predictions:
     input:
         unpack(figure_model_inputs),
     output:
-        artifacts.predictions_eval("{size}", "{which}"),
+        paths.predictions_eval("{size}", "{which}"),
     log:
         "logs/predictions/{size}-{which}.log",
     benchmark:
-        artifacts.benchmark(artifacts.predictions_eval("{size}", "{which}"))
+        paths.benchmark(paths.predictions_eval("{size}", "{which}"))
     params:
         model=topk_model,
     threads: THREADS

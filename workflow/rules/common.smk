@@ -22,15 +22,16 @@ from consert.data.senteval import DataFormatError
 from baselines.flow_settings import FlowSettings
 from consert import registry
 from consert.paper import artifacts
+from consert.planner import paths
 from consert.configs import ConfigError
-from consert.paper.plan import flow_nli_run, plan_runs, unique_runs
-from consert.paper.comparison_config import ComparisonConfig
-from consert.paper.encoding_config import EncodingSettings
+from consert.planner.plan import flow_nli_run, plan_runs, unique_runs
+from consert.planner.comparison import ComparisonConfig
+from consert.planner.encoding import EncodingSettings
 from consert.verdict.compare import ARTIFACT_FILES
-from consert.paper.workflow_config import load_workflow_config, typed_overrides
-from consert.paper.run_configs import consert_run_config, consert_train_config, run_config_text, sgopt_run_config
+from consert.planner.load import load_workflow_config, typed_overrides
+from consert.planner.run_configs import consert_run_config, consert_train_config, run_config_text, sgopt_run_config
 from consert.train.objectives import run_inputs
-from consert.paper.artifacts import your_eval
+from consert.planner.paths import your_eval
 from consert.paper.yours import paired_inputs
 from consert.paper.row_targets import row_inputs, row_target, row_targets
 
@@ -47,7 +48,7 @@ if not config:
 # one line per fault, before any job: the keys and their types, every run's training keys, the local models;
 # then the encoding every job shares (a bad pooling is refused here)
 try:
-    #: The config, checked and typed (consert.workflow_keys.WorkflowConfig, its defaults filled in): what every
+    #: The config, checked and typed (consert.planner.keys.WorkflowConfig, its defaults filled in): what every
     #: rule and helper reads. Snakemake's own `config` (what scripts and the report read) holds the same values.
     CONFIG = load_workflow_config(typed_overrides(config, workflow.config_settings.overwrite_config or {}))
     ENCODING = EncodingSettings.of_workflow(CONFIG)
@@ -66,7 +67,7 @@ config.update(CONFIG.model_dump())  # snakemake's own config, what scripts and t
 PLAN = plan_runs(CONFIG)
 RUNS = unique_runs(PLAN)
 SGOPT_RUNS = {  # SG-OPT's runs, by run id: (size, seed)
-    artifacts.sgopt_run(size, seed): (size, seed) for size in CONFIG.models for seed in CONFIG.sgopt_seeds
+    paths.sgopt_run(size, seed): (size, seed) for size in CONFIG.models for seed in CONFIG.sgopt_seeds
 }
 #: What each training run reads beyond the STS sets (consert.data.inputs), and GloVe's file: the inputs of their
 #: jobs. A missing one is downloaded by a job of this run where the config names the place `consert download-data`
@@ -84,7 +85,7 @@ EXTERNAL_INPUTS = unique([*MODEL_INPUTS, *chain.from_iterable(RUN_INPUTS.values(
 #: The sources a download job of this run fetches: each needed at its own place, none of it on disk there.
 DOWNLOADS = list(dict.fromkeys(item.source for item in EXTERNAL_INPUTS if item.job and item.source))
 #: The hub models the job hub_model fetches, by the file name of their record (data/hub/ORG--NAME.json).
-HUB_DOWNLOADS = {artifacts.hub_slug(item.hub_id): item.hub_id for item in MODEL_INPUTS if item.job}
+HUB_DOWNLOADS = {paths.hub_slug(item.hub_id): item.hub_id for item in MODEL_INPUTS if item.job}
 if not (workflow.remote_exec or workflow.subprocess_exec):  # once, where snakemake was started
     print("Inputs beyond the STS sets:", *(f"  {line}" for line in lines(EXTERNAL_INPUTS)), sep="\n", file=sys.stderr)
 
@@ -112,8 +113,8 @@ def hub_inputs(name):
     """The record of the job hub_model that fetches the hub model ``name``, where one does (none where the model is
     in the hub's cache, a folder or the stand-in): an input of every job that reads the model, which then reads the
     cache offline."""
-    slug = artifacts.hub_slug(name)
-    return [artifacts.hub_record(name)] if slug in HUB_DOWNLOADS else []
+    slug = paths.hub_slug(name)
+    return [paths.hub_record(name)] if slug in HUB_DOWNLOADS else []
 
 
 def external_inputs(inputs):
@@ -265,14 +266,14 @@ def model_output(path):
 def stage1_model(wildcards):
     """Two-stage runs start from their NLI run's exported model."""
     stage1 = RUNS[wildcards.run].stage1
-    return [artifacts.run_model(stage1.run_id)] if stage1 else []
+    return [paths.run_model(stage1.run_id)] if stage1 else []
 
 
 def topk_model(wildcards):
     """BERT = the size's encoder; ConSERT = the first seed's Table 2 run."""
     if wildcards.which == "bert":
         return CONFIG.models[wildcards.size]
-    return artifacts.run_model(artifacts.table2_consert_run(CONFIG, wildcards.size))
+    return paths.run_model(artifacts.table2_consert_run(CONFIG, wildcards.size))
 
 
 def figure_model_inputs(wildcards):
@@ -280,9 +281,9 @@ def figure_model_inputs(wildcards):
     exported model)."""
     inputs = {"senteval": DATA, "encoding": ENCODING_CONFIG}
     if wildcards.which == "bert":
-        return {**inputs, "vectors": artifacts.vector_cache(wildcards.size)}
+        return {**inputs, "vectors": paths.vector_cache(wildcards.size)}
     run = artifacts.table2_consert_run(CONFIG, wildcards.size)
-    return {**inputs, "model": artifacts.run_model(run), "vectors": artifacts.run_vectors(run)}
+    return {**inputs, "model": paths.run_model(run), "vectors": paths.run_vectors(run)}
 
 
 # the runs whose evaluation vectors other rules read: the figures' run, and the NLI runs that
@@ -313,8 +314,8 @@ def topk_max(cache):
     """The top-k statistics a vector cache keeps (its largest k; 0: none): those Figure 4 reads, of the figure
     size's BERT and ConSERT run."""
     figure_caches = {
-        artifacts.vector_cache(FIGURE_SIZE),
-        artifacts.run_vectors(artifacts.table2_consert_run(CONFIG, FIGURE_SIZE)),
+        paths.vector_cache(FIGURE_SIZE),
+        paths.run_vectors(artifacts.table2_consert_run(CONFIG, FIGURE_SIZE)),
     }
     return ENCODING.topk_max if cache in figure_caches else 0
 
@@ -330,4 +331,4 @@ CHECK_EVALUATION = f"results/check/consert-{SIZES[0]}.csv"
 CHECK_PROJECTION = "results/check/projection.csv"  # each table's planned training steps at the check's rate
 FLOW_POOLING = CONFIG.baselines.flow_pooling
 #: whitening pooling by its file-name slug
-WHITENING_POOLINGS = {artifacts.pooling_slug(p): p for p in CONFIG.baselines.whitening_poolings}
+WHITENING_POOLINGS = {paths.pooling_slug(p): p for p in CONFIG.baselines.whitening_poolings}

@@ -11,7 +11,7 @@ rule run_config:
     input:
         template=RUN_CONFIG_TEMPLATE,
     output:
-        artifacts.run_config("{run}"),
+        paths.run_config("{run}"),
     log:
         "logs/configs/{run}.log",
     params:

@@ -2,20 +2,20 @@ rule consert_train:
     """One ConSERT run (any setting, any sweep point), then its evaluation on the 7 sets."""
     input:
         senteval=DATA,
-        config=artifacts.run_config("{run}"),
+        config=paths.run_config("{run}"),
         stage1=stage1_model,
         hub=lambda wc: hub_inputs(TRAIN_CONFIGS[wc.run].model),
         external=lambda wc: external_inputs(RUN_INPUTS[wc.run]),
     output:
-        model=model_output(artifacts.run_model("{run}")),
-        evaluation=artifacts.consert_eval("{run}"),
-        curve=artifacts.run_curve("{run}"),
+        model=model_output(paths.run_model("{run}")),
+        evaluation=paths.consert_eval("{run}"),
+        curve=paths.run_curve("{run}"),
     wildcard_constraints:
         run=runs_in(RUNS),
     log:
         "logs/consert/{run}.log",
     benchmark:
-        artifacts.benchmark(artifacts.consert_eval("{run}"))
+        paths.benchmark(paths.consert_eval("{run}"))
     params:
         dtype=DTYPE,
         keep_vectors=[],  # the arguments that keep the evaluation's vectors (the rule below)
@@ -38,10 +38,10 @@ use rule consert_train as consert_train_keeping_vectors with:
     """A run whose evaluation vectors other rules read (BERT-flow on the NLI runs; the run Figures 1
     and 4 show, with the top-k statistics): they are kept as the run's vector cache."""
     output:
-        model=model_output(artifacts.run_model("{run}")),
-        evaluation=artifacts.consert_eval("{run}"),
-        curve=artifacts.run_curve("{run}"),
-        vectors=artifacts.run_vectors("{run}"),
+        model=model_output(paths.run_model("{run}")),
+        evaluation=paths.consert_eval("{run}"),
+        curve=paths.run_curve("{run}"),
+        vectors=paths.run_vectors("{run}"),
     wildcard_constraints:
         run=runs_in(VECTOR_RUNS),
     params:
@@ -62,7 +62,7 @@ rule check_box:
     a temp() folder would be kept)."""
     input:
         senteval=DATA,
-        config=artifacts.run_config(CHECK_RUN),
+        config=paths.run_config(CHECK_RUN),
         workflow=WORKFLOW_CONFIG,
         hub=hub_inputs(TRAIN_CONFIGS[CHECK_RUN].model),
         external=lambda wc: external_inputs(RUN_INPUTS[CHECK_RUN]),

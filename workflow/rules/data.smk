@@ -49,7 +49,7 @@ if HUB_DOWNLOADS:
         (its configs, tokenizer and weights: `consert download-data --model`; needs network) before any job that
         reads it: those read the cache offline, on nodes without network too."""
         output:
-            artifacts.hub_record("{model}"),
+            paths.hub_record("{model}"),
         wildcard_constraints:
             model="|".join(re.escape(slug) for slug in HUB_DOWNLOADS),
         localrule: True

@@ -15,7 +15,7 @@ rule evaluate_yours:
     log:
         "logs/yours/{name}.log",
     benchmark:
-        artifacts.benchmark(your_eval("{name}"))
+        paths.benchmark(your_eval("{name}"))
     wildcard_constraints:
         name=runs_in(YOURS),
     params:

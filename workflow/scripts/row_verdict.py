@@ -4,8 +4,8 @@ consert.paper.row_targets.write_row_verdict)."""
 import sys
 from pathlib import Path
 
-from consert.paper.comparison_config import ComparisonConfig
 from consert.paper.row_targets import write_row_verdict
+from consert.planner.comparison import ComparisonConfig
 
 with open(snakemake.log[0], "w") as log:  # noqa: F821 - injected by Snakemake
     sys.stderr = log

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from consert.paper.plan import RunSpec, plan_runs, train_overrides, unique_runs
-from consert.paper.workflow_config import read_workflow_config
+from consert.planner.keys import WorkflowConfig
+from consert.planner.load import read_workflow_config
+from consert.planner.plan import RunSpec, plan_runs, train_overrides, unique_runs
 from consert.train.config import TrainConfig
-from consert.workflow_keys import WorkflowConfig
 from tests.conftest import ROOT
 
 
@@ -73,7 +73,7 @@ def test_the_sweeps_run_their_own_seeds():
 
 
 def test_unordered_heatmap_trains_each_pair_once_and_fills_both_cells():
-    from consert.paper.plan import heatmap_cells
+    from consert.planner.plan import heatmap_cells
 
     augmentations = ["none", "shuffle", "feature_cutoff"]
     cells = heatmap_cells(augmentations, "unordered")
@@ -106,7 +106,7 @@ def test_more_seeds_for_one_row_plan_only_that_rows_new_runs():
     while Table 3's sup row keeps its 3 seeds. A row the config does not train, or seeds without the config's, stop
     at the start in one line."""
     from consert.configs import ConfigError
-    from consert.paper.workflow_config import load_workflow_config
+    from consert.planner.load import load_workflow_config
 
     config = _config("config.yaml")
     before = unique_runs(plan_runs(config))

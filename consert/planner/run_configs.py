@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from baselines.sgopt import SgOptConfig
-from consert.paper.artifacts import run_model, sgopt_run
-from consert.paper.plan import RunSpec, train_overrides
+from consert.planner.paths import run_model, sgopt_run
+from consert.planner.plan import RunSpec, train_overrides
 from consert.train.config import TrainConfig
 
 if TYPE_CHECKING:
-    from consert.workflow_keys import WorkflowConfig
+    from consert.planner.keys import WorkflowConfig
 
 
 def consert_train_config(run_id: str, spec: RunSpec, config: WorkflowConfig) -> TrainConfig:

@@ -15,7 +15,7 @@ from consert.train.config import Tokens
 from consert.train.recipes import COMMON
 
 if TYPE_CHECKING:
-    from consert.workflow_keys import WorkflowConfig
+    from consert.planner.keys import WorkflowConfig
 
 
 class EncodingSettings(ResolvedFile):

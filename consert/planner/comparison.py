@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from consert.configs import ResolvedFile, key
-from consert.paper.design import expected_seeds
+from consert.planner.design import expected_seeds
 from consert.verdict.decision import INCONCLUSIVE_POLICIES, load_decision
 
 if TYPE_CHECKING:
-    from consert.workflow_keys import WorkflowConfig
+    from consert.planner.keys import WorkflowConfig
 
 
 class ComparisonConfig(ResolvedFile):

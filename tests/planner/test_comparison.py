@@ -7,9 +7,9 @@ import pytest
 import yaml
 
 from consert.configs import ConfigError
-from consert.paper.comparison_config import ComparisonConfig
-from consert.paper.design import expected_seeds
-from consert.paper.workflow_config import read_workflow_config
+from consert.planner.comparison import ComparisonConfig
+from consert.planner.design import expected_seeds
+from consert.planner.load import read_workflow_config
 from consert.verdict.decision import load_decision
 from tests.conftest import PUBLISHED, ROOT
 

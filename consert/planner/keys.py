@@ -3,7 +3,7 @@
 title and description. The JSON schema (``workflow/schemas/config.schema.yaml``) and ``config/README.md``'s table
 of keys are generated from it (``python scripts/config_keys.py``; a test fails when either differs).
 
-Declarations only: reading a config file, with one line per fault, is :mod:`consert.paper.workflow_config`'s job.
+Declarations only: reading a config file, with one line per fault, is :mod:`consert.planner.load`'s job.
 """
 
 from __future__ import annotations
@@ -14,16 +14,13 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.json_schema import GenerateJsonSchema
 
+from consert.configs import AtLeastOne, Positive, Temperature
+
 #: A training stage a config sets keys for (``stages``, ``size_stages``): the name of one of ConSERT's stage records
 #: (consert/train/modes.py), which the schema lists (:func:`json_schema`'s ``stages``).
 Stage = str
 #: Training keys (``consert train --list-keys``), checked by the trainer's own config when a run is planned.
 TrainKeys = dict[str, Any]
-Positive = Annotated[float, Field(gt=0)]
-#: A contrastive loss's temperature, declared once (checked > 0 wherever a config gives one): the training config's
-#: (ConSERT's, the family's), SG-OPT's tau and Figure 7's sweep.
-Temperature = Positive
-AtLeastOne = Annotated[int, Field(ge=1)]
 
 
 def repeated_seed_fault(seeds: Sequence[Any]) -> str:
@@ -405,7 +402,7 @@ class _OwnTitles(GenerateJsonSchema):
 def json_schema(stages: Sequence[str]) -> dict[str, Any]:
     """The config's JSON schema, each block written out where it is used (no ``$ref``; what
     ``workflow/schemas/config.schema.yaml`` holds); ``stages``: the names ``stages`` and ``size_stages`` take (ConSERT's
-    stage records, :func:`consert.paper.workflow_config.config_schema`)."""
+    stage records, :func:`consert.planner.load.config_schema`)."""
     schema = WorkflowConfig.model_json_schema(schema_generator=_OwnTitles)
     properties = schema["properties"]
     properties["stages"]["propertyNames"] = {"enum": list(stages)}
@@ -432,7 +429,7 @@ def schema_text(schema: dict[str, Any]) -> str:
     says where it comes from."""
     import yaml
 
-    header = "# Generated from consert/workflow_keys.py by `python scripts/config_keys.py`: edit the keys there.\n"
+    header = "# Generated from consert/planner/keys.py by `python scripts/config_keys.py`: edit the keys there.\n"
     return header + yaml.safe_dump(schema, sort_keys=False, width=118, allow_unicode=True)
 
 

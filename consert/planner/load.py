@@ -1,8 +1,8 @@
 """The workflow config, read in one place: :func:`load_workflow_config` checks a config, each fault in one line (the
 keys and their types first, then every training run's resolved keys as the run's own trainer would check them, then
 BERT-flow's and SG-OPT's blocks as their settings classes do, then the local model folders), and returns it as the
-typed :class:`~consert.workflow_keys.WorkflowConfig`, its defaults filled in. The workflow (``common.smk``), the
-planner and every command that takes ``--configfile`` read a config through it; :mod:`consert.workflow_keys` is the
+typed :class:`~consert.planner.keys.WorkflowConfig`, its defaults filled in. The workflow (``common.smk``), the
+planner and every command that takes ``--configfile`` read a config through it; :mod:`consert.planner.keys` is the
 one description of its keys (the schema and ``config/README.md``'s table are generated from it).
 
 A type error surfaces here as one line naming the key, where snakemake's own validation prints the whole schema and
@@ -23,12 +23,12 @@ from baselines.flow_settings import FlowSettings
 from consert import registry
 from consert.configs import ConfigError, read_yaml, unknown_key_message
 from consert.encode.models import looks_like_a_path
-from consert.paper.plan import plan_runs, train_overrides, unique_runs
-from consert.paper.run_configs import sgopt_run_config
+from consert.planner.keys import FamilyKeys, WorkflowConfig, json_schema, repeated_seed_fault
+from consert.planner.plan import plan_runs, train_overrides, unique_runs
+from consert.planner.run_configs import sgopt_run_config
 from consert.train.config import TrainConfig, check_train_config
 from consert.train.modes import METHOD_KEYS_BLOCK, STAGE_KEYS_BLOCK, modes_of
 from consert.train.objectives import check_objective
-from consert.workflow_keys import FamilyKeys, WorkflowConfig, json_schema, repeated_seed_fault
 
 
 def load_workflow_config(config: Mapping[str, Any]) -> WorkflowConfig:

@@ -15,7 +15,7 @@ from consert.verdict.decision import Decision
 from consert.verdict.gate_rates import DesignRow, simulate
 
 if TYPE_CHECKING:
-    from consert.workflow_keys import WorkflowConfig
+    from consert.planner.keys import WorkflowConfig
 
 
 def paper_design(config: WorkflowConfig, decision: Decision) -> list[DesignRow]:

@@ -17,7 +17,7 @@ from consert.train.modes import FLOW_NLI_BLOCK, METHOD_KEYS_BLOCK, MODES, publis
 from consert.train.recipes import COMMON
 
 if TYPE_CHECKING:
-    from consert.workflow_keys import WorkflowConfig
+    from consert.planner.keys import WorkflowConfig
 
 AUGMENTATION_LABELS = {
     "none": "None",

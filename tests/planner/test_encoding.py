@@ -11,8 +11,8 @@ import pytest
 from consert.cli import main, parse
 from consert.configs import ConfigError
 from consert.encode.models import STAND_IN_MODEL
-from consert.paper.encoding_config import EncodingSettings
-from consert.paper.workflow_config import read_workflow_config
+from consert.planner.encoding import EncodingSettings
+from consert.planner.load import read_workflow_config
 from tests.conftest import ROOT
 
 
