@@ -4,7 +4,15 @@ process forked from it, instead of a fresh interpreter importing torch, transfor
 A tiny-model job of the test config spends about 8 of its 11 seconds importing and setting up (Zen 4, 2026-11-29);
 forked from a process that has done it, the job starts computing at once. The workflow starts the server at its
 start where the config asks for it (``job_server: true``) and the jobs run on this machine, and stops it at its end
-(``workflow/rules/common.smk``); a job finds it through ``$CONSERT_JOB_SERVER`` (the socket's path).
+(:mod:`consert.workflow_hooks`); the rules of such a config run their commands as ``consert-job`` (:func:`main`),
+which finds the server through ``$CONSERT_JOB_SERVER`` (the socket's path). The ``consert`` command itself is
+:func:`consert.cli.main` and never asks a server.
+
+The server serves its own user only (the peer's uid, ``SO_PEERCRED``); it reads every request as it arrives, so a
+client that connects and sends nothing, or half a request, stalls no other (it is answered with an error after
+:data:`REQUEST_S`), and a malformed request is answered with an error while the server serves on. A server killed
+with its workflow (``kill -9``) leaves its folder behind; the next start removes every such folder of its user
+whose server is gone.
 
 What a job sees is what a fresh process would: the job's own arguments, working directory, environment and
 standard streams (their file descriptors are passed over the socket, so its log is its log), signals forwarded
@@ -19,9 +27,9 @@ What it cannot give: snakemake's ``benchmark:`` files measure the process snakem
 so their CPU time and peak memory are not the job's (their wall time is); the cost table leaves those columns
 empty for a run with the job server (:mod:`consert.paper.job_costs`).
 
-The ``consert`` command is :func:`main` here: it asks the server when ``$CONSERT_JOB_SERVER`` names one, and
-otherwise (or when declined) runs :func:`consert.cli.main` in its own process. This module imports no more than
-the standard library until it runs a command.
+``consert-job`` is :func:`main` here: it asks the server when ``$CONSERT_JOB_SERVER`` names one, and otherwise (or
+when declined) runs :func:`consert.cli.main` in its own process. This module imports no more than the standard
+library until it runs a command.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ import selectors
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -79,14 +88,19 @@ NVIDIA_DEVICE = Path("/dev/nvidiactl")
 POLL_S = 0.2
 #: A header: the request's length in bytes, sent with the three file descriptors.
 HEADER = 16
+#: Seconds a connected client has to send its whole request before it is answered with an error and dropped.
+REQUEST_S = 10.0
+#: The prefix of a server's folder in the temporary folder, and the files a server writes there.
+FOLDER_PREFIX = "consert-jobs-"
+FOLDER_FILES = frozenset({"socket", "pid", "server.log"})
 
 
 # --- the command: ask the server, else run here ------------------------------------------------------------------
 
 
 def main() -> int:
-    """The ``consert`` command: run by the job server where ``$CONSERT_JOB_SERVER`` names one that takes it,
-    else in this process."""
+    """``consert-job``, the ``consert`` command of a workflow job: run by the job server where
+    ``$CONSERT_JOB_SERVER`` names one that takes it, else in this process."""
     path = os.environ.get(SERVER_ENV, "")
     if path:
         status = _run_on_server(path, sys.argv)
@@ -112,6 +126,8 @@ def _run_on_server(path: str, argv: list[str]) -> int | None:
         return None
     if not first or first[0] != "started":
         client.close()
+        if first and first[0] == "error":  # not a job it declines: a fault, said once, and the job runs here
+            print(f"consert: the job server at {path} refused the job ({' '.join(first[1:])})", file=sys.stderr)
         return None
     pid = int(first[1])
 
@@ -137,18 +153,59 @@ def _python() -> list[str]:
 # --- the server ----------------------------------------------------------------------------------------------------
 
 
+class _Request:
+    """A request as it arrives on a connection: its header, the file descriptors sent with it, its payload."""
+
+    def __init__(self) -> None:
+        self.since = time.monotonic()
+        self.header, self.payload, self.fds = b"", b"", []
+
+    def read(self, connection: socket.socket) -> dict | None:
+        """Read what has arrived (the connection does not block); the request once whole, else None. A malformed
+        or cut-off request raises ValueError with what was wrong."""
+        if len(self.header) < HEADER:
+            data, fds, _, _ = socket.recv_fds(connection, HEADER - len(self.header), 3)
+            self.fds += fds
+            if not data:
+                raise ValueError("the request ended before its header")
+            self.header += data
+            if len(self.header) < HEADER:
+                return None
+            if len(self.fds) != 3 or not self.header.strip().isdigit():
+                raise ValueError("expected a 16-byte length with the three standard streams")
+        length = int(self.header)
+        data = connection.recv(length - len(self.payload))
+        if not data:
+            raise ValueError("the request ended early")
+        self.payload += data
+        if len(self.payload) < length:
+            return None
+        request = json.loads(self.payload)
+        if not isinstance(request, dict) or not isinstance(request.get("argv"), list):
+            raise ValueError("expected a JSON object with argv, cwd, env and python")
+        return request
+
+    def close_fds(self) -> None:
+        for fd in self.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.fds = []
+
+
 class Server:
     """Serves jobs on a Unix socket at ``path``: each accepted request is forked off and run as a command; the
     server stops when asked (SIGTERM) or when its ``owner`` process is gone."""
 
     def __init__(self, path: str, owner: int):
-        self.path, self.owner = path, owner
+        self.path, self.owner, self.uid = path, owner, os.getuid()
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(path)
         self.listener.listen(64)  # jobs that come while the imports run wait here
         self.environment = dict(os.environ)
         self.running: dict[int, socket.socket] = {}
-        self.started, self.declined = 0, {}
+        self.arriving: dict[socket.socket, _Request] = {}
+        self.selector = selectors.DefaultSelector()
+        self.started, self.declined, self.refused = 0, {}, 0
         self.stopping = False
 
     def serve(self) -> None:
@@ -156,14 +213,18 @@ class Server:
             with contextlib.suppress(ImportError):
                 __import__(module)
         signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
-        selector = selectors.DefaultSelector()
-        selector.register(self.listener, selectors.EVENT_READ)
+        self.selector.register(self.listener, selectors.EVENT_READ)
         while not self.stopping and os.getppid() == self.owner:
-            if selector.select(POLL_S):
-                connection, _ = self.listener.accept()
-                self._take(connection)
+            for key, _ in self.selector.select(POLL_S):
+                if key.fileobj is self.listener:
+                    self._accept()
+                else:
+                    self._read(key.fileobj)
+            self._drop_late()
             self._reap()
         self.listener.close()
+        for connection in list(self.arriving):
+            self._refuse(connection, "the server is stopping")
         while self.running:  # jobs still running report their own status; the server only waits for them
             self._reap()
             time.sleep(POLL_S)
@@ -174,24 +235,62 @@ class Server:
     def summary(self) -> str:
         declined = sum(self.declined.values())
         why = "; ".join(f"{reason}: {count}" for reason, count in sorted(self.declined.items()))
-        return f"job server: {self.started} jobs started from it, {declined} declined" + (f" ({why})" if why else "")
+        refused = f", {self.refused} refused" if self.refused else ""
+        return f"job server: {self.started} jobs started from it, {declined} declined{refused}" + (
+            f" ({why})" if why else ""
+        )
 
-    def _take(self, connection: socket.socket) -> None:
-        connection.settimeout(10)  # a request is sent at once; a launcher that stalls does not stall the server
-        try:
-            header, fds, _, _ = socket.recv_fds(connection, HEADER, 3)
-            length = int(header.decode().strip())
-            payload = b""
-            while len(payload) < length:
-                chunk = connection.recv(length - len(payload))
-                if not chunk:
-                    raise OSError("the request ended early")
-                payload += chunk
-            request = json.loads(payload)
-        except (OSError, ValueError):
+    def peer_fault(self, connection: socket.socket) -> str:
+        """Why the process at the other end may not be served (another user's), or ''."""
+        credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        _, uid, _ = struct.unpack("3i", credentials)
+        return "" if uid == self.uid else f"uid {uid} is not the server's user"
+
+    def _accept(self) -> None:
+        connection, _ = self.listener.accept()
+        if fault := self.peer_fault(connection):
+            self.refused += 1
+            with contextlib.suppress(OSError):
+                connection.sendall(f"error {fault}\n".encode())
             connection.close()
             return
-        connection.settimeout(None)
+        connection.setblocking(False)
+        self.arriving[connection] = _Request()
+        self.selector.register(connection, selectors.EVENT_READ)
+
+    def _read(self, connection: socket.socket) -> None:
+        arriving = self.arriving[connection]
+        try:
+            request = arriving.read(connection)
+        except BlockingIOError:
+            return
+        except (OSError, ValueError) as error:  # malformed or cut off: answered, and the server serves on
+            self._refuse(connection, f"malformed request: {error}")
+            return
+        if request is None:
+            return
+        self.selector.unregister(connection)
+        del self.arriving[connection]
+        connection.setblocking(True)
+        self._take(connection, request, arriving.fds)
+
+    def _drop_late(self) -> None:
+        now = time.monotonic()
+        for connection, arriving in list(self.arriving.items()):
+            if now - arriving.since > REQUEST_S:
+                self._refuse(connection, f"no whole request within {REQUEST_S:g} s")
+
+    def _refuse(self, connection: socket.socket, reason: str) -> None:
+        self.refused += 1
+        self.selector.unregister(connection)
+        self.arriving.pop(connection).close_fds()
+        with contextlib.suppress(OSError):
+            connection.setblocking(True)
+            connection.settimeout(1)
+            connection.sendall(f"error {reason}\n".encode())
+        connection.close()
+
+    def _take(self, connection: socket.socket, request: dict, fds: list[int]) -> None:
         reason = self._declines(request)
         if reason:
             self.declined[reason] = self.declined.get(reason, 0) + 1
@@ -202,7 +301,11 @@ class Server:
             return
         pid = os.fork()
         if pid == 0:
-            for other in (self.listener, *self.running.values()):  # another job's launcher sees its own job end
+            for other in (
+                self.listener,
+                *self.running.values(),
+                *self.arriving,
+            ):  # another job's launcher sees its own job end
                 other.close()
             os._exit(_run_job(request, fds, connection))
         for fd in fds:
@@ -318,8 +421,10 @@ _started: list[str] = []
 def start(owner: int | None = None) -> str:
     """Start a server owned by ``owner`` (this process), put its socket in ``$CONSERT_JOB_SERVER`` for the jobs this
     process starts, and return it ('' where it did not start). The server imports what the jobs need while the
-    first ones wait on its socket."""
-    folder = Path(tempfile.mkdtemp(prefix="consert-jobs-"))
+    first ones wait on its socket. Folders of this user's servers that are gone are removed first
+    (:func:`remove_dead_folders`)."""
+    remove_dead_folders(Path(tempfile.gettempdir()))
+    folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
     path = str(folder / "socket")
     environment = {**os.environ, **dict.fromkeys(THREAD_ENV, "1")}
     with (folder / "server.log").open("w") as log:
@@ -331,6 +436,7 @@ def start(owner: int | None = None) -> str:
             env=environment,
             start_new_session=True,  # a Ctrl-C reaches the jobs through their launchers, not the server at once
         )
+    (folder / "pid").write_text(str(process.pid))
     deadline = time.monotonic() + 30
     while not os.path.exists(path) and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -340,9 +446,43 @@ def start(owner: int | None = None) -> str:
         shutil.rmtree(folder, ignore_errors=True)
         return ""
     os.environ[SERVER_ENV] = path
-    (folder / "pid").write_text(str(process.pid))
     _started.append(path)
     return path
+
+
+def remove_dead_folders(root: Path) -> list[Path]:
+    """Remove the folders a job server of this user left in ``root`` when it was killed (its ``pid`` names no
+    process); return them. A folder is removed only if it is this user's, holds nothing but a server's own files
+    (:data:`FOLDER_FILES`) and names a server that is gone: a live server's, another user's, a folder starting up
+    (no ``pid`` yet) or one holding anything else is left as it is."""
+    removed = []
+    for folder in sorted(root.glob(f"{FOLDER_PREFIX}*")):
+        try:
+            if folder.is_symlink() or not folder.is_dir() or folder.stat().st_uid != os.getuid():
+                continue
+            names = {entry.name for entry in folder.iterdir()}
+            pid = int((folder / "pid").read_text())
+        except (OSError, ValueError):
+            continue
+        if not names <= FOLDER_FILES or _alive(pid):
+            continue
+        for name in names:
+            with contextlib.suppress(OSError):
+                (folder / name).unlink()
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+            removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a process of another user has that pid now: not ours to judge, so left
+        return True
+    return True
 
 
 def stop() -> str:

@@ -23,6 +23,18 @@ def mps_folder(config: WorkflowConfig) -> str | None:
     return MPS_FOLDER if config.share_gpu and config.gpu_mps else None
 
 
+def serves_jobs(config: WorkflowConfig, local: bool) -> bool:
+    """Whether this run starts the job server (:mod:`consert.job_server`): the config asks for it (``job_server``) and
+    the jobs run on this machine (a cluster's jobs start their own processes)."""
+    return config.job_server and local
+
+
+def job_command(config: WorkflowConfig, local: bool) -> str:
+    """The command a rule runs the harness with: ``consert-job`` (which asks the job server) where this run serves
+    its jobs, else ``consert`` itself."""
+    return "consert-job" if serves_jobs(config, local) else "consert"
+
+
 def check_device(config: WorkflowConfig, local: bool, gpu_jobs: Callable[[], bool]) -> None:
     """``device: cuda`` (the paper's config): a run on this machine whose jobs take a GPU (``gpu_jobs()``: whether
     any job to run declares the ``gpu`` resource) stops before any job, in one line, where torch sees none (a target
@@ -41,14 +53,15 @@ def check_device(config: WorkflowConfig, local: bool, gpu_jobs: Callable[[], boo
 def on_start(config: WorkflowConfig, local: bool, gpu_jobs: Callable[[], bool]) -> list[str]:
     """Before the first job: the device check (:func:`check_device`), then, where the config asks, the MPS daemon
     for jobs that share a card (one line says whether it runs) and, on this machine (``local``), the job server
-    whose forks start the jobs' ``consert`` commands (a cluster's jobs start their own). The lines to print."""
+    whose forks start the jobs' commands (:func:`serves_jobs`; a cluster's jobs start their own). The lines to
+    print."""
     check_device(config, local, gpu_jobs)
     lines = []
     if folder := mps_folder(config):
         from consert import gpu_mps
 
         lines.append(gpu_mps.start(folder))
-    if config.job_server and local:
+    if serves_jobs(config, local):
         from consert import job_server
 
         job_server.start()
@@ -63,7 +76,7 @@ def on_end(config: WorkflowConfig, local: bool) -> list[str]:
         from consert import gpu_mps
 
         lines.append(gpu_mps.stop(folder))
-    if config.job_server and local:
+    if serves_jobs(config, local):
         from consert import job_server
 
         lines.append(job_server.stop())

@@ -79,8 +79,7 @@ def tiny_tree(tmp_path) -> Path:
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory) -> str:
     """A tiny randomly initialised BERT (2 layers, the stand-in's vocabulary) saved as a model folder."""
-    from consert.bench.cuda import random_bert
-    from consert.bench.dag_cost import TINY_SHAPE
+    from consert.bench.dag_cost import TINY_SHAPE, random_bert
 
     return random_bert(tmp_path_factory.mktemp("tiny-bert"), TINY_SHAPE)
 

@@ -1,6 +1,8 @@
 """The job server (consert/job_server.py): a command forked from it is the command run in its own process: the same
 output files, streams, exit status and one-line errors; a job it cannot serve as a fresh interpreter would run
-starts cold and still runs; a signal to the launcher reaches the job; a killed launcher leaves no job behind."""
+starts cold and still runs; a signal to the launcher reaches the job; a killed launcher leaves no job behind; only
+``consert-job`` asks it (``consert`` never does); it serves its own user only, answers a malformed request with an
+error and serves on, lets no silent client stall another, and its next start removes a killed server's folder."""
 
 from __future__ import annotations
 
@@ -34,12 +36,13 @@ def server():
         os.environ[job_server.SERVER_ENV] = saved
 
 
-def consert(*argv: str, env: dict[str, str], cwd: Path, **kwargs) -> subprocess.CompletedProcess:
-    """``consert ARGV`` as a workflow job runs it: the installed command, its streams files of its own."""
+def consert_job(*argv: str, env: dict[str, str], cwd: Path, **kwargs) -> subprocess.CompletedProcess:
+    """``consert-job ARGV`` as a workflow job of a config with the job server runs it: the installed command, its
+    streams files of its own."""
     out, err = cwd / "stdout.txt", cwd / "stderr.txt"
     with out.open("w") as stdout, err.open("w") as stderr:
         result = subprocess.run(
-            [str(Path(sys.executable).parent / "consert"), *argv],
+            [str(Path(sys.executable).parent / "consert-job"), *argv],
             env=env,
             cwd=cwd,
             stdout=stdout,
@@ -65,13 +68,13 @@ def test_a_job_from_the_server_writes_what_its_own_process_writes(server, tiny_m
         folder.mkdir()
         env = {**env, "OMP_NUM_THREADS": "1"}
         arguments = ("evaluate", tiny_model_dir, "--data", str(tiny_tree), "--dtype", "fp32", "--engine", "torch")
-        result = consert(*arguments, "--output", "scores.csv", env=env, cwd=folder)
+        result = consert_job(*arguments, "--output", "scores.csv", env=env, cwd=folder)
         assert result.returncode == 0, result.stderr
         frame = (folder / "scores.csv").read_text().splitlines()
         outputs[how] = (result.stdout, [line.split(",")[:12] for line in frame])  # the scores, not the timestamps
         assert "threads" not in result.stderr
     assert outputs["cold"] == outputs["server"]
-    usage = consert("evaluate", "--pooling", "nonsense", env=server, cwd=tmp_path)
+    usage = consert_job("evaluate", "--pooling", "nonsense", env=server, cwd=tmp_path)
     assert usage.returncode == 2 and len(usage.stderr.strip().splitlines()) == 1, usage.stderr
     assert usage.stderr.startswith("consert evaluate: error:")
 
@@ -84,7 +87,7 @@ def test_a_job_that_differs_at_import_time_starts_cold_and_still_runs(server, tm
     assert not job_server.Server._declines(_FakeServer(server), {"python": job_server._python(), "env": server})
     other_python = {"python": ["/usr/bin/python3"], "env": server}
     assert job_server.Server._declines(_FakeServer(server), other_python) == "another Python"
-    result = consert("--version", env=changed, cwd=tmp_path)
+    result = consert_job("--version", env=changed, cwd=tmp_path)
     assert result.returncode == 0 and result.stdout.startswith("consert "), result.stderr
 
 
@@ -128,7 +131,14 @@ def test_ctrl_c_to_the_launcher_reaches_the_job(server, real_data_dir, tmp_path)
     output = tmp_path / "scores.csv"
     argv = ["evaluate", STAND_IN_MODEL, "--tasks", "STS12", "--dtype", "fp32", "--engine", "torch"]
     process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "consert"), *argv, "--data", str(real_data_dir), "--output", str(output)],
+        [
+            str(Path(sys.executable).parent / "consert-job"),
+            *argv,
+            "--data",
+            str(real_data_dir),
+            "--output",
+            str(output),
+        ],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
@@ -149,7 +159,13 @@ def test_a_killed_launcher_leaves_no_job_running(server, real_data_dir, tmp_path
     """SIGKILL to the launcher (it cannot forward anything): its job stops too, as a killed process's work would."""
     argv = ["evaluate", STAND_IN_MODEL, "--dtype", "fp32", "--engine", "torch", "--data"]  # the 7 sets: a minute
     process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "consert"), *argv, str(real_data_dir), "--output", str(tmp_path / "x.csv")],
+        [
+            str(Path(sys.executable).parent / "consert-job"),
+            *argv,
+            str(real_data_dir),
+            "--output",
+            str(tmp_path / "x.csv"),
+        ],
         stderr=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         env={**server, "OMP_NUM_THREADS": "1"},
@@ -215,3 +231,112 @@ def test_a_server_whose_workflow_was_killed_stops_and_removes_its_folder(tmp_pat
     while time.monotonic() < deadline and (folder.exists() or _alive(server_pid)):
         time.sleep(0.2)
     assert not folder.exists() and not _alive(server_pid)
+
+
+def _listening(path: Path):
+    """A bare listening socket at ``path``, and a function saying whether anything connected within some seconds."""
+    import socket
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+
+    def connected(seconds: float) -> bool:
+        listener.settimeout(seconds)
+        try:
+            listener.accept()[0].close()
+        except TimeoutError:
+            return False
+        return True
+
+    return listener, connected
+
+
+def test_only_consert_job_asks_a_server_the_consert_command_never_does(tmp_path):
+    """`$CONSERT_JOB_SERVER` names a socket: `consert` runs in its own process without connecting to it (the user's
+    command enters through the command line); `consert-job`, the workflow's command, connects."""
+    listener, connected = _listening(tmp_path / "socket")
+    env = {**os.environ, job_server.SERVER_ENV: str(tmp_path / "socket")}
+    bin_dir = Path(sys.executable).parent
+    with listener:
+        ran = subprocess.run([str(bin_dir / "consert"), "--version"], env=env, capture_output=True, text=True)
+        assert ran.returncode == 0 and ran.stdout.startswith("consert "), ran.stderr
+        assert not connected(0.5)  # `consert` has finished: a connection of its would be waiting
+        job = subprocess.Popen([str(bin_dir / "consert-job"), "--version"], env=env, stdout=subprocess.PIPE)
+        assert connected(60)  # accepted and closed unanswered: the launcher then runs the command itself
+        assert job.wait(timeout=120) == 0 and job.stdout.read().startswith(b"consert ")
+
+
+def test_a_malformed_request_is_answered_with_an_error_and_the_server_serves_on(server, tmp_path):
+    """Garbage in place of the header, then a header promising a payload that never comes and a connection closed:
+    each answered `error ...` (or dropped), and the next job is served as before."""
+    import socket
+
+    path = server[job_server.SERVER_ENV]
+    for garbage in (b"not a number....", b"12".ljust(job_server.HEADER)):
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        client.connect(path)
+        socket.send_fds(client, [garbage], [0, 1, 2])
+        if garbage.startswith(b"12"):
+            client.shutdown(socket.SHUT_WR)  # the request ends before its 12 bytes
+        reply = client.makefile("r").readline()
+        client.close()
+        assert reply.startswith("error malformed request:"), reply
+    result = consert_job("--version", env=server, cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout.startswith("consert "), result.stderr
+
+
+def test_a_client_that_sends_nothing_stalls_no_other(server, tmp_path):
+    """A client connects and sends nothing (a launcher stopped mid-request): a job asked meanwhile is served at once,
+    not after the silent one's REQUEST_S (the server used to read a request to its end before taking the next)."""
+    import socket
+
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.connect(server[job_server.SERVER_ENV])
+    time.sleep(0.5)  # the server has accepted it
+    started = time.monotonic()
+    result = consert_job("--version", env=server, cwd=tmp_path)
+    took = time.monotonic() - started
+    assert result.returncode == 0 and result.stdout.startswith("consert "), result.stderr
+    assert took < job_server.REQUEST_S / 2, f"{took:.1f} s: served after the silent client"
+    silent.settimeout(job_server.REQUEST_S + 5)
+    assert silent.makefile("r").readline().startswith("error no whole request within")
+    silent.close()
+
+
+def test_a_client_of_another_user_is_refused():
+    """The peer's uid, as the kernel gives it (SO_PEERCRED): the server's own user is served, any other refused."""
+    import socket
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with ours, theirs:
+        server = _FakeServer({})
+        server.uid = os.getuid()
+        assert job_server.Server.peer_fault(server, ours) == ""
+        server.uid = os.getuid() + 1
+        assert job_server.Server.peer_fault(server, ours) == f"uid {os.getuid()} is not the server's user"
+
+
+def test_the_next_start_removes_the_folders_of_killed_servers_and_nothing_else(tmp_path):
+    """Folders as a server leaves them: one whose server is gone is removed; a live server's, one still starting
+    (no pid yet), one holding a file the server never writes, and a folder of another name stay."""
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid, live_pid = gone.stdout.strip(), str(os.getpid())
+    folders = {}
+    for name, pid, extra in (("dead", dead_pid, None), ("live", live_pid, None), ("starting", None, None),
+                             ("foreign", dead_pid, "notes.txt")):  # fmt: skip
+        folder = folders[name] = tmp_path / f"{job_server.FOLDER_PREFIX}{name}"
+        folder.mkdir()
+        (folder / "server.log").write_text("")
+        (folder / "socket").write_text("")
+        if pid:
+            (folder / "pid").write_text(pid)
+        if extra:
+            (folder / extra).write_text("mine")
+    other = tmp_path / "consert-other"
+    other.mkdir()
+    (other / "pid").write_text(dead_pid)
+    assert job_server.remove_dead_folders(tmp_path) == [folders["dead"]]
+    assert not folders["dead"].exists()
+    assert all(folders[name].exists() for name in ("live", "starting", "foreign")) and other.exists()
+    assert (folders["foreign"] / "notes.txt").read_text() == "mine"

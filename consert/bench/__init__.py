@@ -1,6 +1,6 @@
-"""Benchmarks, each measured against its reference in the same run: :mod:`.cpu` (evaluation and a
-training step against sentence-transformers), :mod:`.cuda` (the paper-scale trainer on a GPU) and
-:mod:`.dag_cost` (what a workflow config's DAG costs, job kind by job kind)."""
+"""What a workflow config's DAG costs, job kind by job kind (:mod:`.dag_cost`, ``consert bench --config``), with
+what it times on: NLI pairs shaped as SNLI's and MultiNLI's where their files are missing (:mod:`.nli_lengths`) and
+a loop's steady rate (:mod:`.steady_rate`). The harness's benchmarks of itself are ``harness_bench/``."""
 
 #: The executions ``--compare`` times each kind in besides its own (``auto``): the step without CUDA graphs or
 #: compilation, with its training forward compiled (no graphs), replayed as CUDA graphs where it can be (the

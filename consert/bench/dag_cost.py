@@ -30,6 +30,7 @@ import math
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,9 +39,9 @@ import pandas as pd
 import torch
 
 from consert.bench import execution_settings
-from consert.bench.cuda import random_bert
 from consert.data.senteval import PACKAGE_CHECKOUT, SentEvalData
 from consert.data.senteval import dev_pairs as dev_task_pairs
+from consert.encode.models import STAND_IN_MODEL, resolve_model
 from consert.paper.recipe_card import NLI_PAIRS, STS_TEXTS
 from consert.planner.paths import sgopt_run
 from consert.planner.plan import plan_runs, unique_runs
@@ -197,7 +198,12 @@ class KindRate:
     compiled: bool = False
 
 
-def _timed_config(config, model: str, steps: int, device: str, workdir: Path, data: SentEvalData):
+#: A measurement :func:`run` takes of each timed kind besides its rate (``also``): from the kind's config, model,
+#: the data, the device and its measured rate, named values (the cost table's columns for the kind).
+KindMeasure = Callable[[Any, str, SentEvalData, str, "KindRate"], dict[str, float]]
+
+
+def timed_config(config, model: str, steps: int, device: str, workdir: Path, data: SentEvalData):
     """The kind's config for a timing run, and what was swapped: the random model, ``steps`` steps, no dev
     evaluation inside the timed steps, and inputs that are here (the STS texts for a missing text file;
     pairs of SNLI's and MultiNLI's stated lengths, written in ``workdir``, for missing NLI files
@@ -252,7 +258,7 @@ def measure_kind(
     import torch._inductor.utils
 
     from baselines.sgopt import SgOptConfig, train_sgopt
-    from consert.bench.cuda import steady_rate
+    from consert.bench.steady_rate import steady_rate
     from consert.train.loop import TrainingFault, read_interval
     from consert.train.trainer import train
 
@@ -261,7 +267,7 @@ def measure_kind(
     torch._inductor.utils.clear_caches()
     compiled_before, misses_before = _compile_seconds(), _cache_misses()
     with tempfile.TemporaryDirectory(prefix="consert-cost-") as scratch:
-        timed, swapped = _timed_config(config, model, steps, device, Path(scratch), data)
+        timed, swapped = timed_config(config, model, steps, device, Path(scratch), data)
         try:
             if isinstance(timed, SgOptConfig):
                 result = train_sgopt(timed, data, progress=False, capture_steps=steps)
@@ -326,40 +332,6 @@ def compilation_once(rates: dict[str, KindRate]) -> tuple[dict[str, float], floa
             once += rate.compile_s - load
             one_time[rate.kind] = max(0.0, rate.one_time_s - (rate.compile_s - load))
     return one_time, once
-
-
-def speed_of_light(config, model: str, data: SentEvalData, device: str, rate: KindRate) -> dict[str, float]:
-    """A timed kind against the card's limit (:mod:`consert.bench.speed_of_light`): its step's work in GFLOP, the
-    TFLOP/s its measured rate achieves, their fraction of the card's dense peak in the precision it ran in, and
-    (on CUDA) its kernels per step, as the model's layers run and with their per-token chain fused; NaN for
-    SG-OPT's kinds (its own trainer) and where the card's peak is unknown."""
-    from baselines.sgopt import SgOptConfig
-    from consert.bench.speed_of_light import peak_tflops, step_work
-
-    if isinstance(config, SgOptConfig):
-        return dict.fromkeys(SPEED_OF_LIGHT_COLUMNS, float("nan"))
-    with tempfile.TemporaryDirectory(prefix="consert-sol-") as scratch:
-        timed, _ = _timed_config(config, model, 2, device, Path(scratch), data)
-        work = step_work(timed, data, dtype=rate.dtype or "fp32")
-    name = torch.cuda.get_device_name(torch.device(device)) if torch.device(device).type == "cuda" else "cpu"
-    achieved = work.flops * rate.steps_per_s / 1e12
-    return {
-        "gflop_per_step": work.flops / 1e9,
-        "achieved_tflops": achieved,
-        "peak_fraction": achieved / peak_tflops(name, rate.dtype),
-        "kernels_per_step": float("nan") if work.kernels is None else work.kernels,
-        "fused_kernels_per_step": float("nan") if work.fused_kernels is None else work.fused_kernels,
-    }
-
-
-#: The speed-of-light columns of the cost table (``--speed-of-light``).
-SPEED_OF_LIGHT_COLUMNS = (
-    "gflop_per_step",
-    "achieved_tflops",
-    "peak_fraction",
-    "kernels_per_step",
-    "fused_kernels_per_step",
-)
 
 
 def evaluation_seconds(model: str, data: SentEvalData, device: str, dev_pairs: int | None = None) -> float:
@@ -470,6 +442,22 @@ def kind_run_steps(jobs: list[PlannedJob]) -> dict[str, int]:
     return {job.kind: job.steps for job in reversed(jobs)}
 
 
+def random_bert(folder: Path, shape: dict[str, int]) -> str:
+    """A randomly initialised BERT of ``shape`` (BertConfig's keys; torch seeded with 0) with the stand-in's uncased
+    30,522-token WordPiece vocabulary, saved to ``folder``; its path."""
+    import shutil
+
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    BertModel(BertConfig(**shape)).save_pretrained(folder)
+    vocabulary = Path(resolve_model(STAND_IN_MODEL).path)
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        if (vocabulary / name).is_file():
+            shutil.copy(vocabulary / name, Path(folder) / name)
+    return str(folder)
+
+
 def random_models(sizes, folder: Path, shape: str = "hub") -> dict[str, str]:
     """A randomly initialised BERT per size under ``folder``: the size's hub shape, or ``tiny``'s 2 layers."""
     return {size: random_bert(folder / size, TINY_SHAPE if shape == "tiny" else HUB_SHAPES[size]) for size in sizes}
@@ -483,13 +471,14 @@ def run(
     gpus: int,
     shape: str = "hub",
     compare: tuple[str, ...] = (),
-    with_speed_of_light: bool = False,
+    also: KindMeasure | None = None,
 ) -> tuple[pd.DataFrame, dict[str, float]]:
     """Plan, time every job kind and each size's evaluations, and project; printed as it goes. ``compare``:
     executions (:data:`COMPARED_EXECUTIONS`) each kind is also timed in, in the same run, as the columns
     ``<execution>_steps_per_s`` (empty where the kind has no such execution: SG-OPT never compiles; or where its
-    step cannot run so: ``graphs`` or ``fused`` for a step that cannot be graphed). ``with_speed_of_light``: each
-    kind's step against the card's limit too (:func:`speed_of_light`, the columns :data:`SPEED_OF_LIGHT_COLUMNS`)."""
+    step cannot run so: ``graphs`` or ``fused`` for a step that cannot be graphed). ``also``: a measurement
+    taken of each timed kind besides its rate (its values the table's columns; the harness's own benchmarks, such as
+    a step against the card's limit, ``harness_bench/speed_of_light.py``)."""
     from consert.hardware import hardware_summary
 
     jobs, kinds = planned_jobs(workflow, data)
@@ -521,9 +510,9 @@ def run(
                 + f"; {rate.how})",
                 flush=True,
             )
-            if with_speed_of_light:
-                with _inductor_cache(Path(scratch) / f"speed-of-light {kind}"):
-                    limits[kind] = speed_of_light(config, model, data, device, rate)
+            if also is not None:
+                with _inductor_cache(Path(scratch) / f"also {kind}"):
+                    limits[kind] = also(config, model, data, device, rate)
                 print(f"    {', '.join(f'{k} {v:.3g}' for k, v in limits[kind].items())}", flush=True)
             for execution in compare:
                 settings = execution_settings(config, execution)
@@ -545,8 +534,8 @@ def run(
     table, totals = projection(jobs, rates, dev_seconds, test_seconds, gpus, one_time, once)
     for execution, by_kind in compared.items():
         table[f"{execution}_steps_per_s"] = table.kind.map(by_kind)
-    for column in SPEED_OF_LIGHT_COLUMNS if with_speed_of_light else ():
-        table[column] = table.kind.map({kind: values[column] for kind, values in limits.items()})
+    for column in dict.fromkeys(column for values in limits.values() for column in values):
+        table[column] = table.kind.map({kind: values.get(column, math.nan) for kind, values in limits.items()})
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     table["timed_as"] = table.kind.map(notes)
     untimed = table.kind[table.steps_per_s.isna()].tolist()

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     check_export_target(config.output_dir, args.overwrite)
     data = load_senteval(config.data, flag="--set data=DIR")
     result = train(config, data, execution_steps=args.execution_steps)
-    from consert.bench.cuda import exported_run_rate
+    from consert.bench.steady_rate import exported_run_rate
 
     steps_per_s, _ = exported_run_rate(result.output_dir)
     rate = f", {steps_per_s:.3g} steps/s" if steps_per_s else ""

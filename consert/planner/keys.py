@@ -298,7 +298,8 @@ class WorkflowConfig(Keys):
         title="start each local job's `consert` command from one process that has imported the harness once "
         "(seconds saved per job; the benchmarks' CPU time and memory are then the launcher's)",
         description="Start a job server at the workflow's start (local jobs only: a cluster's jobs start their own "
-        "processes): each job's `consert` command runs in a process forked from one that has imported torch, "
+        "processes): the rules run `consert-job`, and each job's command runs in a process forked from one that has "
+        "imported torch, "
         "transformers and the harness once, with the job's own arguments, folder, environment, streams and exit "
         "status. A job whose Python or import-time environment differs starts its own process. Snakemake's "
         "benchmark files then measure the launcher, so results/cost.csv leaves CPU time and peak memory empty.",

@@ -8,18 +8,17 @@ import re
 from collections import Counter
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from consert.bench import execution_settings
 from consert.bench.dag_cost import (
     KindRate,
     PlannedJob,
-    _timed_config,
     compilation_once,
     planned_jobs,
     projection,
     stop_after_peak,
+    timed_config,
 )
 from consert.cli import main as cli_main
 from consert.planner.load import read_workflow_config
@@ -139,7 +138,7 @@ def test_a_timing_run_swaps_only_what_its_stage_reads(paper_plan, tmp_path):
 
     data = load_senteval(write_senteval_tree(tmp_path / "senteval", pairs_per_file=12))
     _, kinds = paper_plan
-    timed = {kind: _timed_config(kinds[kind], "model", 6, "cpu", tmp_path / "run", data) for kind in kinds}
+    timed = {kind: timed_config(kinds[kind], "model", 6, "cpu", tmp_path / "run", data) for kind in kinds}
     notes = {kind: swapped for kind, (_, swapped) in timed.items()}
     assert notes["base unsup b96 L64"] == [] and notes["base sup-unsup b96 L64"] == []
     assert notes["base sup b96 L64"] == [f"for the missing NLI files, {lengths_note()}"]
@@ -149,50 +148,16 @@ def test_a_timing_run_swaps_only_what_its_stage_reads(paper_plan, tmp_path):
     assert notes["base simcse b64 L32"] == ["STS texts for the missing data/wiki1m_for_simcse.txt"]
 
 
-def test_the_command_times_every_kind_of_the_test_config_and_writes_its_table(tmp_path, capsys):
-    """Every kind timed and projected; ``--compare eager`` times each trainer kind again, in the same run;
-    ``--speed-of-light`` counts each trainer kind's step."""
-    data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
-    output = tmp_path / "cost.csv"
-    status = cli_main(
-        [
-            "bench", "--config", str(ROOT / "config" / "test.yaml"), "--shape", "tiny", "--steps", "6",
-            "--gpus", "2", "--data", str(data), "--output", str(output), "--compare", "eager", "--speed-of-light",
-        ]
-    )  # fmt: skip
-    assert status == 0
-    table = pd.read_csv(output)
-    workflow = read_workflow_config(ROOT / "config" / "test.yaml").model_copy(update={"data_dir": str(data)})
-    from consert.data.senteval import load_senteval
-
-    jobs, kinds = planned_jobs(workflow, load_senteval(data))
-    assert set(table.kind) == set(kinds) and table.runs.sum() == len(jobs)
-    assert (table.steps_per_s > 0).all() and (table.gpu_hours > 0).all() and (table.one_time_s >= 0).all()
-    # each kind timed again eagerly, SG-OPT's too (a timing of its own, not its rate copied)
-    assert table.kind.str.contains(" sgopt ").any() and (table.eager_steps_per_s > 0).all()
-    assert (table.eager_steps_per_s != table.steps_per_s).any()  # copied rates: all equal
-    assert table.total_gpu_hours.iloc[0] == pytest.approx(table.gpu_hours.sum(), abs=1e-3)  # 4 decimals a cell
-    assert table.hardware.iloc[0] and set(table.gpus) == {2}
-    # the step's work counted for the trainer's kinds (SG-OPT's own trainer is not), no card's peak on a CPU
-    sgopt = table.kind.str.contains(" sgopt ")
-    assert (table.gflop_per_step[~sgopt] > 0).all() and table.gflop_per_step[sgopt].isna().all()
-    achieved = table.gflop_per_step[~sgopt] * table.steps_per_s[~sgopt] / 1000  # TFLOP/s, 4 decimals a cell
-    assert (achieved - table.achieved_tflops[~sgopt]).abs().max() < 1e-3
-    assert table.peak_fraction.isna().all() and table.kernels_per_step.isna().all()
-    assert table.fused_kernels_per_step.isna().all()  # counted on CUDA only
-    assert "GPU-hours; on 2 card(s)" in capsys.readouterr().out
-
-
 @pytest.mark.parametrize(
     "arguments, message",
     [
         (["--config", "CONFIG", "--compare", "compiled"], "--compare compiled needs --device cuda"),
         (["--config", "CONFIG", "--compare", "graphs"], "--compare graphs needs --device cuda"),
         (["--config", "CONFIG", "--compare", "fused"], "--compare fused needs --device cuda"),
-        (["--share", "base sgopt*"], "--compare and --share time a workflow config's job kinds"),
-        (["--config", "CONFIG", "--share", "x", "--compare", "eager"], "--compare belongs to the cost table"),
-        (["--speed-of-light"], "--speed-of-light belongs to the cost table"),
-        (["--config", "CONFIG", "--mps"], "--mps runs --share's jobs under NVIDIA's MPS"),
+        (["--compare", "eager"], "the following arguments are required: --config"),
+        (["--config", "CONFIG", "--rate-from", "runs/x", "--compare", "eager"], "pass it without --compare"),
+        (["--config", "CONFIG", "--speed-of-light"], "unrecognized arguments: --speed-of-light"),
+        (["--config", "CONFIG", "--share", "base sgopt*"], "unrecognized arguments: --share"),
     ],
 )
 def test_a_bench_combination_that_cannot_run_is_refused_in_one_line_before_any_work(
@@ -202,31 +167,6 @@ def test_a_bench_combination_that_cannot_run_is_refused_in_one_line_before_any_w
     with pytest.raises(SystemExit) as exit_info:
         cli_main(["bench", *arguments, "--data", str(tmp_path / "absent")])
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
-
-
-@pytest.mark.slow
-def test_jobs_of_a_kind_run_one_and_two_at_once_and_the_ratio_is_their_throughputs(tmp_path, capsys):
-    """``--share``: SG-OPT's kind run as whole jobs, alone and two at once; each row's ratio is n x wall(1) /
-    wall(n) from its own walls, its steady ratio its jobs' summed steady rate over one job's; a pattern matching
-    no kind is refused, naming the kinds."""
-    data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
-    output = tmp_path / "share.csv"
-    config = str(ROOT / "config" / "test.yaml")
-    common = ["bench", "--config", config, "--shape", "tiny", "--steps", "6", "--data", str(data)]
-    status = cli_main([*common, "--share", "base sgopt*", "--copies", "2", "--output", str(output)])
-    assert status == 0
-    table = pd.read_csv(output)
-    assert table.kind.str.startswith("base sgopt ").all() and list(table.copies) == [1, 2]
-    alone = table.wall_s[table.copies == 1].iloc[0]
-    assert (table.wall_s > 0).all()
-    # the CSV keeps 4 decimals: a ratio read back is within 1e-4 of the one computed from its rounded parts
-    rounding = {"rel": 1e-3, "abs": 1e-4}
-    assert table.ratio.tolist() == pytest.approx([1.0, 2 * alone / table.wall_s.iloc[1]], **rounding)
-    steady = table.steady_steps_per_s
-    assert (steady > 0).all()
-    assert table.steady_ratio.tolist() == pytest.approx([1.0, steady.iloc[1] / steady.iloc[0]], **rounding)
-    assert cli_main([*common, "--share", "large *"]) == 2
-    assert "--share 'large *' matches no job kind of the config; its kinds: base unsup" in capsys.readouterr().err
 
 
 def test_an_execution_sets_what_the_config_has_and_applies_where_it_turns_nothing_missing_on(paper_plan):

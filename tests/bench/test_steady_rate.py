@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from consert.bench.cuda import steady_rate
+from consert.bench.steady_rate import steady_rate
 from consert.train.loop import LoopSettings, capture_ahead, run_loop
 
 #: Seconds a window's losses take to come back to the host: the device finishing the steps queued ahead of it.

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from consert.bench.cuda import random_bert
-from consert.bench.dag_cost import TINY_SHAPE
+from consert.bench.dag_cost import TINY_SHAPE, random_bert
 from consert.encode.pooling import Pooling
 from consert.io import CACHE_ENV
 from consert.train.augment import AugmentationRatios

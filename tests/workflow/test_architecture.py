@@ -19,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 #: The issue's bound on a function's length, in source lines (decorators and docstring included).
 MAX_FUNCTION_LINES = 120
-PYTHON_TREES = ("consert", "baselines", "workflow/scripts", "tests")
+PYTHON_TREES = ("consert", "baselines", "harness_bench", "workflow/scripts", "tests")
 #: A class of ``consert/train`` does one job: the objectives, the step's execution and the loop are apart.
 MAX_TRAIN_CLASS_LINES = 150
 
@@ -43,7 +43,7 @@ def _copy_of_the_tree(tmp_path: Path) -> Path:
     copy = tmp_path / "tree"
     copy.mkdir()
     shutil.copy(ROOT / "pyproject.toml", copy)
-    for package in ("consert", "baselines"):
+    for package in ("consert", "baselines", "harness_bench"):
         shutil.copytree(ROOT / package, copy / package, ignore=shutil.ignore_patterns("__pycache__"))
     return copy
 
@@ -142,10 +142,12 @@ def test_the_architecture_page_states_the_import_layers_the_contract_checks():
 
 
 def test_the_architecture_page_names_every_module_of_the_packages():
-    """Each module of ``consert/`` and ``baselines/`` is named on the page (by its file name), so a reader finds
-    where every idea lives; a new module without a word there fails."""
+    """Each module of ``consert/``, ``baselines/`` and ``harness_bench/`` is named on the page (by its file name), so
+    a reader finds where every idea lives; a new module without a word there fails."""
     page = (ROOT / "docs" / "architecture.md").read_text()
-    modules = [path for package in ("consert", "baselines") for path in sorted((ROOT / package).rglob("*.py"))]
+    modules = [
+        path for package in ("consert", "baselines", "harness_bench") for path in sorted((ROOT / package).rglob("*.py"))
+    ]
     unnamed = [
         str(path.relative_to(ROOT))
         for path in modules

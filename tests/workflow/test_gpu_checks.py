@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import ROOT
 
@@ -24,3 +27,41 @@ def test_the_gpu_checks_find_the_sts_data_where_download_data_puts_it(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     machine = (tmp_path / "out" / "machine.txt").read_text()
     assert f"data {(box / 'data' / 'senteval' / 'downstream').resolve()}" in machine.splitlines()
+
+
+def _parse_only(steps: list[str], out: Path) -> subprocess.CompletedProcess:
+    """``GPU_CHECKS_PARSE_ONLY=1 bash scripts/gpu_checks.sh OUT STEPS``, from a folder outside the checkout."""
+    env = {
+        **os.environ,
+        "GPU_CHECKS_PARSE_ONLY": "1",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    return subprocess.run(["bash", str(ROOT / "scripts" / "gpu_checks.sh"), str(out), *steps], cwd=out.parent, env=env,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+
+
+def test_the_gpu_checks_help_names_every_step_and_each_benchmarks_arguments_parse(tmp_path):
+    """`--help` prints the script's usage (every step it runs) and exits 0; the benchmark steps (cost, share, bench),
+    their arguments as the script builds them, accepted by `python -m harness_bench --parse-only` on a CPU."""
+    shown = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_checks.sh"), "--help"], capture_output=True, text=True)
+    assert shown.returncode == 0 and shown.stdout.startswith("The CUDA checks of a GPU box"), shown.stderr
+    for step in ("graphs", "dag", "cost", "share", "bench", "rehearsal"):
+        assert f"  {step}:" in shown.stdout
+    result = _parse_only(["cost", "share", "bench"], tmp_path / "out")
+    steps = (tmp_path / "out" / "steps.txt").read_text()
+    assert result.returncode == 0, steps + "".join(
+        (tmp_path / "out" / f"{s}.log").read_text() for s in ("cost", "share", "bench")
+    )
+    assert [line.split(":")[0] for line in steps.splitlines()] == ["cost", "share", "bench"]
+    assert (tmp_path / "out" / "share.log").read_text() == "harness_bench share: arguments accepted\n"
+
+
+@pytest.mark.slow
+def test_the_gpu_checks_test_and_workflow_steps_collect_and_dry_run_on_a_cpu(tmp_path):
+    """The graphs and rehearsal steps collect their CUDA tests (each a test there to run), the dag step dry-runs the
+    offline config's DAG, each with the arguments the script gives them."""
+    result = _parse_only(["graphs", "dag", "rehearsal"], tmp_path / "out")
+    logs = {step: (tmp_path / "out" / f"{step}.log").read_text() for step in ("graphs", "dag", "rehearsal")}
+    assert result.returncode == 0, logs
+    assert " tests collected" in logs["graphs"] and "rehearsal" in logs["rehearsal"]
+    assert "This was a dry-run" in logs["dag"] and re.search(r"^total\s+[1-9]\d*$", logs["dag"], re.M), logs["dag"]

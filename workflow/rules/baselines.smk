@@ -160,7 +160,7 @@ rule train_sgopt:
         "../envs/consert.yaml"
     shell:
         device_env(gpu_job=True)
-        + "consert sgopt --config {input.config:q} --evaluate {output.evaluation:q} "
+        + CONSERT + " sgopt --config {input.config:q} --evaluate {output.evaluation:q} "
         "--curve {output.curve:q} --eval-dtype {params.dtype:q} > {log:q} 2>&1"
 
 

@@ -34,6 +34,7 @@ from consert.train.objectives import run_inputs
 from consert.planner.paths import your_eval
 from consert.paper.yours import paired_inputs
 from consert.paper.row_targets import row_inputs, row_target, row_targets
+from consert.workflow_hooks import job_command
 
 
 #: The checkout, for the conda environment's editable install (workflow/envs/consert.yaml: `-e ${CONSERT_CHECKOUT}`),
@@ -64,6 +65,9 @@ except DataFormatError as err:
 DATA = str(FOUND_DATA or Path(CONFIG.data_dir) / "downstream")
 CONFIG = CONFIG.model_copy(update={"data_dir": DATA})
 config.update(CONFIG.model_dump())  # snakemake's own config, what scripts and the report read: the same values
+#: The command each rule runs the harness with: consert-job (it asks the job server) where this run starts one, else
+#: consert (consert.workflow_hooks.job_command).
+CONSERT = job_command(CONFIG, workflow.local_exec)
 PLAN = plan_runs(CONFIG)
 RUNS = unique_runs(PLAN)
 SGOPT_RUNS = {  # SG-OPT's runs, by run id: (size, seed)
@@ -245,7 +249,7 @@ def consert_shell(arguments, encoder=True, gpu_job=False):
     log; for a command that encodes or reads a vector cache, with its threads, device and card (:func:`device_env`)
     and the encoding settings (its input `encoding`)."""
     env, settings = (device_env(gpu_job), " --encoding-config {input.encoding:q}") if encoder else ("", "")
-    return f"{env}consert {arguments} --data {{input.senteval:q}}{settings} --output {{output:q}} > {{log:q}} 2>&1"
+    return f"{env}{CONSERT} {arguments} --data {{input.senteval:q}}{settings} --output {{output:q}} > {{log:q}} 2>&1"
 
 
 def run_config(wildcards):

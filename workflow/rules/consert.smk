@@ -27,7 +27,7 @@ rule consert_train:
         "../envs/consert.yaml"
     shell:
         device_env(gpu_job=True)
-        + "consert train --config {input.config:q} --evaluate {output.evaluation:q} "
+        + CONSERT + " train --config {input.config:q} --evaluate {output.evaluation:q} "
         "--curve {output.curve:q} --eval-dtype {params.dtype:q} {params.keep_vectors:q} > {log:q} 2>&1"
 
 
@@ -86,7 +86,7 @@ rule check_box:
         "../envs/consert.yaml"
     shell:
         device_env(gpu_job=True)
-        + "consert train --config {input.config:q} --set max_steps={params.steps:q} --set output_dir={params.model:q} "
+        + CONSERT + " train --config {input.config:q} --set max_steps={params.steps:q} --set output_dir={params.model:q} "
         "--execution-steps {params.execution_steps:q} --overwrite --evaluate {output.evaluation:q} "
         "--curve {output.curve:q} --eval-dtype {params.dtype:q} > {log:q} 2>&1 "
         "&& grep -h 'steps run' {log:q} "

@@ -25,7 +25,7 @@ rule comparison:
     conda:
         "../envs/consert.yaml"
     shell:
-        "consert compare --results results --published {params.published:q} --config {input.settings:q} "
+        CONSERT + " compare --results results --published {params.published:q} --config {input.settings:q} "
         "{params.yours} --layout {output.layout:q} --output {output.comparison:q} > {log:q} 2>&1"
 
 
@@ -69,7 +69,7 @@ rule check_published:
     conda:
         "../envs/consert.yaml"
     shell:
-        "consert compare --results results --published {params.published:q} --config {input.settings:q} "
+        CONSERT + " compare --results results --published {params.published:q} --config {input.settings:q} "
         "--output {log.table:q} --check 2>&1 | tee {log.text:q}"
 
 

@@ -1,4 +1,4 @@
-"""``consert bench --device cuda``: the paper-scale trainer against its references, in one run.
+"""``python -m harness_bench references --device cuda``: the paper-scale trainer against its references, in one run.
 
 Side by side, on the same GPU and the same random batches of STS texts (batch 96, max length 64, two
 unsupervised views, the authors' optimiser settings):
@@ -22,38 +22,21 @@ vocabulary): the same arithmetic, for timing only.
 from __future__ import annotations
 
 import json
-import math
 import random
-import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import NamedTuple
 
 import torch
 
+from consert.bench.dag_cost import random_bert
+from consert.bench.steady_rate import steady_rate
 from consert.data.senteval import SentEvalData
 from consert.encode.models import STAND_IN_MODEL, ModelNotAvailableError, resolve_model
 from consert.train.loop import read_interval
 from consert.train.losses import nt_xent
 
 PAPER_BATCH, PAPER_LENGTH = 96, 64
-
-
-def random_bert(folder: Path, shape: dict[str, int]) -> str:
-    """A randomly initialised BERT of ``shape`` (BertConfig's keys; torch seeded with 0) with the stand-in's uncased
-    30,522-token WordPiece vocabulary, saved to ``folder``; its path."""
-    import shutil
-
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(0)
-    BertModel(BertConfig(**shape)).save_pretrained(folder)
-    vocabulary = Path(resolve_model(STAND_IN_MODEL).path)
-    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
-        if (vocabulary / name).is_file():
-            shutil.copy(vocabulary / name, Path(folder) / name)
-    return str(folder)
 
 
 def paper_shape_model(workdir: Path) -> tuple[str, str]:
@@ -64,88 +47,6 @@ def paper_shape_model(workdir: Path) -> tuple[str, str]:
         pass
     path = random_bert(workdir / "bert-base-random", {})  # BertConfig's defaults: bert-base-uncased's shape
     return path, "randomly initialised BERT-base (bert-base-uncased's shape, timing only)"
-
-
-class SteadyRate(NamedTuple):
-    """A training loop's rate once warm, and what it was measured on."""
-
-    steps_per_s: float
-    #: mean seconds of one dev evaluation (NaN when none was timed)
-    evaluation_s: float
-    evaluations: int
-    #: the steps whose durations make the rate
-    timed_steps: int
-    #: seconds the logged steps took beyond their number at the steady rate: warm-up, compilation, graph captures
-    #: (0 where they took no longer)
-    one_time_s: float = math.nan
-    #: windows of steps after the warm-up left out of the rate because one of their steps captured a CUDA graph
-    capture_windows: int = 0
-    #: every window after the warm-up captured a graph, so the rate counts captures (a lower bound)
-    counts_captures: bool = False
-
-
-def steady_rate(log: list[dict], skip: int, window: int = 1) -> SteadyRate:
-    """The training steps per second and the mean seconds of one dev evaluation, from a loop log.
-
-    Per-step durations come from the steps' timestamps (the last step before each read-back stamped once the device
-    has finished it: :func:`~consert.train.loop.run_loop`, every ``window`` steps); the first ``skip`` steps
-    (warm-up, compilation), rounded up to a whole window so that none of their device time is timed, are left
-    out, and so is every step whose interval contains a dev evaluation, whose cost is reported on its own
-    (that interval minus the median step). A window of ``window`` steps in which a step captured a CUDA graph
-    (the log's ``captures``) is left out whole: the capture waits for the device to finish the window's queued
-    steps, so leaving out the capturing step alone would drop their time; nor is a step after an evaluation in such
-    a window counted as evaluation time. Captures happen once a run, each batch shape's at its first sight: they
-    are counted, with the warm-up, in ``one_time_s`` (but for one in a step after an evaluation). The first step
-    is timed from the loop's start, or from the end of an evaluation before it."""
-    skip = -(-skip // window) * window
-    steps = [entry for entry in log if "loss" in entry]
-    evaluated = {entry["step"] for entry in log if "dev_spearman" in entry}
-    durations = {b["step"]: b["seconds"] - a["seconds"] for a, b in zip(steps, steps[1:], strict=False)}
-    if steps and steps[0]["step"] == 1:  # from the loop's start, or from the end of an evaluation at the start
-        begun = max((entry["seconds"] for entry in log if entry["step"] == 0 and "dev_spearman" in entry), default=0)
-        durations = {1: steps[0]["seconds"] - begun, **durations}
-        evaluated.discard(0)
-    capturing = {(entry["step"] - 1) // window for entry in steps if entry.get("captures")}
-    clean = {step for step in durations if (step - 1) // window not in capturing}
-    timed = {step: d for step, d in durations.items() if step > max(skip, 1) and step - 1 not in evaluated}
-    plain = [d for step, d in timed.items() if step in clean]
-    counts_captures = bool(timed) and not plain
-    if counts_captures:
-        plain = list(timed.values())
-    if not plain:
-        raise ValueError(f"the run is too short to time: {len(steps)} steps, {skip} skipped as warm-up")
-    median = statistics.median(plain)
-    evaluations = [
-        d - median
-        for step, d in durations.items()
-        if step - 1 in evaluated and step > max(skip, 1) and step in clean  # a capture there is no evaluation time
-    ]
-    evaluation = statistics.mean(evaluations) if evaluations else float("nan")
-    rate = len(plain) / sum(plain)
-    stepping = [d for step, d in durations.items() if step - 1 not in evaluated]
-    one_time = max(0.0, sum(stepping) - len(stepping) / rate)  # 0 where the warm-up was no slower than the rest
-    excluded = 0 if counts_captures else len({(step - 1) // window for step in timed} & capturing)
-    return SteadyRate(rate, evaluation, len(evaluations), len(plain), one_time, excluded, counts_captures)
-
-
-def exported_run_rate(folder: str | Path) -> tuple[float | None, dict]:
-    """The steady steps per second of the run exported to ``folder`` (:func:`steady_rate` of its training log: its
-    first quarter, at most 20 steps, left out as warm-up; the loss read back every
-    :func:`~consert.train.loop.read_interval` steps of the device its record names), or None for a run too short to
-    time; and its training record. A folder without them is a one-line :class:`ValueError`."""
-    from consert.train.export import TRAINING_LOG, TRAINING_RECORD
-
-    try:
-        record = json.loads((Path(folder) / TRAINING_RECORD).read_text(encoding="utf-8"))
-        log = json.loads((Path(folder) / TRAINING_LOG).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{folder}: no readable training record and log there ({error})") from None
-    steps = sum("loss" in entry for entry in log)
-    window = read_interval(record.get("device", "cpu"))
-    try:
-        return steady_rate(log, skip=min(20, steps // 4), window=window).steps_per_s, record
-    except ValueError:
-        return None, record
 
 
 def _synchronize(device: str) -> None:
@@ -237,9 +138,9 @@ def bench_evaluation(data: SentEvalData, device: str = "cuda") -> dict:
     """The harness's 7-set evaluation of the stand-in (dtype auto) against sentence-transformers' evaluator."""
     from sentence_transformers import SentenceTransformer
 
-    from consert.bench.cpu import REFERENCE, _st_evaluators
     from consert.encode.encoder import SentenceEncoder
     from consert.evaluate.protocol import evaluate_embedder
+    from harness_bench.references_cpu import REFERENCE, _st_evaluators
 
     reference = SentenceTransformer(str(resolve_model(STAND_IN_MODEL).path), device=device)
     reference.max_seq_length = PAPER_LENGTH
@@ -265,8 +166,8 @@ def bench_evaluation(data: SentEvalData, device: str = "cuda") -> dict:
 def run(data: SentEvalData, steps: int = 600, device: str = "cuda", model: str | None = None) -> dict[str, object]:
     """Every benchmark above, printed as it goes; returns the raw numbers (``device`` and ``model`` other
     than CUDA and BERT-base only to try the code on a small machine)."""
-    from consert.bench.cpu import REFERENCE
     from consert.hardware import hardware_summary
+    from harness_bench.references_cpu import REFERENCE
 
     report: dict[str, object] = {"hardware": hardware_summary(device), "torch": torch.__version__}
     print(f"{device}: {report['hardware']}; torch {torch.__version__}", flush=True)

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import functools
 import itertools
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -25,6 +28,9 @@ from torch.utils.flop_counter import FlopCounterMode
 from consert.data.senteval import SentEvalData
 from consert.encode.precision import TORCH_DTYPES, autocast
 from consert.train.config import TrainConfig
+
+if TYPE_CHECKING:
+    from consert.bench.dag_cost import KindRate
 
 #: Dense peak TFLOP/s by card and precision (fp32 steps run as TF32 on these cards), from NVIDIA's datasheets
 #: (H100 SXM5 and H200 SXM: 989.4 bf16, 494.7 TF32; H100 PCIe: 756.5, 378; A100: 312, 156), without sparsity.
@@ -141,3 +147,47 @@ def _kernels(step) -> int:
         step()
         torch.cuda.synchronize()
     return sum(1 for event in profiled.events() if event.device_type == torch.autograd.DeviceType.CUDA)
+
+
+#: The speed-of-light columns of the cost table (``python -m harness_bench limits``).
+SPEED_OF_LIGHT_COLUMNS = (
+    "gflop_per_step",
+    "achieved_tflops",
+    "peak_fraction",
+    "kernels_per_step",
+    "fused_kernels_per_step",
+)
+
+
+def speed_of_light(config, model: str, data: SentEvalData, device: str, rate: KindRate) -> dict[str, float]:
+    """A timed kind against the card's limit (:func:`step_work`, :func:`peak_tflops`): its step's work in GFLOP, the
+    TFLOP/s its measured rate achieves, their fraction of the card's dense peak in the precision it ran in, and
+    (on CUDA) its kernels per step, as the model's layers run and with their per-token chain fused; NaN for
+    SG-OPT's kinds (its own trainer) and where the card's peak is unknown."""
+    from baselines.sgopt import SgOptConfig
+    from consert.bench.dag_cost import timed_config
+
+    if isinstance(config, SgOptConfig):
+        return dict.fromkeys(SPEED_OF_LIGHT_COLUMNS, float("nan"))
+    with tempfile.TemporaryDirectory(prefix="consert-sol-") as scratch:
+        timed, _ = timed_config(config, model, 2, device, Path(scratch), data)
+        work = step_work(timed, data, dtype=rate.dtype or "fp32")
+    name = torch.cuda.get_device_name(torch.device(device)) if torch.device(device).type == "cuda" else "cpu"
+    achieved = work.flops * rate.steps_per_s / 1e12
+    return {
+        "gflop_per_step": work.flops / 1e9,
+        "achieved_tflops": achieved,
+        "peak_fraction": achieved / peak_tflops(name, rate.dtype),
+        "kernels_per_step": float("nan") if work.kernels is None else work.kernels,
+        "fused_kernels_per_step": float("nan") if work.fused_kernels is None else work.fused_kernels,
+    }
+
+
+#: The speed-of-light columns of the cost table (``--speed-of-light``).
+SPEED_OF_LIGHT_COLUMNS = (
+    "gflop_per_step",
+    "achieved_tflops",
+    "peak_fraction",
+    "kernels_per_step",
+    "fused_kernels_per_step",
+)

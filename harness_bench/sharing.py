@@ -1,4 +1,4 @@
-"""``consert bench --config FILE --share KIND ...``: whether small jobs run together raise a card's throughput.
+"""``python -m harness_bench share --config FILE KIND ...``: whether small jobs run together raise a card's throughput.
 
 A job kind of the config (as :mod:`consert.bench.dag_cost` groups them) is run as whole jobs: ``copies``
 processes started together, each training ``steps`` steps of the kind from its own start (imports, the
@@ -33,7 +33,7 @@ def matching_kinds(kinds: dict[str, Any], patterns: Sequence[str]) -> dict[str, 
     for pattern in patterns:
         found = {kind: config for kind, config in kinds.items() if fnmatch.fnmatchcase(kind, pattern)}
         if not found:
-            raise ValueError(f"--share {pattern!r} matches no job kind of the config; its kinds: {', '.join(kinds)}")
+            raise ValueError(f"{pattern!r} matches no job kind of the config; its kinds: {', '.join(kinds)}")
         chosen.update(found)
     return chosen
 

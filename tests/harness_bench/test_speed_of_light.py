@@ -7,9 +7,9 @@ import math
 import pytest
 from transformers import AutoTokenizer
 
-from consert.bench.speed_of_light import peak_tflops, step_work
 from consert.data.senteval import load_senteval
 from consert.train.config import TrainConfig
+from harness_bench.speed_of_light import peak_tflops, step_work
 
 
 def test_a_steps_work_is_its_layers_products_on_real_tokens_forward_and_backward(tiny_model_dir, tiny_tree, tmp_path):

@@ -1,6 +1,6 @@
 """Benchmarks against sentence-transformers, measured back to back in one process.
 
-``consert bench`` runs, alternating and repeated, (1) the 7-set STS evaluation of the stand-in:
+``python -m harness_bench references`` runs, alternating and repeated, (1) the 7-set STS evaluation of the stand-in:
 this harness (every distinct sentence once, length-sorted; each path ``auto`` chooses between: fp32 through
 ONNX Runtime, fp32 and bf16 autocast through PyTorch) against sentence-transformers' ``EmbeddingSimilarityEvaluator``
 on the same model, data, max length and threads; and (2) one ConSERT training step (batch 96, two
