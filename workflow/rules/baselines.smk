@@ -160,8 +160,8 @@ rule train_sgopt:
         "../envs/consert.yaml"
     shell:
         device_env(gpu_job=True)
-        + CONSERT + " sgopt --config {input.config:q} --evaluate {output.evaluation:q} "
-        "--curve {output.curve:q} --eval-dtype {params.dtype:q} > {log:q} 2>&1"
+        + harness_command("sgopt --config {input.config:q} --evaluate {output.evaluation:q} "
+        "--curve {output.curve:q} --eval-dtype {params.dtype:q} > {log:q} 2>&1")
 
 
 rule topk_curve:

@@ -65,8 +65,8 @@ except DataFormatError as err:
 DATA = str(FOUND_DATA or Path(CONFIG.data_dir) / "downstream")
 CONFIG = CONFIG.model_copy(update={"data_dir": DATA})
 config.update(CONFIG.model_dump())  # snakemake's own config, what scripts and the report read: the same values
-#: The command each rule runs the harness with: consert-job (it asks the job server) where this run starts one, else
-#: consert (consert.workflow_hooks.job_command).
+#: The harness's command in the jobs' shell lines (consert.workflow_hooks.job_command), consert-job where this run
+#: starts the job server (it asks the server), else consert.
 CONSERT = job_command(CONFIG, workflow.local_exec)
 PLAN = plan_runs(CONFIG)
 RUNS = unique_runs(PLAN)
@@ -244,12 +244,18 @@ def device_env(gpu_job=False):
     )
 
 
+def harness_command(arguments):
+    """The shell words that run one harness command: `consert-job` where this run serves its jobs from the job
+    server, else `consert` (CONSERT), then its arguments."""
+    return f"{CONSERT} {arguments}"
+
+
 def consert_shell(arguments, encoder=True, gpu_job=False):
     """The shell line that runs one `consert` command on the STS data (its input `senteval`), its output and its
     log; for a command that encodes or reads a vector cache, with its threads, device and card (:func:`device_env`)
     and the encoding settings (its input `encoding`)."""
     env, settings = (device_env(gpu_job), " --encoding-config {input.encoding:q}") if encoder else ("", "")
-    return f"{env}{CONSERT} {arguments} --data {{input.senteval:q}}{settings} --output {{output:q}} > {{log:q}} 2>&1"
+    return env + harness_command(f"{arguments} --data {{input.senteval:q}}{settings} --output {{output:q}} > {{log:q}} 2>&1")
 
 
 def run_config(wildcards):

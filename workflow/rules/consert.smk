@@ -27,8 +27,8 @@ rule consert_train:
         "../envs/consert.yaml"
     shell:
         device_env(gpu_job=True)
-        + CONSERT + " train --config {input.config:q} --evaluate {output.evaluation:q} "
-        "--curve {output.curve:q} --eval-dtype {params.dtype:q} {params.keep_vectors:q} > {log:q} 2>&1"
+        + harness_command("train --config {input.config:q} --evaluate {output.evaluation:q} "
+        "--curve {output.curve:q} --eval-dtype {params.dtype:q} {params.keep_vectors:q} > {log:q} 2>&1")
 
 
 ruleorder: consert_train_keeping_vectors > consert_train
@@ -86,9 +86,9 @@ rule check_box:
         "../envs/consert.yaml"
     shell:
         device_env(gpu_job=True)
-        + CONSERT + " train --config {input.config:q} --set max_steps={params.steps:q} --set output_dir={params.model:q} "
+        + harness_command("train --config {input.config:q} --set max_steps={params.steps:q} --set output_dir={params.model:q} "
         "--execution-steps {params.execution_steps:q} --overwrite --evaluate {output.evaluation:q} "
         "--curve {output.curve:q} --eval-dtype {params.dtype:q} > {log:q} 2>&1 "
         "&& grep -h 'steps run' {log:q} "
         "&& consert bench --config {input.workflow:q} --rate-from {params.model:q} --data {input.senteval:q} "
-        "--output {output.projection:q} 2>> {log:q} | tee -a {log:q} && rm -r {params.model:q}"
+        "--output {output.projection:q} 2>> {log:q} | tee -a {log:q} && rm -r {params.model:q}")

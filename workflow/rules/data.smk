@@ -19,7 +19,7 @@ if FOUND_DATA is None:  # only then: a forced rerun never touches a data folder 
         conda:
             "../envs/consert.yaml"
         shell:
-            CONSERT + " download-data --dest {params.dest:q} > {log:q} 2>&1"
+            harness_command("download-data --dest {params.dest:q} > {log:q} 2>&1")
 
 
 for source in DOWNLOADS:  # only what this run needs and nothing of it is on disk: a forced rerun overwrites no one's files
@@ -39,7 +39,7 @@ for source in DOWNLOADS:  # only what this run needs and nothing of it is on dis
         conda:
             "../envs/consert.yaml"
         shell:
-            CONSERT + " download-data {params.flag:q} > {log:q} 2>&1"
+            harness_command("download-data {params.flag:q} > {log:q} 2>&1")
 
 
 if HUB_DOWNLOADS:
@@ -60,7 +60,7 @@ if HUB_DOWNLOADS:
         conda:
             "../envs/consert.yaml"
         shell:
-            CONSERT + " download-data --model {params.name:q} --record {output:q} > {log:q} 2>&1"
+            harness_command("download-data --model {params.name:q} --record {output:q} > {log:q} 2>&1")
 
 
 rule table1:
@@ -73,4 +73,4 @@ rule table1:
     conda:
         "../envs/consert.yaml"
     shell:
-        CONSERT + " table1 --data {input.senteval:q} --output {output:q} > {log:q} 2>&1"
+        harness_command("table1 --data {input.senteval:q} --output {output:q} > {log:q} 2>&1")

@@ -25,8 +25,8 @@ rule comparison:
     conda:
         "../envs/consert.yaml"
     shell:
-        CONSERT + " compare --results results --published {params.published:q} --config {input.settings:q} "
-        "{params.yours} --layout {output.layout:q} --output {output.comparison:q} > {log:q} 2>&1"
+        harness_command("compare --results results --published {params.published:q} --config {input.settings:q} "
+        "{params.yours} --layout {output.layout:q} --output {output.comparison:q} > {log:q} 2>&1")
 
 
 rule published_row:
@@ -69,8 +69,8 @@ rule check_published:
     conda:
         "../envs/consert.yaml"
     shell:
-        CONSERT + " compare --results results --published {params.published:q} --config {input.settings:q} "
-        "--output {log.table:q} --check 2>&1 | tee {log.text:q}"
+        harness_command("compare --results results --published {params.published:q} --config {input.settings:q} "
+        "--output {log.table:q} --check 2>&1 | tee {log.text:q}")
 
 
 rule claims:
