@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from consert import registry
+from consert import registry, row_labels
 from consert.paper import tables
 from consert.planner.paths import (
     baseline_eval,
@@ -43,7 +43,7 @@ from consert.registry import (
     TABLE3,
     TABLE4,
 )
-from consert.verdict.decision import YOURS
+from consert.row_labels import YOURS
 
 if TYPE_CHECKING:
     from consert.planner.keys import WorkflowConfig
@@ -87,16 +87,16 @@ def table2_sources(config: WorkflowConfig) -> list[Source]:
     for size in config.models:
         for pooling in baselines.poolings:
             sources.append(
-                ({"method": f"BERT-{size} ({pooling})", "size": size}, baseline_eval(size, "poolings"), pooling)
+                ({"method": row_labels.bert(size, pooling), "size": size}, baseline_eval(size, "poolings"), pooling)
             )
-        sources.append(({"method": f"BERT-{size}-flow", "size": size}, baseline_eval(size, "flow"), None))
+        sources.append(({"method": row_labels.flow(size), "size": size}, baseline_eval(size, "flow"), None))
         for pooling in baselines.whitening_poolings:
             for k in baselines.whitening_k:
-                label = f"BERT-{size}-whitening" + (f"-{k}" if k else "") + f" ({pooling})"
+                label = row_labels.whitening(size, pooling, k)
                 sources.append(({"method": label, "size": size}, whitening_eval(size, pooling, k), None))
         for seed in config.sgopt_seeds:
             sources.append(
-                ({"method": f"BERT-{size}-SG-OPT", "size": size, "seed": seed}, sgopt_eval(size, seed), None)
+                ({"method": row_labels.sgopt(size), "size": size, "seed": seed}, sgopt_eval(size, seed), None)
             )
     return sources + _consert_sources(config, TABLE2.key) + your_sources(config, TABLE2.key)
 
@@ -107,7 +107,7 @@ def table3_sources(config: WorkflowConfig) -> list[Source]:
     for size in config.models:
         for seed in config.seeds:
             base = config.baselines.flow_nli.base
-            labels = {"method": f"BERT-{size}-flow (NLI)", "size": size, "mode": f"flow on {base}", "seed": seed}
+            labels = {"method": row_labels.flow(size, nli=True), "size": size, "mode": f"flow on {base}", "seed": seed}
             sources.append((labels, flow_nli_eval(size, seed), None))
     return sources + your_sources(config, TABLE3.key)
 
@@ -119,7 +119,7 @@ def family_sources(config: WorkflowConfig) -> list[Source]:
     for size in dict.fromkeys(sizes):
         for pooling in [p for p in config.baselines.poolings if p in ("cls", "mean")]:
             sources.append(
-                ({"method": f"BERT-{size} ({pooling})", "size": size}, baseline_eval(size, "poolings"), pooling)
+                ({"method": row_labels.bert(size, pooling), "size": size}, baseline_eval(size, "poolings"), pooling)
             )
     return sources + _consert_sources(config, FAMILY.key) + your_sources(config, FAMILY.key)
 
@@ -179,12 +179,12 @@ SOURCES: dict[str, Callable[[WorkflowConfig], list[Source]]] = {
     FIGURE6.key: lambda config: _consert_sources(config, FIGURE6.key),
     FIGURE7.key: lambda config: _consert_sources(config, FIGURE7.key),
     FIGURE4.key: lambda config: [
-        ({"model": f"BERT-{figure_size(config)}"}, topk_eval(figure_size(config), "bert"), None),
-        ({"model": f"ConSERT-{figure_size(config)}"}, topk_eval(figure_size(config), "consert"), None),
+        ({"model": row_labels.bert(figure_size(config))}, topk_eval(figure_size(config), "bert"), None),
+        ({"model": row_labels.consert(figure_size(config))}, topk_eval(figure_size(config), "consert"), None),
     ],
     FIGURE1.key: lambda config: [
-        ({"model": f"BERT-{figure_size(config)}"}, predictions_eval(figure_size(config), "bert"), None),
-        ({"model": f"ConSERT-{figure_size(config)}"}, predictions_eval(figure_size(config), "consert"), None),
+        ({"model": row_labels.bert(figure_size(config))}, predictions_eval(figure_size(config), "bert"), None),
+        ({"model": row_labels.consert(figure_size(config))}, predictions_eval(figure_size(config), "consert"), None),
     ],
     DIAGNOSTICS.key: diagnostics_sources,
     CURVES.key: curve_sources,

@@ -18,7 +18,8 @@ import pandas as pd
 
 from consert.data.senteval import DATASETS, PACKAGE_CHECKOUT
 from consert.registry import TABLE2, TABLE3
-from consert.verdict.decision import YOURS, aggregate_of, load_aggregates
+from consert.row_labels import YOURS
+from consert.verdict.decision import aggregate_of, load_aggregates
 
 #: The published tables set beside a model: (artifact key, published file, its title).
 BESIDE_TABLES = (
@@ -27,7 +28,7 @@ BESIDE_TABLES = (
 )
 #: The published tables of this checkout.
 PUBLISHED = PACKAGE_CHECKOUT / "results" / "published"
-#: The ``kind`` of a published row (a model's own: :data:`~consert.verdict.decision.YOURS`).
+#: The ``kind`` of a published row (a model's own: :data:`~consert.row_labels.YOURS`).
 PUBLISHED_ROW = "published"
 SCORES = (*DATASETS, "Avg")
 #: The aggregate of a published row whose source does not record it.

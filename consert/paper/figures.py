@@ -25,7 +25,7 @@ from consert.io import atomic_path  # noqa: E402
 from consert.paper.marks import PublishedMarks
 from consert.paper.tables import heatmap_matrix
 from consert.planner.plan import AUGMENTATION_LABELS  # noqa: E402
-from consert.verdict.decision import YOURS
+from consert.row_labels import YOURS
 
 #: Inches between a figure's lowest text and its stamp.
 STAMP_GAP = 0.08

@@ -12,16 +12,17 @@ from typing import Any
 
 import pandas as pd
 
+from consert import row_labels
 from consert.evaluate.diagnostics import DIAGNOSTIC_COLUMNS
 from consert.io import text_column
 from consert.registry import FIGURE5, FIGURE6, FIGURE7, TABLE4
 
 #: How a sweep's planned run is named in the diagnostics table (its artifact has no ``method`` label).
 SWEEP_NAMES: dict[str, Callable[[dict[str, Any]], str]] = {
-    TABLE4.key: lambda labels: f"ConSERT-{labels['size']} batch {labels['batch_size']}",
-    FIGURE5.key: lambda labels: f"ConSERT-{labels['size']} {labels['view1']}+{labels['view2']}",
-    FIGURE6.key: lambda labels: f"ConSERT-{labels['size']} {labels['mode']} n={labels['n_texts']}",
-    FIGURE7.key: lambda labels: f"ConSERT-{labels['size']} tau={labels['temperature']:g}",
+    TABLE4.key: lambda labels: row_labels.consert(labels["size"], f"batch {labels['batch_size']}"),
+    FIGURE5.key: lambda labels: row_labels.consert(labels["size"], f"{labels['view1']}+{labels['view2']}"),
+    FIGURE6.key: lambda labels: row_labels.consert(labels["size"], f"{labels['mode']} n={labels['n_texts']}"),
+    FIGURE7.key: lambda labels: row_labels.consert(labels["size"], f"tau={labels['temperature']:g}"),
 }
 #: The label columns of a diagnostics row.
 LABELS = ("method", "size", "mode", "dataset", "pooling", "setting")
@@ -29,7 +30,7 @@ LABELS = ("method", "size", "mode", "dataset", "pooling", "setting")
 
 def bert_reference(size: str, pooling: str) -> str:
     """The method label of untrained BERT with ``pooling`` (Table 2's rows)."""
-    return f"BERT-{size} ({pooling})"
+    return row_labels.bert(size, pooling)
 
 
 def diagnostics_table(sources: list[tuple[dict[str, Any], str, str | None]], read) -> pd.DataFrame:

@@ -26,8 +26,9 @@ from consert.paper.summary_tables import (
     yours_rows,
 )
 from consert.paper.summary_tables import STYLE as PAPER_TABLE_STYLE
+from consert.row_labels import YOURS
 from consert.verdict.claims import FAILS, HOLDS, NOT_CONTRADICTED, NOT_RUN, UNDECIDED
-from consert.verdict.decision import PRIMARY, SHIFT, YOURS
+from consert.verdict.decision import PRIMARY, SHIFT
 from consert.verdict.gate import STAND_IN_ALLOWED, comparable_cells, verdict_counts
 from consert.verdict.gate_rates import sweep_power_line
 

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 import pandas as pd
 
 from consert.registry import BY_KEY, FAMILY, TABLE2, TABLE3
-from consert.verdict.decision import SCORE_COLUMNS, YOURS
+from consert.row_labels import YOURS
+from consert.verdict.decision import SCORE_COLUMNS
 from consert.verdict.yardstick import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 #: The setting label of a row run as the paper ran it (:attr:`consert.encode.models.ResolvedModel.setting`).

@@ -21,7 +21,8 @@ import pandas as pd
 from consert.evaluate.bootstrap import interval
 from consert.planner.paths import consert_eval, your_eval, your_label
 from consert.planner.plan import plan_runs
-from consert.verdict.decision import COMPARISON_COLUMNS, YOURS
+from consert.row_labels import YOURS
+from consert.verdict.decision import COMPARISON_COLUMNS
 
 if TYPE_CHECKING:
     from consert.planner.keys import WorkflowConfig

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from consert import row_labels
 from consert.encode.models import PAPER_ENCODERS
 from consert.registry import FAMILY, FIGURE5, TABLE2, TABLE3, TABLE4
 from consert.train.modes import MODES, published_in
@@ -29,11 +30,11 @@ def paper_design(config: WorkflowConfig, decision: Decision) -> list[DesignRow]:
 
     sizes = [size for size in config.models if size in PAPER_ENCODERS]
     for size in sizes:
-        add(f"table2 ConSERT-{size}", TABLE2.key, "consert", n, size=size)
-        add(f"table2 BERT-{size}-flow", TABLE2.key, "flow", 1, size=size)
+        add(f"table2 {row_labels.consert(size)}", TABLE2.key, "consert", n, size=size)
+        add(f"table2 {row_labels.flow(size)}", TABLE2.key, "flow", 1, size=size)
         for setting in published_in(TABLE3.key):
-            add(f"table3 ConSERT-{size} {setting}", TABLE3.key, "consert", n, size=size)
-        add(f"table3 BERT-{size}-flow (NLI)", TABLE3.key, "flow_nli", n, size=size)
+            add(f"table3 {row_labels.consert(size, setting)}", TABLE3.key, "consert", n, size=size)
+        add(f"table3 {row_labels.flow(size, nli=True)}", TABLE3.key, "flow_nli", n, size=size)
     if "base" in sizes:
         add("sgopt_table1 SG-OPT (STS-B)", "sgopt_table1", "sgopt", sgopt_n, m=8)
     sweeps = config.sweeps

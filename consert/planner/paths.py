@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from consert.verdict.decision import YOURS
+from consert import row_labels
+from consert.row_labels import YOURS
 
 RESULTS = Path("results")
 EVALS = RESULTS / "evals"
@@ -86,7 +87,7 @@ def your_eval(name: str) -> str:
 
 def your_label(name: str) -> str:
     """A model of yours as the tables name its row."""
-    return f"{name} ({YOURS})"
+    return row_labels.yours(name)
 
 
 def sgopt_run(size: str, seed: int) -> str:

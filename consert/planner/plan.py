@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from consert import registry
+from consert import registry, row_labels
 from consert.train.modes import FLOW_NLI_BLOCK, METHOD_KEYS_BLOCK, MODES, published_in, stage_defaults
 from consert.train.recipes import COMMON
 
@@ -106,20 +106,20 @@ def plan_runs(config: WorkflowConfig) -> list[PlannedRun]:
 
     for seed in dict.fromkeys([*config.seeds, *(s for seeds in config.row_seeds.values() for s in seeds)]):
         for size in config.models:
-            if seeded(f"ConSERT-{size}", seed):
-                add(registry.TABLE2.key, {"method": f"ConSERT-{size}", "size": size}, RunSpec(size, seed=seed))
+            if seeded(row_labels.consert(size), seed):
+                add(registry.TABLE2.key, {"method": row_labels.consert(size), "size": size}, RunSpec(size, seed=seed))
             if seed in config.seeds:
                 add(FLOW_NLI, {"size": size}, flow_nli_run(config, size, seed))
             for mode in published_in(registry.TABLE3.key):
-                method = f"ConSERT-{size} {mode}"
+                method = row_labels.consert(size, mode)
                 if seeded(method, seed):
                     labels = {"method": method, "size": size, "mode": mode}
                     add(registry.TABLE3.key, labels, RunSpec(size, mode, seed=seed))
         for size in family.sizes if family.methods else []:
-            if seeded(f"ConSERT-{size}", seed):  # Table 2's run again
-                add(registry.FAMILY.key, {"method": f"ConSERT-{size}", "size": size}, RunSpec(size, seed=seed))
+            if seeded(row_labels.consert(size), seed):  # Table 2's run again
+                add(registry.FAMILY.key, {"method": row_labels.consert(size), "size": size}, RunSpec(size, seed=seed))
             for method in family.methods:
-                label = f"{MODES[method].label}-{size}"
+                label = row_labels.method(MODES[method].label, size)
                 if seeded(label, seed):
                     add(registry.FAMILY.key, {"method": label, "size": size}, RunSpec(size, method, seed=seed))
     for seed in config.sweep_seeds:

@@ -15,8 +15,9 @@ from scipy import stats
 
 from consert import registry
 from consert.data.senteval import DATASETS
+from consert.row_labels import YOURS
 from consert.verdict.cells import read_seeded_table
-from consert.verdict.decision import YOURS, Decision, RowKinds, authors_topk_k, method_noise
+from consert.verdict.decision import Decision, RowKinds, authors_topk_k, method_noise
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from consert import row_labels
 from consert.encode.models import PAPER_ENCODERS
 from consert.registry import FAMILY, FIGURE4, FIGURE5, TABLE2, TABLE3, TABLE4
 from consert.verdict.cells import Context, gap_row, published_row_cells, read_seeded_table
@@ -49,9 +50,23 @@ def _every_row(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _per_size(*templates: tuple[str, str]) -> Callable[[pd.DataFrame], list[tuple[str, str, str | None]]]:
-    """Row pairs for every paper model size, from (published, reproduced) names with ``{size}`` in them."""
-    return lambda _: [(p.format(size=size), r.format(size=size), size) for size in PAPER_ENCODERS for p, r in templates]
+RowName = Callable[[str], str]
+
+
+def _per_size(*names: tuple[RowName, RowName]) -> Callable[[pd.DataFrame], list[tuple[str, str, str | None]]]:
+    """Row pairs for every paper model size, from (published, reproduced) row names of a size
+    (:mod:`consert.row_labels`)."""
+    return lambda _: [(published(size), ours(size), size) for size in PAPER_ENCODERS for published, ours in names]
+
+
+def _consert(setting: str) -> RowName:
+    """ConSERT's row of a setting, by size."""
+    return lambda size: row_labels.consert(size, setting)
+
+
+def _published_with(name: RowName, setting: str) -> RowName:
+    """A published row's name with the column that tells it apart in its table (Table 3's training data)."""
+    return lambda size: f"{name(size)} | {setting}"
 
 
 @dataclass(frozen=True)
@@ -125,9 +140,9 @@ def _whitening_pairs(published: pd.DataFrame) -> list[tuple[str, str, str | None
 def _table2_pairs(_: pd.DataFrame) -> list[tuple[str, str, str | None]]:
     pairs = [("Avg. GloVe embeddings", "Avg. GloVe embeddings", None)]
     return pairs + _per_size(
-        ("BERT-{size}", "BERT-{size} (mean:-2,-1)"),
-        ("BERT-{size}-flow", "BERT-{size}-flow"),
-        ("ConSERT-{size}", "ConSERT-{size}"),
+        (row_labels.bert, lambda size: row_labels.bert(size, "mean:-2,-1")),
+        (row_labels.flow, row_labels.flow),
+        (row_labels.consert, row_labels.consert),
     )(_)
 
 
@@ -221,9 +236,9 @@ COMPARED_BLOCKS: tuple[ComparedRows | StatedCells, ...] = (
         TABLE2.csv,
         lambda f: f.model + " | " + f.pooling.astype(str),
         lambda _: [
-            ("BERT-base + contrastive (SG-OPT) | cls", "BERT-base-SG-OPT", "base"),
-            ("BERT-base no tuning | cls", "BERT-base (cls)", "base"),
-            ("BERT-base no tuning | mean", "BERT-base (mean)", "base"),
+            ("BERT-base + contrastive (SG-OPT) | cls", row_labels.sgopt("base"), "base"),
+            ("BERT-base no tuning | cls", row_labels.bert("base", "cls"), "base"),
+            ("BERT-base no tuning | mean", row_labels.bert("base", "mean"), "base"),
         ],
     ),
     StatedCells("stand_in_mteb", TABLE2.csv, stand_in_cells, of_the_paper=False),
@@ -233,11 +248,11 @@ COMPARED_BLOCKS: tuple[ComparedRows | StatedCells, ...] = (
         TABLE3.csv,
         lambda f: f.method + " | " + f.training_data,
         _per_size(
-            ("SBERT-{size}-NLI (re-impl.) | nli", "ConSERT-{size} sup"),
-            ("ConSERT-{size} joint | nli", "ConSERT-{size} joint"),
-            ("ConSERT-{size} sup-unsup | nli+sts_unlabeled", "ConSERT-{size} sup-unsup"),
-            ("ConSERT-{size} joint-unsup | nli+sts_unlabeled", "ConSERT-{size} joint-unsup"),
-            ("BERT-{size}-flow | nli+sts_unlabeled", "BERT-{size}-flow (NLI)"),
+            (_published_with(row_labels.sbert_nli, "nli"), _consert("sup")),
+            (_published_with(_consert("joint"), "nli"), _consert("joint")),
+            (_published_with(_consert("sup-unsup"), "nli+sts_unlabeled"), _consert("sup-unsup")),
+            (_published_with(_consert("joint-unsup"), "nli+sts_unlabeled"), _consert("joint-unsup")),
+            (_published_with(row_labels.flow, "nli+sts_unlabeled"), lambda size: row_labels.flow(size, nli=True)),
         ),
     ),
     _table4_rows(("avg_spearman", "Avg")),

@@ -72,10 +72,6 @@ COMPARISON_COLUMNS = tuple(f.name for f in fields(ComparisonRow))
 
 
 PRIMARY, DIAGNOSTIC, SHIFT, BLOCK = "primary", "diagnostic", "shared shift", "block shift"
-#: A row of a model of yours (the config's ``yours:``): its ``size`` in the tables, its ``status`` and ``role`` in
-#: ``comparison.csv``, outside the gate (which reads ``compared`` rows) and every verdict.
-YOURS = "yours"
-
 
 #: Noise kinds without a seed model: ``none`` (untrained, deterministic), ``fixed`` (a count judged by a fixed
 #: tolerance, e.g. Table 4's steps), ``near-best`` (Figure 4's best k, decided when its row is built).

@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from consert.registry import FAMILY, TABLE2, TABLE3
-from consert.verdict.decision import PRIMARY, SCORE_COLUMNS, YOURS
+from consert.row_labels import YOURS
+from consert.verdict.decision import PRIMARY, SCORE_COLUMNS
 
 #: The compared artifacts whose published rows are rows of the 7 sets and Avg, in the paper's order.
 LAYOUT_ARTIFACTS = (TABLE2.key, "whitening_table1", "sgopt_table1", TABLE3.key, FAMILY.key)
