@@ -213,6 +213,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.slow
 def test_a_server_whose_workflow_was_killed_stops_and_removes_its_folder(tmp_path):
     """snakemake killed with SIGKILL cannot stop the server: the server sees its owner gone, stops, and removes its
     socket's folder."""

@@ -79,6 +79,7 @@ def test_layer_views_pool_real_tokens_only():
     assert layer_views(hidden, mask, "mean").flatten().tolist() == [3.0, -1.0]
 
 
+@pytest.mark.slow
 def test_short_run_keeps_frozen_parts_and_moves_the_rest(real_data, tmp_path):
     from transformers import AutoModel
 

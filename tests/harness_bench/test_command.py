@@ -3,9 +3,6 @@ cost table with each kind's step against the card's limit, and jobs of a kind ru
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pandas as pd
 import pytest
 
@@ -33,19 +30,17 @@ def test_a_combination_that_cannot_run_is_refused_in_one_line_before_any_work(tm
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_parse_only_accepts_each_command_as_gpu_checks_runs_it_and_does_no_work(tmp_path):
-    """``--parse-only``, from the checkout as scripts/gpu_checks.sh runs it: accepted, nothing timed (no data is
-    there to time on)."""
+def test_parse_only_accepts_each_command_and_does_no_work(tmp_path, capsys):
+    """``--parse-only`` with the arguments scripts/gpu_checks.sh gives each command: accepted, nothing timed (no
+    data is there to time on)."""
     config = str(ROOT / "config" / "config.yaml")
     for arguments in (
         ["references", "--device", "cuda", "--json", "bench.json"],
         ["limits", "--config", config, "--device", "cuda", "--steps", "150", "--compare", "eager", "graphs"],
         ["share", "--config", config, "--device", "cuda", "--mps", "base bertflow-nli*", "base sgopt*"],
     ):
-        command = [sys.executable, "-m", "harness_bench", "--parse-only", *arguments, "--data", str(tmp_path / "x")]
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
-        accepted = f"harness_bench {arguments[0]}: arguments accepted\n"
-        assert done.returncode == 0 and done.stdout == accepted, done.stderr
+        assert main(["--parse-only", *arguments, "--data", str(tmp_path / "absent")]) == 0
+        assert capsys.readouterr().out == f"harness_bench {arguments[0]}: arguments accepted\n"
 
 
 def test_limits_times_every_kind_of_the_test_config_and_counts_each_trainer_steps_work(tmp_path, capsys):

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import torch
 import yaml
 from safetensors.torch import load_file
@@ -36,6 +37,7 @@ def _weights_and_losses(output) -> tuple[dict[str, torch.Tensor], list[float]]:
     return weights, [entry["loss"] for entry in log if "loss" in entry]
 
 
+@pytest.mark.slow
 def test_runs_trained_at_once_compute_exactly_what_each_computes_alone(tiny_model_dir, tiny_tree, tmp_path):
     alone, alone_output = _start(tiny_model_dir, tiny_tree, tmp_path, "alone")
     assert alone.wait(timeout=300) == 0, alone.stdout.read()

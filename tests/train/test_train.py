@@ -92,6 +92,7 @@ def test_every_pooling_exports_as_sentence_transformers_modules(real_data, tmp_p
     np.testing.assert_allclose(reloaded, harness.encode(sentences, pooling, progress=False), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_same_seed_gives_identical_loss_trace(real_data, tmp_path):
     runs = [
         train(short_config(tmp_path / str(i), max_steps=5, eval_every=5, dev_max_pairs=20), real_data, progress=False)

@@ -247,6 +247,7 @@ def test_a_method_with_its_own_loss_and_settings_takes_four_code_files_and_one_d
     assert len(code) <= 4, code
 
 
+@pytest.mark.slow
 def test_the_added_method_is_planned_trained_carded_tabled_and_judged_by_its_record(toy_project, tmp_path):
     copy, _ = toy_project
     data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)

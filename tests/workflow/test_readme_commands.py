@@ -79,7 +79,11 @@ def test_the_readme_shows_commands_and_the_extraction_finds_a_broken_one():
 DRY_RUN_HERE = [c for c in COMMANDS if c.startswith("snakemake") and c not in RUN_IN_THE_DAG_TESTS]
 
 
-@pytest.mark.parametrize("command", DRY_RUN_HERE)
+#: The first two of the README's snakemake commands are dry-run in the default suite, the rest in the slow one (about
+#: 12 s each on a 2-core Zen 3 EPYC).
+@pytest.mark.parametrize(
+    "command", [*DRY_RUN_HERE[:2], *(pytest.param(command, marks=pytest.mark.slow) for command in DRY_RUN_HERE[2:])]
+)
 def test_each_snakemake_command_of_the_readme_parses_and_dry_runs(command, tmp_path):
     words = _runnable(command, tmp_path)
     if "<workdir>/senteval" in command:  # a command run on the generated fixture data (the SLURM test's)

@@ -104,6 +104,7 @@ def _jobs_of(dry_run: str) -> dict[str, int]:
     return {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", table, re.M)}
 
 
+@pytest.mark.slow
 def test_a_model_of_yours_is_a_row_with_its_paired_differences_and_outside_every_verdict(dag_run, tmp_path):
     """The test config's model of yours (the stand-in under its own modules): a row of Table 2 labelled as yours,
     evaluated with its own modules; comparison.csv's rows of yours, its Avg and its paired difference from the
@@ -158,6 +159,7 @@ def _run_page_command(words: list[str]) -> subprocess.CompletedProcess:
     return result
 
 
+@pytest.mark.slow
 def test_one_row_in_a_finished_run_is_its_verdict_and_a_third_seed_plans_only_what_shows_it(dag_run):
     """Table 2's ConSERT row as a target of its own in the finished shared run: its verdict alone; a third seed for
     the row plans only the jobs that show it, as many as the page says."""
@@ -189,6 +191,7 @@ def test_the_pages_row_with_a_third_seed_runs_only_its_jobs_and_ends_with_its_ve
     assert not (tmp_path / "results" / "table2_unsup.csv").exists()  # no other row, no table ran
 
 
+@pytest.mark.slow
 def test_the_paper_layout_holds_the_comparisons_numbers(dag_run):
     """results/paper_tables.csv, read back against comparison.csv: every cell's ours, SD, published, difference,
     interval and verdict are the comparison's, and every published row of its tables is one row of it, a row not run
@@ -210,6 +213,7 @@ def test_the_paper_layout_holds_the_comparisons_numbers(dag_run):
             assert (pd.isna(ours) and pd.isna(theirs)) or ours == theirs, (cell.artifact, cell.row, part)
 
 
+@pytest.mark.slow
 def test_the_summary_captions_each_figure_with_a_link_to_its_numbers_and_quotes_no_excerpt(dag_run):
     """Each figure of the summary has its caption and a link to its CSV beside the page; no CSV excerpt stands in the
     page (a figure's data is linked, not shown)."""
@@ -220,6 +224,7 @@ def test_the_summary_captions_each_figure_with_a_link_to_its_numbers_and_quotes_
     assert "<figcaption>" in page and 'id="figure1_scatter"' not in page and "First 40 of" not in page
 
 
+@pytest.mark.slow
 def test_the_summary_prints_each_compared_table_as_the_paper_does(dag_run):
     """The summary of the test DAG, read as a structure: each table of paper_tables.csv is one section with one
     setting line, a (ours, paper) column pair per set, and in its cells the file's published numbers and ours; the
@@ -255,6 +260,7 @@ def test_the_summary_prints_each_compared_table_as_the_paper_does(dag_run):
     assert "First 40 of" not in (workdir / "results" / "summary.html").read_text()
 
 
+@pytest.mark.slow
 def test_every_consert_job_of_the_run_started_from_the_job_server(dag_run):
     """The test config asks for the job server: each of the run's `consert` jobs was forked from it (none declined
     for its environment, which snakemake sets per job). They are the jobs with a benchmark file, every one a
@@ -267,6 +273,7 @@ def test_every_consert_job_of_the_run_started_from_the_job_server(dag_run):
     assert (int(found.group(1)), int(found.group(2))) == (benchmarked + 2, 0)
 
 
+@pytest.mark.slow
 def test_the_run_ends_with_its_verdict_counts_and_where_to_read_more(dag_run):
     """Snakemake's onsuccess: the last lines lead with the banner (nothing of the paper is comparable in the
     test setting), count the published rows by verdict as comparison.csv has them (not run and missing
@@ -295,6 +302,7 @@ def test_the_run_ends_with_its_verdict_counts_and_where_to_read_more(dag_run):
     assert len(page.encode()) * 4 / 3 < 1.8e6  # the report shows it through a data URL: Chromium's cap is 2 MB
 
 
+@pytest.mark.slow
 def test_no_figure_of_the_run_draws_text_over_text(dag_run, tmp_path):
     """Every figure the run drew, redrawn from its table as the workflow draws it: no title, tick label,
     legend entry or annotation lands on another (tests/paper/text_extents.py)."""
@@ -326,6 +334,7 @@ def _stamp_of(workdir: Path, stem: str) -> str:
     return Image.open(workdir / "figures" / f"{stem}.png").info["Description"]
 
 
+@pytest.mark.slow
 def test_every_figure_names_when_where_and_by_which_commit_its_numbers_were_computed(dag_run):
     """Each figure's stamp, as the run wrote it into the PNG and the PDF: the day, hardware and commit its result
     files record (every one records them: evaluations, top-k curves, pair predictions, training curves), and
@@ -350,6 +359,7 @@ def test_every_figure_names_when_where_and_by_which_commit_its_numbers_were_comp
         assert b"/Subject (numbers computed " in (workdir / "figures" / f"{stem}.pdf").read_bytes(), stem
 
 
+@pytest.mark.slow
 def test_every_trained_run_keeps_its_curve_and_the_curves_figure_draws_each(dag_run):
     workdir, _ = dag_run
     trained = {p.stem for p in (workdir / "results" / "evals" / "consert").glob("*.csv")}
@@ -365,6 +375,7 @@ def test_every_trained_run_keeps_its_curve_and_the_curves_figure_draws_each(dag_
     assert (workdir / "figures" / "training_curves.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_every_trained_run_has_its_resolved_config_and_two_sweep_points_differ_in_their_key(dag_run):
     """runs/<run>/train.yaml: every key the run trained with; a reviewer diffs two runs' files."""
     from consert.train.config import load_train_config
@@ -386,6 +397,7 @@ def test_every_trained_run_has_its_resolved_config_and_two_sweep_points_differ_i
     assert set(recipe.run) >= {run for run in configs if not run.startswith("sgopt-")}
 
 
+@pytest.mark.slow
 def test_diagnostics_set_every_model_beside_untrained_berts_anisotropy(dag_run):
     """BERT's anisotropy on the stand-in is reported and each trained run is compared with it."""
     workdir, _ = dag_run
@@ -402,6 +414,7 @@ def test_diagnostics_set_every_model_beside_untrained_berts_anisotropy(dag_run):
     assert (workdir / "figures" / "diagnostics.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_cost_sums_every_benchmark_under_each_artifact_and_names_the_hardware(dag_run):
     workdir, _ = dag_run
     cost = pd.read_csv(workdir / "results" / "cost.csv").set_index("artifact")
@@ -417,6 +430,7 @@ def test_cost_sums_every_benchmark_under_each_artifact_and_names_the_hardware(da
     assert cost.loc["figure1_scatter", "jobs"] == 4  # 2 predictions, BERT's encoding, the Table 2 run
 
 
+@pytest.mark.slow
 def test_every_artifact_is_produced_and_labelled(dag_run):
     workdir, _ = dag_run
     for name in ARTIFACTS:
@@ -430,6 +444,7 @@ def test_every_artifact_is_produced_and_labelled(dag_run):
         assert pdf[:5] == b"%PDF-" and b"%%EOF" in pdf[-64:], name
 
 
+@pytest.mark.slow
 def test_the_recipe_card_lists_every_trained_run_with_nothing_unexplained(dag_run):
     workdir, _ = dag_run
     card = pd.read_csv(workdir / "results" / "recipe.csv", keep_default_na=False)
@@ -444,6 +459,7 @@ def test_the_recipe_card_lists_every_trained_run_with_nothing_unexplained(dag_ru
     assert set(card[family].optimizer) == {"AdamW"}  # the HF Trainer's, with bias correction
 
 
+@pytest.mark.slow
 def test_exported_models_are_deleted_once_read_and_kept_vectors_stay(dag_run):
     """keep_models: false (the test config): no model folder outlives the rules that read it."""
     workdir, _ = dag_run
@@ -454,6 +470,7 @@ def test_exported_models_are_deleted_once_read_and_kept_vectors_stay(dag_run):
     assert set(evaluation.engine) <= {"torch", "onnxruntime"} and evaluation.hardware.str.contains("threads").all()
 
 
+@pytest.mark.slow
 def test_tables_have_seed_statistics_and_expected_rows(dag_run):
     workdir, _ = dag_run
     table2 = pd.read_csv(workdir / "results" / "table2_unsup.csv")
@@ -482,6 +499,7 @@ def test_tables_have_seed_statistics_and_expected_rows(dag_run):
     assert set(fewshot.n_texts.astype(str)) == {"4", "all"} and set(fewshot["mode"]) == {"unsup", "joint-unsup"}
 
 
+@pytest.mark.slow
 def test_the_contrastive_family_table_has_every_method_over_seeds(dag_run):
     workdir, _ = dag_run
     family = pd.read_csv(workdir / "results" / "table_contrastive_family.csv")
@@ -509,6 +527,7 @@ def test_the_contrastive_family_table_has_every_method_over_seeds(dag_run):
     assert augcse_row.status.tolist() == ["no published value"]
 
 
+@pytest.mark.slow
 def test_comparison_marks_the_stand_in_not_comparable(dag_run):
     workdir, _ = dag_run
     comparison = pd.read_csv(workdir / "results" / "comparison.csv")
@@ -532,6 +551,7 @@ def test_comparison_marks_the_stand_in_not_comparable(dag_run):
     assert consert.loc["Avg", "role"] == "primary" and consert.loc["Avg", "margin"] == 1.0
 
 
+@pytest.mark.slow
 def test_the_published_number_gate_runs_on_the_dag_output(dag_run, capsys):
     workdir, data = dag_run
     result = snakemake(workdir, "check_published", "--config", f"data_dir={data}")
@@ -550,6 +570,7 @@ def test_the_published_number_gate_runs_on_the_dag_output(dag_run, capsys):
     assert "nothing to gate on" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_second_run_has_nothing_to_do(dag_run):
     workdir, data = dag_run
     result = snakemake(workdir, "--config", f"data_dir={data}", "-n")
@@ -701,6 +722,7 @@ def _job_count(workdir: Path, *configfiles: str, env: dict[str, str] | None = No
     return int(found.group(1))
 
 
+@pytest.mark.slow
 def test_the_job_counts_the_docs_state_are_the_dry_runs(tmp_path, real_data_dir):
     """The docs name the offline DAG's and the rehearsal's job counts; each is what `snakemake -n` counts now, in a
     fresh folder (the rehearsal's with its generated NLI, wiki1m and GloVe files and its tiny BERTs in the hub's
@@ -744,6 +766,7 @@ def _dry_run_jobs(workdir: Path, *configfiles: str) -> list[dict]:
     return jobs
 
 
+@pytest.mark.slow
 def test_the_jobs_other_computing_jobs_wait_for_start_first(tmp_path):
     """On two cores the README's main job once trained a first stage late, and the second stage then ran alone at
     the end. Every computing job (one with a `benchmark:` file) whose output another computing job reads has the
@@ -773,6 +796,7 @@ def _mermaid_edges(text: str, names: dict[str, str] | None = None) -> set[tuple[
     return {(names.get(a, a), names.get(b, b)) if names else (a, b) for a, b in edges}
 
 
+@pytest.mark.slow
 def test_the_documented_rule_graph_is_the_workflows(tmp_path):
     # the Architecture page's picture, edge for edge, against what snakemake derives from the rules
     # in an empty folder with an empty hub cache: the inputs beyond the STS sets and the models are missing, so the
@@ -826,6 +850,7 @@ def _bare_clone(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     return clone, env
 
 
+@pytest.mark.slow
 def test_a_dry_run_names_every_missing_input_with_its_download_job_or_what_to_run(tmp_path):
     """The paper's config in a fresh clone with none of its inputs: one message names each missing input the run
     reads, with the job that downloads it or, for spaCy's pipeline, which no job installs, the command. A dry run
@@ -865,6 +890,7 @@ def test_a_dry_run_names_every_missing_input_with_its_download_job_or_what_to_ru
     assert not (clone / "data").exists() and not (clone / "runs").exists()
 
 
+@pytest.mark.slow
 def test_a_dry_run_needs_no_data_and_lists_the_downloads_as_jobs(tmp_path):
     """With AugCSE's parser-based augmentations left out, every missing input has its download job: the dry run
     lists them, the STS sets' among them, and touches neither the network nor the disk."""
@@ -881,6 +907,7 @@ def test_a_dry_run_needs_no_data_and_lists_the_downloads_as_jobs(tmp_path):
     assert not (clone / "data").exists() and not (clone / "runs").exists()
 
 
+@pytest.mark.slow
 def test_table1_counts_the_fixture_by_its_construction(dag_run):
     """12 pairs a file: STS years have 5/3/6/5/5 subsets, STS15/16 leave every other pair unscored."""
     workdir, _ = dag_run
@@ -895,6 +922,7 @@ def test_table1_counts_the_fixture_by_its_construction(dag_run):
     assert table1.loc["unlabeled_texts", "Total"] == 24 * 24 + 72 + 72
 
 
+@pytest.mark.slow
 def test_comparison_rows_carry_the_published_value_and_its_arithmetic(dag_run):
     workdir, _ = dag_run
     comparison = pd.read_csv(workdir / "results" / "comparison.csv")
@@ -912,6 +940,7 @@ def test_comparison_rows_carry_the_published_value_and_its_arithmetic(dag_run):
     assert flow.loc["STSb", "aggregate"] == "test split"
 
 
+@pytest.mark.slow
 def test_each_figure_plots_the_data_of_its_csv(dag_run, tmp_path):
     """Redraw each figure from its CSV and read the plotted data back from the figure's artists."""
     import numpy as np
@@ -1194,6 +1223,7 @@ def test_the_box_check_trains_one_run_and_evaluates_it_apart_from_the_paper(tmp_
     assert not (tmp_path / "results" / "table2_unsup.csv").exists() and not (tmp_path / "results" / "evals").exists()
 
 
+@pytest.mark.slow
 def test_one_table_decides_its_rows_as_all_does_and_says_provisional_when_others_did_not_run(dag_run, tmp_path):
     """Table 2's rows decided from the rows at hand: with every artifact present, exactly comparison.csv's Table 2
     rows and verdicts, not provisional; with only Table 2's file (the others not run), its rows still decided,
