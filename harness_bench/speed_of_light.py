@@ -181,13 +181,3 @@ def speed_of_light(config, model: str, data: SentEvalData, device: str, rate: Ki
         "kernels_per_step": float("nan") if work.kernels is None else work.kernels,
         "fused_kernels_per_step": float("nan") if work.fused_kernels is None else work.fused_kernels,
     }
-
-
-#: The speed-of-light columns of the cost table (``--speed-of-light``).
-SPEED_OF_LIGHT_COLUMNS = (
-    "gflop_per_step",
-    "achieved_tflops",
-    "peak_fraction",
-    "kernels_per_step",
-    "fused_kernels_per_step",
-)
