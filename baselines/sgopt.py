@@ -91,7 +91,7 @@ def graphs_blocker(config: SgOptConfig, device: str) -> str | None:
     return None
 
 
-class ProjectionHead(nn.Sequential):
+class SgOptProjection(nn.Sequential):
     """f: Linear(d, p), GELU, Linear(p, p), GELU; weights normal(0, ``std``), biases zero (BERT's init)."""
 
     def __init__(self, dim: int, projection_dim: int = 4096, std: float = 0.02):
@@ -201,7 +201,7 @@ class SgOptTrainer:
                 raise ValueError(f"SG-OPT cuda_graphs: on, but {FP16_BLOCKER}")
             blocker = FP16_BLOCKER
         std = getattr(self.tuned.config, "initializer_range", 0.02)
-        self.head = ProjectionHead(self.tuned.config.hidden_size, config.projection_dim, std).to(self.device)
+        self.head = SgOptProjection(self.tuned.config.hidden_size, config.projection_dim, std).to(self.device)
         self.criterion = SelfGuidedLoss(config.temperature, config.regularization)
         self.tokens = TokenCache(self.tokenizer, config.max_length)  # each text tokenized once a run
         self.graphed: GraphedStep | None = None

@@ -7,7 +7,7 @@ the cost table, the summary, the diagnostics, the comparison and the claims. A t
 spell an artifact's key or file stem: the key lives here, and at most in one other file, where the artifact
 is drawn or computed.
 
-Adding an artifact: declare it here, give it its sources in :data:`consert.paper.artifacts.SOURCES` and, for a
+Adding an artifact: declare it here, give it its sources in :data:`consert.paper.artifacts.ARTIFACT_SOURCES` and, for a
 figure, its drawing in :data:`consert.paper.figures.DRAW` (three files; the tests check that each declared
 artifact has both).
 """

@@ -61,18 +61,18 @@ def table2_consert_run(config: WorkflowConfig, size: str) -> str:
 
 # ---- sources: (labels, csv path, pooling filter) per artifact ---------------------------------------
 
-Source = tuple[dict[str, Any], str, str | None]
+ArtifactSource = tuple[dict[str, Any], str, str | None]
 
 
 def _planned(config: WorkflowConfig, artifact: str) -> list[PlannedRun]:
     return [p for p in plan_runs(config) if p.artifact == artifact]
 
 
-def _consert_sources(config: WorkflowConfig, artifact: str) -> list[Source]:
+def _consert_sources(config: WorkflowConfig, artifact: str) -> list[ArtifactSource]:
     return [({**p.labels, "seed": p.spec.seed}, consert_eval(p.spec.run_id), None) for p in _planned(config, artifact)]
 
 
-def your_sources(config: WorkflowConfig, artifact: str) -> list[Source]:
+def your_sources(config: WorkflowConfig, artifact: str) -> list[ArtifactSource]:
     """The rows of yours ``artifact``'s table shows: label columns the method, size ``yours`` (a paper size is
     ``base`` or ``large``) and, in Table 3, mode ``yours``."""
     labels = {"size": YOURS, **({"mode": YOURS} if artifact == TABLE3.key else {})}
@@ -80,10 +80,10 @@ def your_sources(config: WorkflowConfig, artifact: str) -> list[Source]:
     return [({"method": your_label(model.name), **labels}, your_eval(model.name), None) for model in models]
 
 
-def table2_sources(config: WorkflowConfig) -> list[Source]:
+def table2_sources(config: WorkflowConfig) -> list[ArtifactSource]:
     """Unsupervised table: BERT poolings, GloVe, whitening, flow, SG-OPT, ConSERT."""
     baselines = config.baselines
-    sources: list[Source] = [({"method": "Avg. GloVe embeddings", "size": "-"}, glove_eval(), None)]
+    sources: list[ArtifactSource] = [({"method": "Avg. GloVe embeddings", "size": "-"}, glove_eval(), None)]
     for size in config.models:
         for pooling in baselines.poolings:
             sources.append(
@@ -101,7 +101,7 @@ def table2_sources(config: WorkflowConfig) -> list[Source]:
     return sources + _consert_sources(config, TABLE2.key) + your_sources(config, TABLE2.key)
 
 
-def table3_sources(config: WorkflowConfig) -> list[Source]:
+def table3_sources(config: WorkflowConfig) -> list[ArtifactSource]:
     """Supervised table: SBERT-NLI re-impl. (``sup``), joint, sup-unsup, joint-unsup, flow + NLI."""
     sources = _consert_sources(config, TABLE3.key)
     for size in config.models:
@@ -112,10 +112,10 @@ def table3_sources(config: WorkflowConfig) -> list[Source]:
     return sources + your_sources(config, TABLE3.key)
 
 
-def family_sources(config: WorkflowConfig) -> list[Source]:
+def family_sources(config: WorkflowConfig) -> list[ArtifactSource]:
     """The contrastive family: BERT [CLS] and mean (untrained references), ConSERT and the family's methods."""
     sizes = [p.spec.size for p in _planned(config, FAMILY.key)]
-    sources: list[Source] = []
+    sources: list[ArtifactSource] = []
     for size in dict.fromkeys(sizes):
         for pooling in [p for p in config.baselines.poolings if p in ("cls", "mean")]:
             sources.append(
@@ -124,7 +124,7 @@ def family_sources(config: WorkflowConfig) -> list[Source]:
     return sources + _consert_sources(config, FAMILY.key) + your_sources(config, FAMILY.key)
 
 
-def diagnostics_sources(config: WorkflowConfig) -> list[Source]:
+def diagnostics_sources(config: WorkflowConfig) -> list[ArtifactSource]:
     """Every evaluated model: Table 2's and 3's rows, the family's, and every sweep run (named by
     :data:`consert.paper.representation.SWEEP_NAMES`)."""
     from consert.paper.representation import SWEEP_NAMES
@@ -152,10 +152,10 @@ CURVE_GROUPS = {
 }
 
 
-def curve_sources(config: WorkflowConfig) -> list[Source]:
+def curve_sources(config: WorkflowConfig) -> list[ArtifactSource]:
     """Every training run's curve, labelled with its panel (a run used by two artifacts is in both): the
     planned runs and their NLI first stages, then SG-OPT's runs."""
-    sources: list[Source] = []
+    sources: list[ArtifactSource] = []
     for planned in plan_runs(config):
         for spec in (planned.spec.stage1, planned.spec):
             if spec is not None:
@@ -170,7 +170,7 @@ def curve_sources(config: WorkflowConfig) -> list[Source]:
 
 
 #: Each artifact's sources, by key (every artifact of :data:`consert.registry.ARTIFACTS` built from evaluations).
-SOURCES: dict[str, Callable[[WorkflowConfig], list[Source]]] = {
+ARTIFACT_SOURCES: dict[str, Callable[[WorkflowConfig], list[ArtifactSource]]] = {
     TABLE2.key: table2_sources,
     TABLE3.key: table3_sources,
     TABLE4.key: lambda config: _consert_sources(config, TABLE4.key),
@@ -196,18 +196,18 @@ CSV_FILES = {artifact.key: artifact.csv for artifact in registry.ARTIFACTS}
 
 def inputs(artifact: str, config: WorkflowConfig) -> list[str]:
     """The evaluation files an artifact is built from (the DAG's inputs)."""
-    return list(dict.fromkeys(path for _, path, _ in SOURCES[artifact](config)))
+    return list(dict.fromkeys(path for _, path, _ in ARTIFACT_SOURCES[artifact](config)))
 
 
 def evaluation_inputs(artifact_keys: Iterable[str], config: WorkflowConfig) -> list[str]:
     """The evaluation files behind several artifacts (those built from evaluations), each once."""
-    return list(dict.fromkeys(path for key in artifact_keys if key in SOURCES for path in inputs(key, config)))
+    return list(dict.fromkeys(path for key in artifact_keys if key in ARTIFACT_SOURCES for path in inputs(key, config)))
 
 
-def build(artifact: str, config: WorkflowConfig, sources: list[Source] | None = None) -> pd.DataFrame:
+def build(artifact: str, config: WorkflowConfig, sources: list[ArtifactSource] | None = None) -> pd.DataFrame:
     """Assemble one artifact's table from its evaluation CSVs (``sources``: some of its sources only, e.g. one row's:
     :mod:`consert.paper.row_targets`)."""
-    sources = SOURCES[artifact](config) if sources is None else sources
+    sources = ARTIFACT_SOURCES[artifact](config) if sources is None else sources
     cache: dict[str, pd.DataFrame] = {}
 
     def read(path: str) -> pd.DataFrame:

@@ -58,13 +58,15 @@ def _pairs(block: ComparedRows, published: Path) -> dict[str, str]:
     return {name: reproduced for name, reproduced, _ in block.pairs(table.assign(key=block.published_key(table)))}
 
 
-def row_sources(block: ComparedRows, row: str, config: WorkflowConfig, published: Path) -> list[artifacts.Source]:
+def row_sources(
+    block: ComparedRows, row: str, config: WorkflowConfig, published: Path
+) -> list[artifacts.ArtifactSource]:
     """The sources of the reproduced row that published ``row`` of ``block`` is compared with (none where the config
     does not reproduce it)."""
     pairs = _pairs(block, published)
     if row not in pairs:
         return []
-    sources = artifacts.SOURCES[_reproducing(block).key](config)
+    sources = artifacts.ARTIFACT_SOURCES[_reproducing(block).key](config)
     labels = pd.DataFrame([labels for labels, _, _ in sources])
     chosen = block.reproduced_rows(labels)
     keys = block.reproduced_key(chosen).astype(str)

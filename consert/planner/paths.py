@@ -46,7 +46,7 @@ def run_model(run_id: str) -> str:
     return str(RUNS / run_id / "model")
 
 
-def run_config(run_id: str) -> str:
+def train_yaml(run_id: str) -> str:
     """The resolved config one training run trains with (:mod:`consert.planner.run_configs`)."""
     return str(RUNS / run_id / "train.yaml")
 

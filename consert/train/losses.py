@@ -60,7 +60,7 @@ def infonce_symmetric(view1: torch.Tensor, view2: torch.Tensor, temperature: flo
 CONTRASTIVE_LOSSES = {"nt_xent": nt_xent, "infonce": infonce, "infonce_symmetric": infonce_symmetric}
 
 
-class ContrastiveLoss(nn.Module):
+class TwoViewContrastiveLoss(nn.Module):
     """``weight`` x a contrastive loss of two views (row i of each a view of text i), constructed with its own
     settings as a sentence-transformers loss is: which loss (:data:`CONTRASTIVE_LOSSES`), its temperature (checked
     where it is declared: ``consert.configs.Temperature``) and its weight (ConSERT's ``cl_rate``).

@@ -15,7 +15,7 @@ from torch import nn
 from baselines.flow import FlowBaseline
 from baselines.glove import GloveBaseline, load_glove_text
 from baselines.run import evaluate_baseline, fit_corpora
-from baselines.sgopt import ProjectionHead, SgOptConfig, SgOptTrainer
+from baselines.sgopt import SgOptConfig, SgOptProjection, SgOptTrainer
 from consert.paper.recipe_card import recipe_card, unexplained
 from consert.paper.tables import topk_table
 from consert.train.loop import LoopSettings, run_loop
@@ -130,7 +130,7 @@ def test_sgopt_trains_on_the_17256_stsb_texts_with_the_codes_settings(real_data)
 
 def test_sgopt_projection_head_is_initialised_like_bert():
     torch.manual_seed(0)
-    head = ProjectionHead(64, 512)
+    head = SgOptProjection(64, 512)
     linears = [m for m in head if isinstance(m, nn.Linear)]
     assert len(linears) == 2
     for layer in linears:

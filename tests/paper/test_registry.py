@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from consert import registry
-from consert.paper.artifacts import CSV_FILES, SOURCES
+from consert.paper.artifacts import ARTIFACT_SOURCES, CSV_FILES
 from consert.paper.figures import DRAW
 from consert.paper.job_costs import cost_table
 from consert.planner.keys import FamilyKeys
@@ -95,7 +95,7 @@ def test_the_count_sees_a_key_spelled_in_a_third_file(tmp_path):
 
 def test_every_declared_artifact_has_its_sources_and_every_drawn_one_its_drawing():
     built = {artifact.key for artifact in registry.ARTIFACTS if artifact.kind != "data"}
-    assert set(SOURCES) == built
+    assert set(ARTIFACT_SOURCES) == built
     assert set(DRAW) == {artifact.key for artifact in registry.ARTIFACTS if artifact.drawn}
     assert CSV_FILES[registry.TABLE2.key] == "table2_unsup.csv"  # the paper's table's file, as the docs name it
     assert len({artifact.stem for artifact in registry.ARTIFACTS}) == len(registry.ARTIFACTS)

@@ -15,7 +15,7 @@ from consert.planner.keys import WorkflowConfig
 from consert.planner.load import load_workflow_config
 from consert.train.config import TrainConfig
 from consert.train.loop import LoopSettings, capture_ahead, evaluation_grid, run_loop
-from consert.train.losses import ContrastiveLoss, NliHead, nt_xent
+from consert.train.losses import NliHead, TwoViewContrastiveLoss, nt_xent
 from tests.conftest import PUBLISHED, ROOT
 
 #: Unlabeled STS texts (Table 1): the authors' unsupervised training set.
@@ -110,7 +110,7 @@ def test_joint_contrastive_loss_never_pits_a_premise_against_its_own_hypothesis(
         hypotheses1, hypotheses2 = torch.randn(4, 8), torch.randn(4, 8)
         view1 = torch.cat([premises1, hypotheses1]).requires_grad_()
         view2 = torch.cat([premises2, hypotheses2])
-        loss = ContrastiveLoss("nt_xent", 0.1)(view1, view2, first=4)
+        loss = TwoViewContrastiveLoss("nt_xent", 0.1)(view1, view2, first=4)
         (gradient,) = torch.autograd.grad(loss, view1)
         gradients.append(gradient[:4])
         separate = nt_xent(premises1, premises2, 0.1) + nt_xent(hypotheses1, hypotheses2, 0.1)

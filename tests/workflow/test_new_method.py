@@ -171,7 +171,7 @@ from consert.cli import main as cli_main
 from consert.configs import read_yaml
 from consert.encode.models import PAPER_ENCODERS
 from consert.paper.artifacts import write_artifact
-from consert.planner.paths import consert_eval, run_config, run_model
+from consert.planner.paths import consert_eval, run_model, train_yaml
 from consert.paper.recipe_card import recipe_card
 from consert.planner.design import paper_design
 from consert.planner.plan import plan_runs, unique_runs
@@ -197,10 +197,10 @@ out["planned"] = sorted(item.labels["method"] for item in planned)
 card = recipe_card(typed).set_index("run").loc[toy_run]
 out["card"] = {key: str(card[key]) for key in ("loss", "notes", "authors_source", "differs_from_authors")}
 for run_id, spec in unique_runs(planned).items():
-    Path(run_config(run_id)).parent.mkdir(parents=True, exist_ok=True)
-    Path(run_config(run_id)).write_text(run_config_text(consert_run_config(run_id, spec, typed)))
-    assert cli_main(["train", "--config", run_config(run_id), "--evaluate", consert_eval(run_id)]) == 0
-trained = yaml.safe_load(Path(run_config(toy_run)).read_text())
+    Path(train_yaml(run_id)).parent.mkdir(parents=True, exist_ok=True)
+    Path(train_yaml(run_id)).write_text(run_config_text(consert_run_config(run_id, spec, typed)))
+    assert cli_main(["train", "--config", train_yaml(run_id), "--evaluate", consert_eval(run_id)]) == 0
+trained = yaml.safe_load(Path(train_yaml(toy_run)).read_text())
 out["trained"] = {"mode": trained["mode"], "objective": trained["objective"], "toycse": trained["toycse"]}
 out["model_card"] = (Path(run_model(toy_run)) / CARD).read_text()
 write_artifact(FAMILY.key, typed, f"results/{FAMILY.csv}")

@@ -141,7 +141,7 @@ rule eval_glove:
 rule train_sgopt:
     input:
         senteval=DATA,
-        config=paths.run_config(paths.sgopt_run("{size}", "{seed}")),
+        config=paths.train_yaml(paths.sgopt_run("{size}", "{seed}")),
         hub=lambda wc: hub_inputs(CONFIG.models[wc.size]),
     output:
         model=model_output(paths.run_model(paths.sgopt_run("{size}", "{seed}"))),

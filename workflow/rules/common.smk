@@ -258,7 +258,7 @@ def consert_shell(arguments, encoder=True, gpu_job=False):
     return env + harness_command(f"{arguments} --data {{input.senteval:q}}{settings} --output {{output:q}} > {{log:q}} 2>&1")
 
 
-def run_config(wildcards):
+def run_config_yaml(wildcards):
     """The resolved config of a training run as YAML text: ConSERT and its family's, BERT-flow's BERT-NLI,
     or SG-OPT's."""
     if wildcards.run in RUNS:

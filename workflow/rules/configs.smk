@@ -11,11 +11,11 @@ rule run_config:
     input:
         template=RUN_CONFIG_TEMPLATE,
     output:
-        paths.run_config("{run}"),
+        paths.train_yaml("{run}"),
     log:
         "logs/configs/{run}.log",
     params:
-        text=run_config,
+        text=run_config_yaml,
     template_engine:
         "jinja2"
 

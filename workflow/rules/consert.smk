@@ -2,7 +2,7 @@ rule consert_train:
     """One ConSERT run (any setting, any sweep point), then its evaluation on the 7 sets."""
     input:
         senteval=DATA,
-        config=paths.run_config("{run}"),
+        config=paths.train_yaml("{run}"),
         stage1=stage1_model,
         hub=lambda wc: hub_inputs(TRAIN_CONFIGS[wc.run].model),
         external=lambda wc: external_inputs(RUN_INPUTS[wc.run]),
@@ -62,7 +62,7 @@ rule check_box:
     a temp() folder would be kept)."""
     input:
         senteval=DATA,
-        config=paths.run_config(CHECK_RUN),
+        config=paths.train_yaml(CHECK_RUN),
         workflow=WORKFLOW_CONFIG,
         hub=hub_inputs(TRAIN_CONFIGS[CHECK_RUN].model),
         external=lambda wc: external_inputs(RUN_INPUTS[CHECK_RUN]),

@@ -27,7 +27,7 @@ rule paper_table:
 rule recipe:
     """The recipe card: every planned training run as it will train (its train.yaml), next to the authors'."""
     input:
-        [paths.run_config(run_id) for run_id in RUNS],
+        [paths.train_yaml(run_id) for run_id in RUNS],
     output:
         report("results/recipe.csv", caption="../report/recipe.rst", category="Recipe"),
     log:

@@ -10,7 +10,7 @@ from consert.data.senteval import SentEvalData
 from consert.encode.batching import to_device
 from consert.train.config import TrainConfig
 from consert.train.corpus import corpus_inputs, training_texts
-from consert.train.losses import PROJECTION_HEADS, ContrastiveLoss
+from consert.train.losses import PROJECTION_HEADS, TwoViewContrastiveLoss
 from consert.train.objectives.base import Objective
 from consert.train.views import PackedPass, two_view_forward
 
@@ -21,10 +21,10 @@ def projection_head(config: TrainConfig, hidden: int, device: str) -> nn.Module 
     return head(hidden).to(device) if head else None
 
 
-def contrastive_loss(config: TrainConfig) -> ContrastiveLoss:
+def contrastive_loss(config: TrainConfig) -> TwoViewContrastiveLoss:
     """The contrastive loss ``config`` names, constructed with its settings: ``loss``, ``temperature`` and
     ``contrastive_weight``."""
-    return ContrastiveLoss(config.loss, config.temperature, config.contrastive_weight)
+    return TwoViewContrastiveLoss(config.loss, config.temperature, config.contrastive_weight)
 
 
 class Contrastive(Objective):
