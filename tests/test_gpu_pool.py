@@ -222,6 +222,7 @@ def test_idle_cards_are_named_with_what_to_pass():
     assert idle_cards(4, 4, 32, 8) == "" == idle_cards(0, 1, 8, 8)
 
 
+@pytest.mark.slow
 def test_the_workflow_inside_an_allocation_gives_its_jobs_the_allocations_pool_and_names_idle_cards(tmp_path):
     """The paper config's dry run in a fake allocation of 8 cards with --cores 4: one line names the 4 idle cards,
     and a training job's command claims from the allocation's node-local pool."""

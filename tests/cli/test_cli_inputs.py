@@ -127,6 +127,7 @@ def test_debug_shows_the_traceback(tmp_path, tiny_tree):
         main(["--debug", "evaluate", str(tmp_path / "nothing" / "here"), "--data", str(tiny_tree)])
 
 
+@pytest.mark.slow
 def test_ctrl_c_exits_130_in_one_line_and_leaves_no_output(real_data_dir, tmp_path):
     """SIGINT mid-evaluation (the model loaded, vectors being computed): exit 130, one line, no traceback,
     and the output file not written (every output is renamed into place only when complete)."""

@@ -21,6 +21,7 @@ def no_network(monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # the guarantee must not depend on it
 
 
+@pytest.mark.slow
 def test_evaluation_and_training_run_with_the_network_blocked(no_network, tiny_tree, tmp_path):
     assert (
         main(

@@ -43,6 +43,7 @@ def test_parse_only_accepts_each_command_and_does_no_work(tmp_path, capsys):
         assert capsys.readouterr().out == f"harness_bench {arguments[0]}: arguments accepted\n"
 
 
+@pytest.mark.slow
 def test_limits_times_every_kind_of_the_test_config_and_counts_each_trainer_steps_work(tmp_path, capsys):
     """``consert bench``'s cost table, every kind timed and projected, ``--compare eager`` timing each kind again in
     the same run; and each trainer kind's step counted against the card's limit, its columns beside."""

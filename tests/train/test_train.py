@@ -112,8 +112,8 @@ def test_same_seed_gives_identical_loss_trace(real_data, tmp_path):
         ("sup", ("shuffle", "feature_cutoff")),
         ("joint", ("shuffle", "feature_cutoff")),
         ("joint", ("adversarial", "token_cutoff")),
-        ("sup-unsup", ("shuffle", "feature_cutoff")),
-        ("joint-unsup", ("dropout", "shuffle")),
+        pytest.param("sup-unsup", ("shuffle", "feature_cutoff"), marks=pytest.mark.slow),  # two stages: 11-14 s each
+        pytest.param("joint-unsup", ("dropout", "shuffle"), marks=pytest.mark.slow),
     ],
 )
 def test_supervised_settings_run_end_to_end_on_sick_e(real_data, tmp_path, mode, views):

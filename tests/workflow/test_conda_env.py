@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 
 FAKE_CONDA = """#!{python}
@@ -34,6 +36,7 @@ elif args[:2] == ["env", "create"]:
 """
 
 
+@pytest.mark.slow
 def test_the_workflow_environment_installs_this_checkout_with_any_conda_prefix(tmp_path, tiny_tree):
     bin_dir, record = tmp_path / "bin", tmp_path / "conda.jsonl"
     bin_dir.mkdir()

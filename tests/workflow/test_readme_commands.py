@@ -127,6 +127,7 @@ NOT_REPRODUCED = ROOT / "docs" / "not-reproduced.md"
 NEEDS_A_DOWNLOAD = ("consert evaluate unsup-consert-base/0_Transformer",)
 
 
+@pytest.mark.slow
 def test_the_not_reproduced_pages_commands_run_here(tmp_path):
     """Every command of the "A row is not reproduced" page that can run here runs to its end: the snakemake ones as
     the dry runs they are written as (above), the consert ones as written, in a fresh folder."""
