@@ -88,6 +88,9 @@ NVIDIA_DEVICE = Path("/dev/nvidiactl")
 POLL_S = 0.2
 #: A header: the request's length in bytes, sent with the three file descriptors.
 HEADER = 16
+#: The largest request read (its arguments and environment: kilobytes); a header promising more is malformed, not a
+#: buffer of that size.
+MAX_REQUEST = 16 * 1024 * 1024
 #: Seconds a connected client has to send its whole request before it is answered with an error and dropped.
 REQUEST_S = 10.0
 #: The prefix of a server's folder in the temporary folder, and the files a server writes there.
@@ -174,7 +177,9 @@ class _Request:
             if len(self.fds) != 3 or not self.header.strip().isdigit():
                 raise ValueError("expected a 16-byte length with the three standard streams")
         length = int(self.header)
-        data = connection.recv(length - len(self.payload))
+        if length > MAX_REQUEST:
+            raise ValueError(f"a request of {length} bytes; expected at most {MAX_REQUEST}")
+        data = connection.recv(min(length - len(self.payload), 65536))
         if not data:
             raise ValueError("the request ended early")
         self.payload += data

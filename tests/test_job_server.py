@@ -274,11 +274,12 @@ def test_a_malformed_request_is_answered_with_an_error_and_the_server_serves_on(
     import socket
 
     path = server[job_server.SERVER_ENV]
-    for garbage in (b"not a number....", b"12".ljust(job_server.HEADER)):
+    huge = str(10**15).encode().ljust(job_server.HEADER)  # a length the server must not allocate
+    for garbage in (b"not a number....", b"12".ljust(job_server.HEADER), huge):
         client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         client.connect(path)
         socket.send_fds(client, [garbage], [0, 1, 2])
-        if garbage.startswith(b"12"):
+        if garbage.startswith(b"12 "):
             client.shutdown(socket.SHUT_WR)  # the request ends before its 12 bytes
         reply = client.makefile("r").readline()
         client.close()
