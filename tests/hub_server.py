@@ -9,9 +9,11 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+
+from tests.mirror import LocalServer
 
 #: The commit every served model is at (40 hex digits, as the hub's).
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -90,7 +92,7 @@ def serve_models(models: dict[str, Path]) -> Iterator[tuple[str, list[str]]]:
         def do_GET(self):
             self._answer(body=True)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = LocalServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
