@@ -34,16 +34,7 @@ report: "workflow/report/workflow.rst"
 
 rule all:
     input:
-        TABLE1,
-        expand("results/{name}.csv", name=list(TABLES) + list(FIGURES)),
-        expand("figures/{name}.{ext}", name=FIGURES, ext=["png", "pdf"]),
-        expand("figures/{name}.{ext}", name=DIAGNOSTIC_FIGURES, ext=["png", "pdf"]),
-        "results/comparison.csv",
-        "results/claims.csv",
-        "figures/comparison_forest.png",
-        "figures/comparison_forest.pdf",
-        "results/recipe.csv",
-        "results/summary.html",
+        get_final_output(),
     default_target: True
 
 

@@ -14,6 +14,7 @@ artifact has both).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -110,6 +111,14 @@ def of_kind(kind: str, config: WorkflowConfig) -> list[Artifact]:
 def stems(kind: str, config: WorkflowConfig) -> dict[str, str]:
     """``{file stem: key}`` of the artifacts of ``kind`` that ``config`` builds (the workflow's wildcards)."""
     return {artifact.stem: artifact.key for artifact in of_kind(kind, config)}
+
+
+def stem_pattern(kind: str) -> str:
+    """A regular expression matching the file stem of every declared artifact of ``kind``, whatever a config builds
+    (the workflow's wildcard constraint for the rule that builds that kind: a new declaration needs no new pattern)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown artifact kind {kind!r}; choose from {KINDS}")
+    return "|".join(re.escape(artifact.stem) for artifact in ARTIFACTS if artifact.kind == kind)
 
 
 def in_summary() -> list[Artifact]:

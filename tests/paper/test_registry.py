@@ -140,3 +140,21 @@ def test_the_cost_table_leaves_cpu_and_memory_empty_where_the_job_server_ran_the
     assert (poolings.wall_s, poolings.cpu_s, poolings.peak_rss_mb) == (12.5, 11.5, 812.0)
     under_server = launcher.set_index("artifact").loc["all"]
     assert under_server.wall_s == 12.5 and pd.isna(under_server.cpu_s) and pd.isna(under_server.peak_rss_mb)
+
+
+def test_each_kinds_rule_pattern_matches_exactly_its_declared_stems(monkeypatch):
+    """The workflow's rules for tables, figures and diagnostics take their wildcard constraint from the registry:
+    every declared stem of a kind matches its kind's pattern whole and no other kind's; other outputs (the forest
+    plot, the comparison) match none; a stem declared later needs no new pattern."""
+    patterns = {kind: re.compile(registry.stem_pattern(kind)) for kind in ("table", "figure", "diagnostic")}
+    for artifact in registry.ARTIFACTS:
+        matched = {kind for kind, pattern in patterns.items() if pattern.fullmatch(artifact.stem)}
+        assert matched == ({artifact.kind} & set(patterns)), artifact.stem
+    for other in ("comparison_forest", "comparison", "claims", "table2_unsup_extra", "figure7"):
+        assert not any(pattern.fullmatch(other) for pattern in patterns.values()), other
+    monkeypatch.setattr(
+        registry, "ARTIFACTS", (*registry.ARTIFACTS, registry.Artifact("t5", "table5_dropout", "table", ""))
+    )
+    assert re.fullmatch(registry.stem_pattern("table"), "table5_dropout")
+    with pytest.raises(ValueError, match="unknown artifact kind"):
+        registry.stem_pattern("tables")

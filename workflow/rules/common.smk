@@ -208,6 +208,28 @@ FIGURES = registry.stems("figure", CONFIG)
 DIAGNOSTIC_FIGURES = registry.stems("diagnostic", CONFIG)
 #: Table 1: counted from the STS files.
 TABLE1 = f"results/{registry.TABLE1.csv}"
+#: The CSVs of the paper's tables and figures this config builds (what the claims, the cost and the summary read).
+ARTIFACT_CSVS = [f"results/{stem}.csv" for stem in [*TABLES, *FIGURES]]
+
+
+def get_final_output():
+    """Every file the default target (`all`) asks for: each artifact this config builds (consert.registry),
+    with its drawing when it is a figure, then the comparison, the claims, the forest plot, the recipe card and the
+    summary page."""
+    drawn = [f"figures/{stem}.{ext}" for stem in [*FIGURES, *DIAGNOSTIC_FIGURES] for ext in ("png", "pdf")]
+    return [
+        TABLE1,
+        *ARTIFACT_CSVS,
+        *drawn,
+        "results/comparison.csv",
+        "results/claims.csv",
+        "figures/comparison_forest.png",
+        "figures/comparison_forest.pdf",
+        "results/recipe.csv",
+        "results/summary.html",
+    ]
+
+
 #: The artifacts the comparison reads (those this config builds), and their CSVs.
 COMPARED_ARTIFACTS = [a for a in registry.ARTIFACTS if a.csv in ARTIFACT_FILES and a.runs_in(CONFIG)]
 COMPARED_TABLES = [f"results/{a.csv}" for a in COMPARED_ARTIFACTS]

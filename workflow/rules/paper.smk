@@ -9,9 +9,11 @@ rule paper_table:
     input:
         lambda wc: artifacts.inputs(TABLES[wc.name], CONFIG),
     output:
-        report("results/{name,table(?:[2-4]_[a-z_]+|_contrastive_family)}.csv", caption="../report/tables.rst", category="Tables"),
+        report("results/{name}.csv", caption="../report/tables.rst", category="Tables"),
     log:
         "logs/paper/{name}.log",
+    wildcard_constraints:
+        name=registry.stem_pattern("table"),  # every declared table (consert.registry)
     params:
         artifact=lambda wc: TABLES[wc.name],
         published=PUBLISHED,
@@ -50,7 +52,7 @@ rule paper_figure:
     log:
         "logs/paper/{name}.log",
     wildcard_constraints:
-        name=r"figure[0-9]_[a-z]+",  # every output: figures/comparison_forest.png is not one
+        name=registry.stem_pattern("figure"),  # every declared figure: figures/comparison_forest.png is not one
     params:
         artifact=lambda wc: FIGURES[wc.name],
         published=PUBLISHED,
@@ -69,7 +71,7 @@ use rule paper_figure as diagnostic_figure with:
         png=report("figures/{name}.png", caption="../report/diagnostics.rst", category="Diagnostics"),
         pdf="figures/{name}.pdf",
     wildcard_constraints:
-        name="|".join(DIAGNOSTIC_FIGURES),
+        name=registry.stem_pattern("diagnostic"),
     params:
         artifact=lambda wc: DIAGNOSTIC_FIGURES[wc.name],
         config=lambda wc: config_showing(DIAGNOSTIC_FIGURES[wc.name]),

@@ -76,7 +76,7 @@ rule check_published:
 rule claims:
     """The paper's qualitative claims, checked on whatever ran (verdicts of the stand-in are labelled)."""
     input:
-        expand("results/{name}.csv", name=list(TABLES) + list(FIGURES)),
+        ARTIFACT_CSVS,
     output:
         report("results/claims.csv", caption="../report/claims.rst", category="Comparison"),
     log:
@@ -110,7 +110,7 @@ rule comparison_forest:
 rule cost:
     """Wall time, CPU time and peak memory of every job under each artifact (Snakemake's benchmark files)."""
     input:
-        expand("results/{name}.csv", name=list(TABLES) + list(FIGURES)),
+        ARTIFACT_CSVS,
     output:
         report("results/cost.csv", caption="../report/cost.rst", category="Summary"),
     log:
@@ -131,7 +131,7 @@ rule summary:
         "results/cost.csv",
         "results/diagnostics.csv",
         "figures/comparison_forest.png",
-        expand("results/{name}.csv", name=list(TABLES) + list(FIGURES)),
+        ARTIFACT_CSVS,
         expand("figures/{name}.png", name=DIAGNOSTIC_FIGURES),
     output:
         report("results/summary.html", caption="../report/summary.rst", category="Summary"),
