@@ -101,10 +101,14 @@ SWEEPS = (TABLE4, FIGURE5, FIGURE6, FIGURE7)
 SCORED = (TABLE2, TABLE3, TABLE4, FAMILY, FIGURE5, FIGURE6, FIGURE7)
 
 
-def of_kind(kind: str, config: WorkflowConfig) -> list[Artifact]:
-    """The artifacts of ``kind`` that ``config`` builds, in :data:`ARTIFACTS`' order."""
+def _check_kind(kind: str) -> None:
     if kind not in KINDS:
         raise ValueError(f"unknown artifact kind {kind!r}; choose from {KINDS}")
+
+
+def of_kind(kind: str, config: WorkflowConfig) -> list[Artifact]:
+    """The artifacts of ``kind`` that ``config`` builds, in :data:`ARTIFACTS`' order."""
+    _check_kind(kind)
     return [artifact for artifact in ARTIFACTS if artifact.kind == kind and artifact.runs_in(config)]
 
 
@@ -116,8 +120,7 @@ def stems(kind: str, config: WorkflowConfig) -> dict[str, str]:
 def stem_pattern(kind: str) -> str:
     """A regular expression matching the file stem of every declared artifact of ``kind``, whatever a config builds
     (the workflow's wildcard constraint for the rule that builds that kind: a new declaration needs no new pattern)."""
-    if kind not in KINDS:
-        raise ValueError(f"unknown artifact kind {kind!r}; choose from {KINDS}")
+    _check_kind(kind)
     return "|".join(re.escape(artifact.stem) for artifact in ARTIFACTS if artifact.kind == kind)
 
 
