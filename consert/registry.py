@@ -1,20 +1,15 @@
 """The paper's artifacts, each declared once: its key, its files, its kind, its title, its columns and its
 place in the summary.
 
-Everything that names an artifact reads this module: the workflow's targets (``workflow/rules/common.smk``),
-the builders and their sources (:mod:`consert.paper.artifacts`), the drawings (:mod:`consert.paper.figures`),
-the cost table, the summary, the diagnostics, the comparison and the claims. A test counts the files that
-spell an artifact's key or file stem: the key lives here, and at most in one other file, where the artifact
-is drawn or computed.
-
-Adding an artifact: declare it here, give it its sources in :data:`consert.paper.artifacts.ARTIFACT_SOURCES` and, for a
-figure, its drawing in :data:`consert.paper.figures.DRAW` (three files; the tests check that each declared
-artifact has both).
+Every part of the harness that names an artifact names it by its constant here: the planner, the verdict, the
+claims, the builders and the drawings. Each declaration is one record's in :data:`consert.paper.catalogue.CATALOGUE`,
+which owns its other facets (sources, builder, drawing, compared blocks) and which everything that lists
+artifacts reads. A test counts the files that spell an artifact's key or file stem: the key lives here, and at
+most in one other file, where the artifact is drawn or computed.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -91,40 +86,7 @@ FIGURE7 = Artifact(
 DIAGNOSTICS = Artifact("diagnostics", "diagnostics", "diagnostic", "Representation diagnostics")
 CURVES = Artifact("curves", "training_curves", "diagnostic", "Training curves")
 
-#: Every artifact, tables before figures (the order of the workflow's targets and of the cost table).
-ARTIFACTS = (TABLE1, TABLE2, TABLE3, TABLE4, FAMILY, FIGURE1, FIGURE4, FIGURE5, FIGURE6, FIGURE7, CURVES, DIAGNOSTICS)
-BY_KEY = {artifact.key: artifact for artifact in ARTIFACTS}
-
 #: The artifacts whose rows are ConSERT's training runs (the sweeps and the tables the plan fills).
 SWEEPS = (TABLE4, FIGURE5, FIGURE6, FIGURE7)
 #: The artifacts whose rows carry a seed spread: the score tables.
 SCORED = (TABLE2, TABLE3, TABLE4, FAMILY, FIGURE5, FIGURE6, FIGURE7)
-
-
-def _check_kind(kind: str) -> None:
-    if kind not in KINDS:
-        raise ValueError(f"unknown artifact kind {kind!r}; choose from {KINDS}")
-
-
-def of_kind(kind: str, config: WorkflowConfig) -> list[Artifact]:
-    """The artifacts of ``kind`` that ``config`` builds, in :data:`ARTIFACTS`' order."""
-    _check_kind(kind)
-    return [artifact for artifact in ARTIFACTS if artifact.kind == kind and artifact.runs_in(config)]
-
-
-def stems(kind: str, config: WorkflowConfig) -> dict[str, str]:
-    """``{file stem: key}`` of the artifacts of ``kind`` that ``config`` builds (the workflow's wildcards)."""
-    return {artifact.stem: artifact.key for artifact in of_kind(kind, config)}
-
-
-def stem_pattern(kind: str) -> str:
-    """A regular expression matching the file stem of every declared artifact of ``kind``, whatever a config builds
-    (the workflow's wildcard constraint for the rule that builds that kind: a new declaration needs no new pattern)."""
-    _check_kind(kind)
-    return "|".join(re.escape(artifact.stem) for artifact in ARTIFACTS if artifact.kind == kind)
-
-
-def in_summary() -> list[Artifact]:
-    """The paper's artifacts in the summary's order (the paper's)."""
-    placed = [artifact for artifact in ARTIFACTS if artifact.summary_place is not None]
-    return sorted(placed, key=lambda artifact: artifact.summary_place)

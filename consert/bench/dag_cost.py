@@ -415,7 +415,7 @@ def rate_projection(workflow: WorkflowConfig, jobs: list[PlannedJob], steps_per_
     :func:`consert.bench.cuda.exported_run_rate`), and ``all`` (every run once): a first estimate, which costs every
     step as one of the timed run's kind (BERT-large's and a batch of 192's cost more, BERT-NLI's and SG-OPT's
     batches of 16 less; ``consert bench --config`` times each kind) and leaves out evaluations, encodings and fits."""
-    from consert import registry
+    from consert.paper import catalogue
     from consert.paper.job_costs import artifact_jobs
 
     steps = {job.run: job.steps for job in jobs}
@@ -425,7 +425,7 @@ def rate_projection(workflow: WorkflowConfig, jobs: list[PlannedJob], steps_per_
         return {"artifact": name, "runs": len(runs), "steps": total, "gpu_hours": total / steps_per_s / 3600}
 
     rows = []
-    for artifact in registry.ARTIFACTS:
+    for artifact in catalogue.ARTIFACTS:
         if artifact.kind not in ("table", "figure") or not artifact.runs_in(workflow):  # the paper's, trained
             continue
         evaluations = artifact_jobs(artifact.key, workflow).values()

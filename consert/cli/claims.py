@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``consert claims`` on parsed ``args``; return its exit status."""
     from consert.io import write_csv
-    from consert.paper.artifacts import CSV_FILES
+    from consert.paper.catalogue import CSV_FILES
     from consert.planner.load import read_workflow_config
     from consert.verdict.claims import CLAIMS_FILE, evaluate_claims, load_claims
 

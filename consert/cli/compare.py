@@ -41,12 +41,12 @@ def _published_rows(text: str) -> str:
     """An argparse type: ``ARTIFACT:ROW`` globs whose artifact part names a compared artifact."""
     from fnmatch import fnmatch
 
-    from consert.verdict.compare import COMPARED_BLOCKS
+    from consert.paper.catalogue import COMPARED
 
     artifact, sep, row = text.partition(":")
     if not sep or not artifact or not row:
         raise argparse.ArgumentTypeError(f"expected ARTIFACT:ROW (a glob, e.g. 'table2:*large*'), got {text!r}")
-    known = sorted({block.artifact for block in COMPARED_BLOCKS})
+    known = sorted({block.artifact for block in COMPARED})
     if not any(fnmatch(name, artifact) for name in known):
         raise argparse.ArgumentTypeError(
             f"{text!r}: no compared artifact is {artifact!r}; expected one of {', '.join(known)}"
@@ -175,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
 
     from consert.configs import parse_overrides
     from consert.io import write_csv
+    from consert.paper.catalogue import COMPARED
     from consert.planner.comparison import ComparisonConfig
     from consert.verdict.compare import compare
     from consert.verdict.decision import load_decision
@@ -194,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
     allow_stand_in = args.allow_stand_in or settings.allow_stand_in
     inconclusive = args.inconclusive or settings.inconclusive
     results = Path(args.results)
-    table = compare(results, Path(args.published), [*settings.not_run, *args.not_run], margins, noise, seeds)
+    table = compare(COMPARED, results, Path(args.published), [*settings.not_run, *args.not_run], margins, noise, seeds)
     decision = load_decision(Path(args.published), margins, noise)
     if design := design_of(table, decision):
         print(design_power(design, decision))
@@ -211,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
     if args.layout:
         from consert.verdict.layout import paper_layout
 
-        write_csv(paper_layout(table, Path(args.published)), args.layout)
+        write_csv(paper_layout(table, COMPARED, Path(args.published)), args.layout)
     _print_comparison(table)
     if provisional:
         print(provisional)

@@ -1,4 +1,5 @@
-"""The paper's artifacts: where their inputs live, and how each table and figure is assembled.
+"""The paper's artifacts' sources (which evaluation CSVs each row comes from) and builders (how a table is assembled
+from them); :mod:`consert.paper.catalogue` gives each artifact its own.
 
 The workflow and this module share one set of path conventions (:mod:`consert.planner.paths`), so the DAG's
 inputs and the builders' reads cannot drift apart. Every builder reads evaluation CSVs written by
@@ -7,13 +8,12 @@ inputs and the builders' reads cannot drift apart. Every builder reads evaluatio
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from consert import registry, row_labels
+from consert import row_labels
 from consert.paper import tables
 from consert.planner.paths import (
     baseline_eval,
@@ -30,19 +30,7 @@ from consert.planner.paths import (
     your_label,
 )
 from consert.planner.plan import AUGMENTATION_LABELS, FLOW_NLI, PlannedRun, RunSpec, plan_runs
-from consert.registry import (
-    CURVES,
-    DIAGNOSTICS,
-    FAMILY,
-    FIGURE1,
-    FIGURE4,
-    FIGURE5,
-    FIGURE6,
-    FIGURE7,
-    TABLE2,
-    TABLE3,
-    TABLE4,
-)
+from consert.registry import FAMILY, FIGURE5, FIGURE6, FIGURE7, TABLE2, TABLE3, TABLE4, Artifact
 from consert.row_labels import YOURS
 
 if TYPE_CHECKING:
@@ -68,7 +56,8 @@ def _planned(config: WorkflowConfig, artifact: str) -> list[PlannedRun]:
     return [p for p in plan_runs(config) if p.artifact == artifact]
 
 
-def _consert_sources(config: WorkflowConfig, artifact: str) -> list[ArtifactSource]:
+def planned_sources(config: WorkflowConfig, artifact: str) -> list[ArtifactSource]:
+    """The ConSERT runs the plan gives ``artifact``, each row with its labels and seed."""
     return [({**p.labels, "seed": p.spec.seed}, consert_eval(p.spec.run_id), None) for p in _planned(config, artifact)]
 
 
@@ -98,12 +87,12 @@ def table2_sources(config: WorkflowConfig) -> list[ArtifactSource]:
             sources.append(
                 ({"method": row_labels.sgopt(size), "size": size, "seed": seed}, sgopt_eval(size, seed), None)
             )
-    return sources + _consert_sources(config, TABLE2.key) + your_sources(config, TABLE2.key)
+    return sources + planned_sources(config, TABLE2.key) + your_sources(config, TABLE2.key)
 
 
 def table3_sources(config: WorkflowConfig) -> list[ArtifactSource]:
     """Supervised table: SBERT-NLI re-impl. (``sup``), joint, sup-unsup, joint-unsup, flow + NLI."""
-    sources = _consert_sources(config, TABLE3.key)
+    sources = planned_sources(config, TABLE3.key)
     for size in config.models:
         for seed in config.seeds:
             base = config.baselines.flow_nli.base
@@ -121,7 +110,7 @@ def family_sources(config: WorkflowConfig) -> list[ArtifactSource]:
             sources.append(
                 ({"method": row_labels.bert(size, pooling), "size": size}, baseline_eval(size, "poolings"), pooling)
             )
-    return sources + _consert_sources(config, FAMILY.key) + your_sources(config, FAMILY.key)
+    return sources + planned_sources(config, FAMILY.key) + your_sources(config, FAMILY.key)
 
 
 def diagnostics_sources(config: WorkflowConfig) -> list[ArtifactSource]:
@@ -137,6 +126,24 @@ def diagnostics_sources(config: WorkflowConfig) -> list[ArtifactSource]:
             labels = {"method": SWEEP_NAMES[planned.artifact](planned.labels), "size": planned.spec.size}
             sources.append(({**labels, "seed": planned.spec.seed}, consert_eval(planned.spec.run_id), None))
     return sources
+
+
+def topk_sources(config: WorkflowConfig) -> list[ArtifactSource]:
+    """Figure 4: BERT's and ConSERT's curves at the figure's size."""
+    size = figure_size(config)
+    return [
+        ({"model": row_labels.bert(size)}, topk_eval(size, "bert"), None),
+        ({"model": row_labels.consert(size)}, topk_eval(size, "consert"), None),
+    ]
+
+
+def prediction_sources(config: WorkflowConfig) -> list[ArtifactSource]:
+    """Figure 1: BERT's and ConSERT's predictions at the figure's size."""
+    size = figure_size(config)
+    return [
+        ({"model": row_labels.bert(size)}, predictions_eval(size, "bert"), None),
+        ({"model": row_labels.consert(size)}, predictions_eval(size, "consert"), None),
+    ]
 
 
 #: The curves figure's panels: which planned runs each draws.
@@ -169,96 +176,51 @@ def curve_sources(config: WorkflowConfig) -> list[ArtifactSource]:
     return list(unique.values())
 
 
-#: Each artifact's sources, by key (every artifact of :data:`consert.registry.ARTIFACTS` built from evaluations).
-ARTIFACT_SOURCES: dict[str, Callable[[WorkflowConfig], list[ArtifactSource]]] = {
-    TABLE2.key: table2_sources,
-    TABLE3.key: table3_sources,
-    TABLE4.key: lambda config: _consert_sources(config, TABLE4.key),
-    FAMILY.key: family_sources,
-    FIGURE5.key: lambda config: _consert_sources(config, FIGURE5.key),
-    FIGURE6.key: lambda config: _consert_sources(config, FIGURE6.key),
-    FIGURE7.key: lambda config: _consert_sources(config, FIGURE7.key),
-    FIGURE4.key: lambda config: [
-        ({"model": row_labels.bert(figure_size(config))}, topk_eval(figure_size(config), "bert"), None),
-        ({"model": row_labels.consert(figure_size(config))}, topk_eval(figure_size(config), "consert"), None),
-    ],
-    FIGURE1.key: lambda config: [
-        ({"model": row_labels.bert(figure_size(config))}, predictions_eval(figure_size(config), "bert"), None),
-        ({"model": row_labels.consert(figure_size(config))}, predictions_eval(figure_size(config), "consert"), None),
-    ],
-    DIAGNOSTICS.key: diagnostics_sources,
-    CURVES.key: curve_sources,
-}
+# ---- builders: an artifact's table from its sources' evaluation CSVs --------------------------------
 
-#: Each artifact's CSV under the results folder, by key.
-CSV_FILES = {artifact.key: artifact.csv for artifact in registry.ARTIFACTS}
+#: Reads one evaluation CSV (once per build: a file several sources share is read once).
+Reader = Callable[[str], pd.DataFrame]
 
 
-def inputs(artifact: str, config: WorkflowConfig) -> list[str]:
-    """The evaluation files an artifact is built from (the DAG's inputs)."""
-    return list(dict.fromkeys(path for _, path, _ in ARTIFACT_SOURCES[artifact](config)))
-
-
-def evaluation_inputs(artifact_keys: Iterable[str], config: WorkflowConfig) -> list[str]:
-    """The evaluation files behind several artifacts (those built from evaluations), each once."""
-    return list(dict.fromkeys(path for key in artifact_keys if key in ARTIFACT_SOURCES for path in inputs(key, config)))
-
-
-def build(artifact: str, config: WorkflowConfig, sources: list[ArtifactSource] | None = None) -> pd.DataFrame:
-    """Assemble one artifact's table from its evaluation CSVs (``sources``: some of its sources only, e.g. one row's:
-    :mod:`consert.paper.row_targets`)."""
-    sources = ARTIFACT_SOURCES[artifact](config) if sources is None else sources
-    cache: dict[str, pd.DataFrame] = {}
-
-    def read(path: str) -> pd.DataFrame:
-        if path not in cache:
-            cache[path] = pd.read_csv(path)
-        return cache[path]
-
-    if artifact == CURVES.key:
-        frames = [read(path).assign(group=labels["group"], run=labels["run"]) for labels, path, _ in sources]
-        table = pd.concat(frames, ignore_index=True)
-        return table[["group", "run", *[c for c in table.columns if c not in ("group", "run")]]]
-    if artifact == DIAGNOSTICS.key:
-        from consert.paper.representation import diagnostics_table
-
-        return diagnostics_table(sources, read)
-    if artifact == FIGURE4.key:
-        return tables.topk_table((labels["model"], read(path)) for labels, path, _ in sources)
-    if artifact == FIGURE1.key:
-        frames = [read(path).assign(model=labels["model"]) for labels, path, _ in sources]
-        return pd.concat(frames, ignore_index=True)[["model", "subset", "gold", "cosine", "setting", "sent1", "sent2"]]
+def score_rows(declared: Artifact, sources: list[ArtifactSource], read: Reader) -> pd.DataFrame:
+    """A score table: a row per label set of ``sources``, its scores averaged over seeds, labelled by the
+    artifact's ``label_columns`` (its ``extra_columns`` averaged beside them)."""
     entries = []
     for labels, path, pooling in sources:
         frame = read(path)
         entries.append((labels, frame[frame.pooling == pooling] if pooling is not None else frame))
-    declared = registry.BY_KEY[artifact]
-    table = tables.score_table(entries, declared.label_columns, declared.extra_columns)
-    if artifact == FIGURE5.key:
-        table = table.assign(
-            view1_label=table.view1.map(AUGMENTATION_LABELS), view2_label=table.view2.map(AUGMENTATION_LABELS)
-        )
-    return table
+    return tables.score_table(entries, declared.label_columns, declared.extra_columns)
 
 
-def write_artifact(
-    artifact: str,
-    config: WorkflowConfig,
-    csv_path: str,
-    figure_paths: list[str] | None = None,
-    published: str | Path | None = None,
-) -> None:
-    """Build ``artifact``, write its CSV atomically, and draw its figure when it is one; with ``published``
-    (``results/published``) the paper's values are drawn on the figure and set beside Table 4."""
-    from consert.io import write_csv
-    from consert.paper.figures import DRAW
-    from consert.paper.marks import PublishedMarks
-    from consert.paper.stamp import figure_stamp
+def heatmap_rows(declared: Artifact, sources: list[ArtifactSource], read: Reader) -> pd.DataFrame:
+    """Figure 5's score table, each augmentation also by the name the paper prints."""
+    table = score_rows(declared, sources, read)
+    return table.assign(
+        view1_label=table.view1.map(AUGMENTATION_LABELS), view2_label=table.view2.map(AUGMENTATION_LABELS)
+    )
 
-    table = build(artifact, config)
-    marks = PublishedMarks.load(published) if published else None
-    if marks and artifact == TABLE4.key:
-        table = marks.beside_table4(table)
-    write_csv(table, csv_path)
-    if figure_paths:
-        DRAW[artifact](table, figure_paths, marks, stamp=figure_stamp(inputs(artifact, config)))
+
+def topk_rows(_: Artifact, sources: list[ArtifactSource], read: Reader) -> pd.DataFrame:
+    """Figure 4's curves: each model's Spearman as the most frequent tokens are removed."""
+    return tables.topk_table((labels["model"], read(path)) for labels, path, _ in sources)
+
+
+def prediction_rows(_: Artifact, sources: list[ArtifactSource], read: Reader) -> pd.DataFrame:
+    """Figure 1's points: each model's predicted similarity against the gold one, pair by pair."""
+    frames = [read(path).assign(model=labels["model"]) for labels, path, _ in sources]
+    return pd.concat(frames, ignore_index=True)[["model", "subset", "gold", "cosine", "setting", "sent1", "sent2"]]
+
+
+def curve_rows(_: Artifact, sources: list[ArtifactSource], read: Reader) -> pd.DataFrame:
+    """Every training run's curve, each row with its panel and run."""
+    frames = [read(path).assign(group=labels["group"], run=labels["run"]) for labels, path, _ in sources]
+    table = pd.concat(frames, ignore_index=True)
+    return table[["group", "run", *[c for c in table.columns if c not in ("group", "run")]]]
+
+
+def diagnostic_rows(_: Artifact, sources: list[ArtifactSource], read: Reader) -> pd.DataFrame:
+    """The representation diagnostics of every evaluated model
+    (:func:`consert.paper.representation.diagnostics_table`)."""
+    from consert.paper.representation import diagnostics_table
+
+    return diagnostics_table(sources, read)

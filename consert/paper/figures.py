@@ -19,7 +19,6 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from consert import registry  # noqa: E402
 from consert.data.senteval import DATASETS, FIGURE_TASK  # noqa: E402
 from consert.io import atomic_path  # noqa: E402
 from consert.paper.marks import PublishedMarks
@@ -276,17 +275,6 @@ def training_curves(
     _save(figure, paths, stamp)
     return figure
 
-
-#: Each drawn artifact's drawing, by key (every artifact of :data:`consert.registry.ARTIFACTS` that is ``drawn``).
-DRAW = {
-    registry.FIGURE1.key: figure1,
-    registry.FIGURE4.key: figure4,
-    registry.FIGURE5.key: figure5,
-    registry.FIGURE6.key: figure6,
-    registry.FIGURE7.key: figure7,
-    registry.DIAGNOSTICS.key: diagnostics,
-    registry.CURVES.key: training_curves,
-}
 
 FOREST_COLOURS = {"reproduced": "tab:green", "not reproduced": "tab:red", "inconclusive": "tab:orange",
                   "not comparable": "0.6", YOURS: "tab:blue"}  # fmt: skip

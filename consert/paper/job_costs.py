@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from consert import registry
-from consert.paper import artifacts
+from consert.paper import artifacts, catalogue
 from consert.planner import paths
 from consert.planner.plan import flow_nli_run, plan_runs
 
@@ -51,7 +50,7 @@ def _upstream(evaluation: str, config: WorkflowConfig) -> list[str]:
 def artifact_jobs(artifact: str, config: WorkflowConfig) -> dict[str, str]:
     """``{benchmark file: evaluation file or ''}`` of every job ``artifact`` needs."""
     jobs: dict[str, str] = {}
-    for evaluation in artifacts.inputs(artifact, config):
+    for evaluation in catalogue.inputs(artifact, config):
         for path in _upstream(evaluation, config):
             if path.endswith(".tsv"):
                 jobs.setdefault(path, "")
@@ -85,7 +84,7 @@ def cost_table(config: WorkflowConfig, root: str | Path = ".") -> pd.DataFrame:
     """One row per costed artifact of ``config`` (:attr:`consert.registry.Artifact.costed`, named by file stem)
     and an ``all`` row (each job once)."""
     root = Path(root)
-    costed = [artifact for artifact in registry.ARTIFACTS if artifact.costed and artifact.runs_in(config)]
+    costed = [artifact for artifact in catalogue.ARTIFACTS if artifact.costed and artifact.runs_in(config)]
     rows, every = [], {}
     for artifact in costed:
         jobs = artifact_jobs(artifact.key, config)

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from consert import registry
-from consert.paper import artifacts
+from consert.paper import artifacts, catalogue
 from consert.planner import paths
-from consert.verdict.compare import COMPARED_BLOCKS, ComparedRows, compare
+from consert.verdict.compare import ComparedRows, compare
 from consert.verdict.gate import rows_at_hand
 
 if TYPE_CHECKING:
@@ -44,12 +44,11 @@ def row_target(artifact: str, row: str) -> str:
 
 def _row_blocks() -> list[ComparedRows]:
     """The compared blocks whose published rows are rows of a reproduced table (not the values stated in text)."""
-    return [block for block in COMPARED_BLOCKS if isinstance(block, ComparedRows) and block.of_the_paper]
+    return [block for block in catalogue.COMPARED if isinstance(block, ComparedRows) and block.of_the_paper]
 
 
 def _reproducing(block: ComparedRows) -> registry.Artifact:
-    (artifact,) = [a for a in registry.ARTIFACTS if a.csv == block.reproduced_file]
-    return artifact
+    return catalogue.record_of(block).declared
 
 
 def _pairs(block: ComparedRows, published: Path) -> dict[str, str]:
@@ -66,7 +65,7 @@ def row_sources(
     pairs = _pairs(block, published)
     if row not in pairs:
         return []
-    sources = artifacts.ARTIFACT_SOURCES[_reproducing(block).key](config)
+    sources = catalogue.BY_KEY[_reproducing(block).key].sources(config)
     labels = pd.DataFrame([labels for labels, _, _ in sources])
     chosen = block.reproduced_rows(labels)
     keys = block.reproduced_key(chosen).astype(str)
@@ -101,11 +100,17 @@ def row_verdict(
     block = next(block for block in _row_blocks() if block.artifact == artifact)
     sources = row_sources(block, row, config, published)
     reproducing = _reproducing(block)
-    table = artifacts.build(reproducing.key, config, sources)
+    table = catalogue.build(reproducing.key, config, sources)
     with tempfile.TemporaryDirectory() as folder:
         write_csv(table, Path(folder) / reproducing.csv)
         whole = compare(
-            Path(folder), published, settings.not_run, settings.margins, settings.seed_noise, settings.seeds
+            catalogue.COMPARED,
+            Path(folder),
+            published,
+            settings.not_run,
+            settings.margins,
+            settings.seed_noise,
+            settings.seeds,
         )
     return rows_at_hand(whole, [f"{artifact}:{glob.escape(row)}"])
 

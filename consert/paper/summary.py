@@ -17,6 +17,7 @@ import pandas as pd
 from consert import registry
 from consert.data.senteval import DATASETS
 from consert.io import text_column
+from consert.paper import catalogue
 from consert.paper.summary_tables import (
     PAPER_SETTING,
     number_text,
@@ -35,11 +36,12 @@ from consert.verdict.gate_rates import sweep_power_line
 SHOWN = ("statistic", "method", "size", "mode", "batch_size", "view1", "view2", "n_texts", "temperature", "k",
          "dataset", "n_pairs", *DATASETS, "Avg", "spearman", "best_step",
          "published_Avg", "published_steps", "n_seeds", "Total")  # fmt: skip
-#: The figures shown after the paper's artifacts (each artifact with its title: :func:`consert.registry.in_summary`,
-#: rendered as the columns of :data:`SHOWN`, every figure drawn beside its table).
+#: The figures shown after the paper's artifacts (each artifact with its title:
+#: :func:`consert.paper.catalogue.in_summary`, rendered as the columns of :data:`SHOWN`, every figure drawn beside
+#: its table).
 FIGURES = (
     ("comparison_forest", "Ours minus published, every compared cell (reproduced only where its verdict says so)"),
-    *((artifact.stem, artifact.title) for artifact in registry.ARTIFACTS if artifact.kind == "diagnostic"),
+    *((artifact.stem, artifact.title) for artifact in catalogue.ARTIFACTS if artifact.kind == "diagnostic"),
 )
 DIAGNOSTICS_SHOWN = ("method", "pooling", "anisotropy", "bert_anisotropy", "anisotropy_minus_bert", "alignment",
                      "uniformity", "n_seeds")  # fmt: skip
@@ -85,14 +87,14 @@ def target_headline(
     rows at hand (:func:`consert.verdict.gate.rows_at_hand`; ``settings``: the workflow's
     :class:`~consert.planner.comparison.ComparisonConfig`), labelled provisional where rows of the others did
     not run."""
-    from consert.verdict.compare import ARTIFACT_FILES, compare
+    from consert.verdict.compare import compare
     from consert.verdict.gate import rows_at_hand
 
-    table = compare(Path(results), Path(published), settings.not_run, settings.margins, settings.seed_noise,
-                    settings.seeds)  # fmt: skip
+    table = compare(catalogue.COMPARED, Path(results), Path(published), settings.not_run, settings.margins,
+                    settings.seed_noise, settings.seeds)  # fmt: skip
     lines, provisional = [], ""
     for artifact in artifacts:
-        names = ARTIFACT_FILES.get(artifact.csv, [])
+        names = catalogue.compared_names(artifact)
         if not names:
             continue
         rows, provisional = rows_at_hand(table, [f"{name}:*" for name in names])
@@ -294,7 +296,7 @@ def write_summary(results: str | Path, figures: str | Path, output: str | Path, 
     laid_out = set() if layout is None else set(layout.artifact)
     if layout is not None:  # the compared tables first, as the paper prints them: Table 2 on the first screen
         for artifact, rows in layout.groupby("artifact", sort=False):
-            own = registry.BY_KEY.get(artifact)
+            own = catalogue.BY_KEY[artifact].declared if artifact in catalogue.BY_KEY else None
             yours = yours_rows(_read(folder / own.csv)) if own is not None else None
             parts.append(paper_table_html(artifact, rows, yours))
     claims = _read(folder / "claims.csv")
@@ -309,7 +311,7 @@ def write_summary(results: str | Path, figures: str | Path, output: str | Path, 
         parts.append("<h2>Claims checked on rows of another setting (they say nothing of the paper)</h2>"
                      f'<p class="setting">{html.escape(_settings_named(other))}</p>'
                      + _table_html(other[shown], "claims-not-comparable"))  # fmt: skip
-    for artifact in registry.in_summary():
+    for artifact in catalogue.in_summary():
         name, title = artifact.stem, artifact.title
         if artifact.key in laid_out:
             continue

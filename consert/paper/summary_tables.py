@@ -12,7 +12,8 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from consert.registry import BY_KEY, FAMILY, TABLE2, TABLE3
+from consert.paper.catalogue import BY_KEY
+from consert.registry import FAMILY, TABLE2, TABLE3
 from consert.row_labels import YOURS
 from consert.verdict.decision import SCORE_COLUMNS
 from consert.verdict.yardstick import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
@@ -149,8 +150,9 @@ def yours_rows(table: pd.DataFrame | None) -> pd.DataFrame:
 def paper_table_html(artifact: str, rows: pd.DataFrame, yours: pd.DataFrame | None = None) -> str:
     """One compared table of the paper as a section: its heading, its setting line, the table (a column pair per
     set shown: ours ± SD, published; rows grouped as :data:`GROUPS`) and its grouped reasons."""
-    title = TITLES.get(artifact, artifact)
-    table_id = BY_KEY[artifact].stem if artifact in BY_KEY else artifact
+    own = BY_KEY[artifact].declared if artifact in BY_KEY else None
+    title = TITLES.get(artifact) or (own.title if own is not None else artifact)
+    table_id = own.stem if own is not None else artifact
     mine = yours if yours is not None else pd.DataFrame(columns=["row", "status"])
     shown = [c for c in SCORE_COLUMNS if any(f"{c} {p}" in f and f[f"{c} {p}"].notna().any()
                                              for f in (rows, mine) for p in ("ours", "published"))]  # fmt: skip

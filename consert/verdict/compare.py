@@ -30,9 +30,11 @@ from consert.encode.models import PAPER_ENCODERS
 from consert.registry import FAMILY, FIGURE4, FIGURE5, TABLE2, TABLE3, TABLE4
 from consert.verdict.cells import Context, gap_row, published_row_cells, read_seeded_table
 from consert.verdict.decision import (
+    AGGREGATES_FILE,
     COMPARISON_COLUMNS,
     PRIMARY,
     SCORE_PAIRS,
+    Judged,
     RowKinds,
     family_rows,
     load_aggregates,
@@ -87,6 +89,7 @@ class ComparedRows:
     margin_key: str | None = None  # a count judged by a fixed tolerance under this key (Table 4's steps)
     optional: bool = False  # compared only when the config produced it (the contrastive family)
     of_the_paper: bool = True  # its cells are rows of a published table
+    judged: Judged | None = None  # its rows' aggregate and seed noise, when the block declares them itself
 
     def cells(self, published: Path, reproduced: pd.DataFrame, context: Context) -> list[dict[str, Any]]:
         pub = pd.read_csv(published / self.published_file)
@@ -146,13 +149,58 @@ def _table2_pairs(_: pd.DataFrame) -> list[tuple[str, str, str | None]]:
     )(_)
 
 
-def read_reproduced(results: Path) -> dict[str, pd.DataFrame | None]:
-    """Every reproduced file the comparison reads (None where it is missing). Loading only loads."""
-    files = dict.fromkeys(block.reproduced_file for block in COMPARED_BLOCKS)
+#: A block of the comparison: rows of a published table, or cells a procedure builds.
+ComparedBlock = ComparedRows | StatedCells
+
+
+def read_reproduced(blocks: Sequence[ComparedBlock], results: Path) -> dict[str, pd.DataFrame | None]:
+    """Every reproduced file ``blocks`` read (None where it is missing). Loading only loads."""
+    files = dict.fromkeys(block.reproduced_file for block in blocks)
     return {name: read_seeded_table(results / name) if (results / name).is_file() else None for name in files}
 
 
+def artifact_files(blocks: Sequence[ComparedBlock]) -> dict[str, tuple[str, ...]]:
+    """The reproduced artifact files ``blocks`` read, and the compared artifacts of the paper each feeds (a missing
+    file is one gap row for each)."""
+    return {
+        file: tuple(dict.fromkeys(b.artifact for b in blocks if b.reproduced_file == file and b.of_the_paper))
+        for file in dict.fromkeys(block.reproduced_file for block in blocks)
+    }
+
+
+def context_of(
+    blocks: Sequence[ComparedBlock],
+    published: Path,
+    margins: dict[str, float] | None = None,
+    seed_noise: dict[str, float] | None = None,
+) -> Context:
+    """What every cell of a comparison of ``blocks`` is judged with: the published folder's declarations
+    (``decision.yaml``, ``aggregates.csv``, ``yardsticks.csv``; ``margins`` and ``seed_noise`` override the first),
+    and the aggregate and seed noise a block declares itself (:class:`~consert.verdict.decision.Judged`), refused
+    in one line where the folder's files declare them for the same artifact too."""
+    context = Context(load_aggregates(published), RowKinds(published), load_decision(published, margins, seed_noise))
+    in_files = {artifact for artifact, _ in context.aggregates}, {rule[0] for rule in context.kinds.rules}
+    declared: dict[str, Judged] = {}
+    for block in blocks:
+        judged = block.judged if isinstance(block, ComparedRows) else None
+        if judged is None or declared.get(block.artifact) == judged:
+            continue
+        judged.check(block.artifact, context.decision)
+        for what, names, file in (("aggregate", in_files[0], published / AGGREGATES_FILE),
+                                  ("seed noise", in_files[1], context.kinds.path)):  # fmt: skip
+            if block.artifact in names:
+                raise ValueError(f"{block.artifact}: its {what} is declared twice, by its compared block and in "
+                                 f"{file}; declare it in one place")  # fmt: skip
+        if block.artifact in declared:
+            raise ValueError(f"{block.artifact}: its compared blocks declare two judgements; declare one")
+        declared[block.artifact] = judged
+        context.aggregates[(block.artifact, "*")] = (judged.aggregate, judged.source)
+        context.kinds.rules.append((block.artifact, "*", judged.noise, str(judged.published_runs), ""))
+    return context
+
+
 def compare(
+    blocks: Sequence[ComparedBlock],
     results: Path,
     published: Path,
     not_run: Sequence[str] = (),
@@ -160,7 +208,8 @@ def compare(
     seed_noise: dict[str, float] | None = None,
     seeds: dict[str, int] | None = None,
 ) -> pd.DataFrame:
-    """The comparison table of the reproduced artifacts under ``results``, block by block of :data:`COMPARED_BLOCKS`.
+    """The comparison table of the reproduced artifacts under ``results``, block by block of ``blocks`` (the
+    catalogue's: :data:`consert.paper.catalogue.COMPARED`).
 
     Every published row the harness reproduces gives cells (``status`` ``compared``) or a gap row:
     ``not run`` when it matches one of ``not_run`` (``artifact:row`` glob patterns a config declares,
@@ -169,18 +218,19 @@ def compare(
     ``seeds`` (``artifact:kind`` -> seeds, the config's design): a comparable trained primary cell that ran
     fewer is ``missing`` (its seeds named in ``reason``) unless ``not_run`` declares it.
     """
-    context = Context(load_aggregates(published), RowKinds(published), load_decision(published, margins, seed_noise))
-    reproduced = read_reproduced(results)
+    context = context_of(blocks, published, margins, seed_noise)
+    reproduced = read_reproduced(blocks, results)
+    fed = artifact_files(blocks)
     rows: list[dict[str, Any]] = []
     reported: set[str] = set()
-    for block in COMPARED_BLOCKS:
+    for block in blocks:
         frame = reproduced[block.reproduced_file]
         if frame is not None:
             rows += block.cells(published, frame, context)
         elif _required(block, seeds) and block.reproduced_file not in reported:
             reported.add(block.reproduced_file)
             why = f"{results / block.reproduced_file} not found"
-            rows += [gap_row(artifact, "*", why) for artifact in ARTIFACT_FILES[block.reproduced_file]]
+            rows += [gap_row(artifact, "*", why) for artifact in fed[block.reproduced_file]]
     frame = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
     declared = frame.apply(lambda r: any(fnmatch(f"{r.artifact}:{r.row}", p) for p in not_run), axis=1)
     frame.loc[(frame.status == "missing") & declared.astype(bool), ["status", "verdict"]] = "not run"
@@ -192,12 +242,12 @@ def compare(
     return decide(frame, context.decision)
 
 
-def published_cells(published: Path) -> pd.DataFrame:
-    """Every published cell the comparison's row blocks pair with a reproduced row (``artifact``, ``row``,
+def published_cells(blocks: Sequence[ComparedBlock], published: Path) -> pd.DataFrame:
+    """Every published cell the row blocks of ``blocks`` pair with a reproduced row (``artifact``, ``row``,
     ``column``, ``published``), whether or not its row ran: the paper's layout shows a row not run beside its
     published numbers."""
     cells = []
-    for block in COMPARED_BLOCKS:
+    for block in blocks:
         if not isinstance(block, ComparedRows):
             continue
         pub = pd.read_csv(published / block.published_file)
@@ -212,7 +262,7 @@ def published_cells(published: Path) -> pd.DataFrame:
     )
 
 
-def _required(block: ComparedRows | StatedCells, seeds: dict[str, int] | None) -> bool:
+def _required(block: ComparedBlock, seeds: dict[str, int] | None) -> bool:
     """Whether a block's missing file is a gap: always, unless it is optional and the config's design (``seeds``,
     ``artifact:kind``) trains none of its rows (the contrastive family when the config trains it is required)."""
     return not block.optional or any(key.split(":")[0] == block.artifact for key in seeds or {})
@@ -226,8 +276,9 @@ def _missing_seeds(frame: pd.DataFrame, seeds: dict[str, int]) -> pd.Series:
     return chosen & (pd.to_numeric(frame.n_seeds, errors="coerce").fillna(0) < expected)
 
 
-#: Every compared block, in the order of the comparison's rows.
-COMPARED_BLOCKS: tuple[ComparedRows | StatedCells, ...] = (
+#: The blocks of each artifact of the paper that is compared, in the order of the comparison's rows (each is
+#: attached to its artifact's record in :data:`consert.paper.catalogue.CATALOGUE`).
+TABLE2_COMPARED: tuple[ComparedBlock, ...] = (
     ComparedRows(TABLE2.key, "consert_table2_unsup.csv", TABLE2.csv, _by_method, _table2_pairs),
     ComparedRows("whitening_table1", "bert_whitening_table1.csv", TABLE2.csv, _by_method, _whitening_pairs),
     ComparedRows(
@@ -242,6 +293,8 @@ COMPARED_BLOCKS: tuple[ComparedRows | StatedCells, ...] = (
         ],
     ),
     StatedCells("stand_in_mteb", TABLE2.csv, stand_in_cells, of_the_paper=False),
+)
+TABLE3_COMPARED: tuple[ComparedBlock, ...] = (
     ComparedRows(
         TABLE3.key,
         "consert_table3_sup.csv",
@@ -255,23 +308,13 @@ COMPARED_BLOCKS: tuple[ComparedRows | StatedCells, ...] = (
             (_published_with(row_labels.flow, "nli+sts_unlabeled"), lambda size: row_labels.flow(size, nli=True)),
         ),
     ),
+)
+TABLE4_COMPARED: tuple[ComparedBlock, ...] = (
     _table4_rows(("avg_spearman", "Avg")),
     _table4_rows(("steps", "best_step"), report_gaps=False, margin_key="table4_steps"),
-    ComparedRows(
-        FAMILY.key,
-        "contrastive_family.csv",
-        FAMILY.csv,
-        _by_method,
-        lambda _: family_rows(),
-        optional=True,
-    ),  # fmt: skip
-    StatedCells(FIGURE4.stem, FIGURE4.csv, figure4_text_cells),
-    StatedCells(FIGURE5.stem, FIGURE5.csv, figure5_text_cells),
 )
-
-#: The reproduced artifact files the comparison reads, and the compared artifacts of the paper each feeds (a
-#: missing file is one gap row for each).
-ARTIFACT_FILES = {
-    file: tuple(dict.fromkeys(b.artifact for b in COMPARED_BLOCKS if b.reproduced_file == file and b.of_the_paper))
-    for file in dict.fromkeys(block.reproduced_file for block in COMPARED_BLOCKS)
-}
+FAMILY_COMPARED: tuple[ComparedBlock, ...] = (
+    ComparedRows(FAMILY.key, "contrastive_family.csv", FAMILY.csv, _by_method, lambda _: family_rows(), optional=True),
+)
+FIGURE4_COMPARED: tuple[ComparedBlock, ...] = (StatedCells(FIGURE4.stem, FIGURE4.csv, figure4_text_cells),)
+FIGURE5_COMPARED: tuple[ComparedBlock, ...] = (StatedCells(FIGURE5.stem, FIGURE5.csv, figure5_text_cells),)

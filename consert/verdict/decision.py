@@ -176,6 +176,33 @@ def aggregate_of(aggregates: dict[tuple[str, str], tuple[str, str]], artifact: s
 
 
 @dataclass(frozen=True)
+class Judged:
+    """How a compared block's published rows are judged, declared by the block itself: one aggregate over subsets
+    and one seed-noise kind for all its rows (a table added from runs that exist, with its published CSV). The
+    paper's blocks declare theirs in ``aggregates.csv`` and ``yardsticks.csv``, row by row; an artifact declared in
+    both places is refused (:func:`consert.verdict.compare.context_of`). Its margin is ``decision.yaml``'s, as
+    every margin with its reason."""
+
+    aggregate: str  # one of AGGREGATES: how its published STS12-16 and Avg were aggregated
+    noise: str  # its rows' seed-noise kind: a kind of decision.yaml's seed_noise, or "none" (untrained)
+    source: str  # where the aggregate and the noise come from (the published table's paper, its protocol)
+    published_runs: int = 1  # the runs each published value averages
+
+    def check(self, artifact: str, decision: Decision) -> None:
+        """Refuse, in one line naming ``artifact``, an aggregate or noise kind nothing knows, a count of runs below
+        one, and a trained block without a margin."""
+        if self.aggregate not in AGGREGATES:
+            raise ValueError(f"{artifact}: unknown aggregate {self.aggregate!r}; expected one of {AGGREGATES}")
+        if self.noise != UNTRAINED and self.noise not in decision.noise:
+            known = sorted([UNTRAINED, *decision.noise])
+            raise ValueError(f"{artifact}: unknown seed-noise kind {self.noise!r}; expected one of {known}")
+        if self.published_runs < 1:
+            raise ValueError(f"{artifact}: published_runs must be at least 1, got {self.published_runs}")
+        if self.noise != UNTRAINED:
+            decision.margin(artifact)
+
+
+@dataclass(frozen=True)
 class Decision:
     """The declarations of ``decision.yaml`` (with a config's overrides): the interval's level, each
     artifact's primary column, margins with their reasons, the shared shift's margin, declared seed noise."""

@@ -5,16 +5,15 @@ Avg with ours, our seed SD, the published value, the difference, its decision in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from consert.registry import FAMILY, TABLE2, TABLE3
 from consert.row_labels import YOURS
-from consert.verdict.decision import PRIMARY, SCORE_COLUMNS
+from consert.verdict.compare import ComparedBlock, ComparedRows, published_cells
+from consert.verdict.decision import PRIMARY, SCORE_COLUMNS, SCORE_PAIRS
 
-#: The compared artifacts whose published rows are rows of the 7 sets and Avg, in the paper's order.
-LAYOUT_ARTIFACTS = (TABLE2.key, "whitening_table1", "sgopt_table1", TABLE3.key, FAMILY.key)
 #: Each cell's numbers, by the comparison's column they come from.
 CELL_PARTS = {
     "ours": "reproduced",
@@ -34,17 +33,27 @@ def layout_columns() -> list[str]:
     return [*ROW_COLUMNS, *(f"{column} {part}" for column in SCORE_COLUMNS for part in CELL_PARTS)]
 
 
-def paper_layout(comparison: pd.DataFrame, published: Path | None = None) -> pd.DataFrame:
-    """``comparison.csv``'s cells of :data:`LAYOUT_ARTIFACTS` with one row per published row, its cells side by side;
-    a row's verdict, status and setting are its primary cell's (a row decided set by set, BERT-whitening's, has no
-    single primary: its verdict column stays empty and each set's verdict says). A published row with nothing to
-    compare (not run, missing: one gap row in the comparison) is a row too, with its published numbers when
-    ``published`` (the folder of the published tables) is given. Rows of yours are not published rows: the tables
-    hold them."""
-    chosen = comparison.artifact.isin(LAYOUT_ARTIFACTS) & (comparison.row != "*")  # "*": a whole artifact missing
+def laid_out(blocks: Sequence[ComparedBlock]) -> list[str]:
+    """The compared artifacts of ``blocks`` whose published rows are the paper's rows of the 7 sets and Avg, in the
+    blocks' order (Table 2, BERT-whitening's, SG-OPT's, Table 3, the contrastive family)."""
+    return list(dict.fromkeys(block.artifact for block in blocks if isinstance(block, ComparedRows)
+                              and block.of_the_paper and block.columns == SCORE_PAIRS))  # fmt: skip
+
+
+def paper_layout(
+    comparison: pd.DataFrame, blocks: Sequence[ComparedBlock], published: Path | None = None
+) -> pd.DataFrame:
+    """``comparison.csv``'s cells of the artifacts ``blocks`` lay out (:func:`laid_out`) with one row per published
+    row, its cells side by side; a row's verdict, status and setting are its primary cell's (a row decided set by
+    set, BERT-whitening's, has no single primary: its verdict column stays empty and each set's verdict says). A
+    published row with nothing to compare (not run, missing: one gap row in the comparison) is a row too, with its
+    published numbers when ``published`` (the folder of the published tables) is given. Rows of yours are not
+    published rows: the tables hold them."""
+    shown = laid_out(blocks)
+    chosen = comparison.artifact.isin(shown) & (comparison.row != "*")  # "*": a whole artifact missing
     cells = comparison[chosen & (comparison.status != YOURS)]  # rows of yours have no published row
     cells = cells[cells.column.isin(SCORE_COLUMNS) | (cells.column == "*")]
-    values = _published_values(published) if published is not None else {}
+    values = _published_values(blocks, shown, published) if published is not None else {}
     rows = []
     for (artifact, row), group in cells.groupby(["artifact", "row"], sort=False):
         primary = group[group.role == PRIMARY]
@@ -70,11 +79,11 @@ def paper_layout(comparison: pd.DataFrame, published: Path | None = None) -> pd.
     return pd.DataFrame(rows, columns=layout_columns())
 
 
-def _published_values(published: Path) -> dict[tuple[str, str], dict[str, float]]:
-    """``{(artifact, row): {column: published}}`` of the layout's published rows."""
-    from consert.verdict.compare import published_cells
-
-    cells = published_cells(published)
-    cells = cells[cells.artifact.isin(LAYOUT_ARTIFACTS) & cells.column.isin(SCORE_COLUMNS)]
+def _published_values(
+    blocks: Sequence[ComparedBlock], shown: list[str], published: Path
+) -> dict[tuple[str, str], dict[str, float]]:
+    """``{(artifact, row): {column: published}}`` of the published rows of the ``shown`` artifacts."""
+    cells = published_cells(blocks, published)
+    cells = cells[cells.artifact.isin(shown) & cells.column.isin(SCORE_COLUMNS)]
     return {key: dict(zip(group.column, group.published, strict=True))
             for key, group in cells.groupby(["artifact", "row"], sort=False)}  # fmt: skip

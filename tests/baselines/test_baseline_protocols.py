@@ -16,6 +16,7 @@ from baselines.flow import FlowBaseline
 from baselines.glove import GloveBaseline, load_glove_text
 from baselines.run import evaluate_baseline, fit_corpora
 from baselines.sgopt import SgOptConfig, SgOptProjection, SgOptTrainer
+from consert.paper.catalogue import COMPARED
 from consert.paper.recipe_card import recipe_card, unexplained
 from consert.paper.tables import topk_table
 from consert.train.loop import LoopSettings, run_loop
@@ -239,7 +240,7 @@ def test_comparison_uses_the_aggregate_each_published_row_used(tmp_path):
             {"method": "BERT-base-SG-OPT", "size": "base", "all": 66.84, "wmean": 66.84, **PAPER},
         ]
     ).to_csv(results / "table2_unsup.csv", index=False)
-    comparison = compare(results, PUBLISHED)
+    comparison = compare(COMPARED, results, PUBLISHED)
     flow = comparison[(comparison.artifact == "table2") & (comparison.row == "BERT-base-flow")].set_index("column")
     assert flow.loc["STS12", "aggregate"] == "wmean" and flow.loc["STS12", "reproduced"] == 63.48
     assert flow.loc["STSb", "aggregate"] == "test split" and flow.loc["STSb", "reproduced"] == 10.0
@@ -294,11 +295,11 @@ def test_the_baseline_card_rows_match_the_references():
 def test_the_paper_config_runs_sgopt_with_its_8_published_seeds():
     # SG-OPT Table 8 (sgopt.txt line 444-445): seeds 1, 2, 3, 4, 1234, 2345, 3456, 7890; line 143: "the average
     # of 8 separate runs"
-    from consert.paper import artifacts
+    from consert.paper import catalogue
     from consert.planner.load import read_workflow_config
 
     config = read_workflow_config(ROOT / "config" / "config.yaml")
-    sgopt = [p for p in artifacts.inputs("table2", config) if "/sgopt/" in p and "sgopt-base-" in p]
+    sgopt = [p for p in catalogue.inputs("table2", config) if "/sgopt/" in p and "sgopt-base-" in p]
     assert sorted(int(p.split("seed")[-1].removesuffix(".csv")) for p in sgopt) == [1, 2, 3, 4, 1234, 2345, 3456, 7890]
 
 

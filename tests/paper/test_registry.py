@@ -1,6 +1,7 @@
 """Every artifact is declared once (``consert/registry.py``): its key and file stem are spelled in at most two
-code files of ``consert/`` and ``workflow/`` (the registry, and where it is drawn or computed), and every
-part of the harness that lists artifacts lists the declared ones.
+code files of ``consert/`` and ``workflow/`` (the registry, and where it is drawn or computed); each is one record of
+the catalogue (``consert/paper/catalogue.py``) owning its other facets, and every part of the harness that lists
+artifacts lists the catalogue's.
 
 A literal counts when it is the key or the stem (with ``.csv``, ``.png`` or ``.pdf``) as a whole string. Not
 counted, because they name something else spelled alike: a config section read by subscript or ``.get``
@@ -18,8 +19,8 @@ import pandas as pd
 import pytest
 
 from consert import registry
-from consert.paper.artifacts import ARTIFACT_SOURCES, CSV_FILES
-from consert.paper.figures import DRAW
+from consert.paper import catalogue
+from consert.paper.catalogue import CSV_FILES
 from consert.paper.job_costs import cost_table
 from consert.planner.keys import FamilyKeys
 from consert.planner.load import read_workflow_config
@@ -74,7 +75,7 @@ def files_spelling(artifact: registry.Artifact, files: list[Path], root: Path = 
     return [str(path.relative_to(root)) for path in files if spellings & _literals(path)]
 
 
-@pytest.mark.parametrize("artifact", registry.ARTIFACTS, ids=lambda artifact: artifact.key)
+@pytest.mark.parametrize("artifact", catalogue.ARTIFACTS, ids=lambda artifact: artifact.key)
 def test_an_artifacts_key_is_spelled_in_at_most_two_code_files(artifact):
     found = files_spelling(artifact, _code_files())
     assert "consert/registry.py" in found
@@ -93,12 +94,22 @@ def test_the_count_sees_a_key_spelled_in_a_third_file(tmp_path):
     assert files_spelling(registry.FAMILY, [planted], tmp_path) == []
 
 
-def test_every_declared_artifact_has_its_sources_and_every_drawn_one_its_drawing():
-    built = {artifact.key for artifact in registry.ARTIFACTS if artifact.kind != "data"}
-    assert set(ARTIFACT_SOURCES) == built
-    assert set(DRAW) == {artifact.key for artifact in registry.ARTIFACTS if artifact.drawn}
+def test_every_record_has_its_sources_its_drawing_when_drawn_and_compared_blocks_reading_its_own_csv():
+    """Each record of the catalogue: sources unless it is counted from the data (Table 1), a drawing exactly when its
+    kind is drawn, compared blocks that read its own CSV (so a missing CSV is a gap of its own artifacts); every
+    registry constant is one record's declaration, and the comparison's blocks are the records' in their order."""
+    for record in catalogue.CATALOGUE:
+        assert (record.sources is None) == (record.declared.kind == "data"), record.key
+        assert (record.draw is not None) == record.declared.drawn, record.key
+        assert all(block.reproduced_file == record.declared.csv for block in record.compared), record.key
+    constants = {value for value in vars(registry).values() if isinstance(value, registry.Artifact)}
+    assert constants == set(catalogue.ARTIFACTS)
+    assert [b.artifact for b in catalogue.COMPARED] == [
+        "table2", "whitening_table1", "sgopt_table1", "stand_in_mteb", "table3", "table4", "table4", "family",
+        "figure4_topk", "figure5_heatmap",
+    ]  # fmt: skip
     assert CSV_FILES[registry.TABLE2.key] == "table2_unsup.csv"  # the paper's table's file, as the docs name it
-    assert len({artifact.stem for artifact in registry.ARTIFACTS}) == len(registry.ARTIFACTS)
+    assert len({artifact.stem for artifact in catalogue.ARTIFACTS}) == len(catalogue.ARTIFACTS)
 
 
 def test_the_config_decides_which_artifacts_are_built():
@@ -107,19 +118,19 @@ def test_the_config_decides_which_artifacts_are_built():
     config = read_workflow_config(ROOT / "config" / "test.yaml")
     without = config.model_copy(update={"family": FamilyKeys(methods=[])})
     with_family = config.model_copy(update={"family": FamilyKeys(methods=["simcse"])})
-    assert list(registry.stems("table", without)) == ["table2_unsup", "table3_sup", "table4_batch_size"]
-    assert list(registry.stems("table", with_family))[-1] == "table_contrastive_family"
-    assert [a.key for a in registry.in_summary()] == [
+    assert list(catalogue.stems("table", without)) == ["table2_unsup", "table3_sup", "table4_batch_size"]
+    assert list(catalogue.stems("table", with_family))[-1] == "table_contrastive_family"
+    assert [a.key for a in catalogue.in_summary()] == [
         "table1", "figure1", "table2", "table3", "figure4", "figure5", "figure6", "figure7", "table4", "family",
     ]  # fmt: skip
     with pytest.raises(ValueError, match="unknown artifact kind"):
-        registry.of_kind("tables", without)
+        catalogue.of_kind("tables", without)
 
 
 def test_the_cost_table_has_a_row_per_costed_artifact_of_the_config(tmp_path):
     config = read_workflow_config(ROOT / "config" / "test.yaml")
     table = cost_table(config, tmp_path)  # no benchmark files: every job counted missing
-    expected = [a.stem for a in registry.ARTIFACTS if a.costed and a.runs_in(config)] + ["all"]
+    expected = [a.stem for a in catalogue.ARTIFACTS if a.costed and a.runs_in(config)] + ["all"]
     assert table.artifact.tolist() == expected
     assert (table.missing_benchmarks == table.jobs).all()
 
@@ -143,18 +154,18 @@ def test_the_cost_table_leaves_cpu_and_memory_empty_where_the_job_server_ran_the
 
 
 def test_each_kinds_rule_pattern_matches_exactly_its_declared_stems(monkeypatch):
-    """The workflow's rules for tables, figures and diagnostics take their wildcard constraint from the registry:
+    """The workflow's rules for tables, figures and diagnostics take their wildcard constraint from the catalogue:
     every declared stem of a kind matches its kind's pattern whole and no other kind's; other outputs (the forest
     plot, the comparison) match none; a stem declared later needs no new pattern."""
-    patterns = {kind: re.compile(registry.stem_pattern(kind)) for kind in ("table", "figure", "diagnostic")}
-    for artifact in registry.ARTIFACTS:
+    patterns = {kind: re.compile(catalogue.stem_pattern(kind)) for kind in ("table", "figure", "diagnostic")}
+    for artifact in catalogue.ARTIFACTS:
         matched = {kind for kind, pattern in patterns.items() if pattern.fullmatch(artifact.stem)}
         assert matched == ({artifact.kind} & set(patterns)), artifact.stem
     for other in ("comparison_forest", "comparison", "claims", "table2_unsup_extra", "figure7"):
         assert not any(pattern.fullmatch(other) for pattern in patterns.values()), other
     monkeypatch.setattr(
-        registry, "ARTIFACTS", (*registry.ARTIFACTS, registry.Artifact("t5", "table5_dropout", "table", ""))
+        catalogue, "ARTIFACTS", (*catalogue.ARTIFACTS, registry.Artifact("t5", "table5_dropout", "table", ""))
     )
-    assert re.fullmatch(registry.stem_pattern("table"), "table5_dropout")
+    assert re.fullmatch(catalogue.stem_pattern("table"), "table5_dropout")
     with pytest.raises(ValueError, match="unknown artifact kind"):
-        registry.stem_pattern("tables")
+        catalogue.stem_pattern("tables")

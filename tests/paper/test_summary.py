@@ -11,6 +11,7 @@ from dataclasses import asdict
 import pandas as pd
 
 from consert.encode.models import REHEARSAL_LABEL, STAND_IN_LABEL
+from consert.paper.catalogue import COMPARED
 from consert.paper.summary import cells_table, shown_table, write_summary
 from consert.verdict.decision import PRIMARY, ComparisonRow
 from consert.verdict.layout import paper_layout
@@ -81,7 +82,7 @@ def _page(tmp_path, table2: pd.DataFrame | None = None) -> SummaryPage:
     diagnostic = {**_cell("BERT-large", PAPER, 35.0, "not reproduced", True), "column": "STS12", "role": "diagnostic"}
     comparison = pd.concat([_comparison(), pd.DataFrame([diagnostic])], ignore_index=True)
     comparison.to_csv(results / "comparison.csv", index=False)
-    paper_layout(comparison, PUBLISHED).to_csv(results / "paper_tables.csv", index=False)
+    paper_layout(comparison, COMPARED, PUBLISHED).to_csv(results / "paper_tables.csv", index=False)
     if table2 is not None:
         table2.to_csv(results / "table2_unsup.csv", index=False)
     return SummaryPage(write_summary(results, figures, tmp_path / "summary.html", "abc123", "a box").read_text())

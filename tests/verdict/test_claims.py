@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 from consert.data.senteval import DATASETS
-from consert.paper.artifacts import CSV_FILES
+from consert.paper.catalogue import CSV_FILES
 from consert.planner.load import read_workflow_config
 from consert.verdict.claims import CLAIMS_FILE, evaluate_claims, load_claims
 from tests.conftest import PAPERS, PUBLISHED, ROOT

@@ -10,6 +10,7 @@ from scipy import stats
 
 from consert.cli import main
 from consert.encode.models import STAND_IN_MODEL
+from consert.paper.catalogue import COMPARED
 from consert.planner.comparison import ComparisonConfig
 from consert.verdict.compare import compare
 from consert.verdict.decision import MULTI_SUBSET
@@ -75,7 +76,7 @@ def test_the_primary_cell_decides_a_row_and_the_sets_are_diagnostics(tmp_path):
             },
         ]
     )
-    comparison = compare(_results(tmp_path, table), PUBLISHED)
+    comparison = compare(COMPARED, _results(tmp_path, table), PUBLISHED)
     consert = comparison[comparison.row == "ConSERT-base"].set_index("column")
     assert consert.loc["Avg", "role"] == "primary" and (consert.drop(index="Avg").role == "diagnostic").all()
     # one seed: the declared SD of a ConSERT run, 0.3, known: 1.6449 x 0.3 x sqrt(1 + 1) + 0.005
@@ -130,18 +131,20 @@ def test_a_run_equal_within_noise_is_reproduced_and_a_shifted_one_is_not(tmp_pat
     """5 seeds a row, pooled per kind and size: ConSERT-base pools alone (4 df). Its SD 0.4 lies above the
     declared 0.3, so the interval takes it with Student's t at 4 df; one published run."""
     half = stats.t.ppf(0.95, 4) * 0.4 * np.sqrt(1 / 5 + 1) + 0.005  # 0.938
-    comparison = compare(_results(tmp_path / "equal", _seeded(0.05, -0.05, std=0.4)), PUBLISHED)
+    comparison = compare(COMPARED, _results(tmp_path / "equal", _seeded(0.05, -0.05, std=0.4)), PUBLISHED)
     base = _primary(comparison, "ConSERT-base")
     assert (base.sigma, base.sigma_df) == pytest.approx((0.4, 4)) and "(consert base, 4 df)" in base.sigma_source
     assert (base.diff_low, base.diff_high) == pytest.approx((0.05 - half, 0.05 + half), abs=1e-4)
     assert base.verdict == _primary(comparison, "ConSERT-large").verdict == "reproduced"
     # seeds closer than declared: the declared SD, known (normal quantile), never a narrower one
-    narrow = _primary(compare(_results(tmp_path / "narrow", _seeded(0.1, -0.1, std=0.1)), PUBLISHED), "ConSERT-base")
+    narrow = _primary(
+        compare(COMPARED, _results(tmp_path / "narrow", _seeded(0.1, -0.1, std=0.1)), PUBLISHED), "ConSERT-base"
+    )
     assert (narrow.sigma, narrow.sigma_df) == (0.3, np.inf) and narrow.diff_high == pytest.approx(
         0.1 + 1.6449 * 0.3 * np.sqrt(1.2) + 0.005, abs=1e-4
     )
     # ConSERT-base 2 points high: its interval lies beyond the margin
-    shifted = compare(_results(tmp_path / "shifted", _seeded(2.0, 0.0)), PUBLISHED)
+    shifted = compare(COMPARED, _results(tmp_path / "shifted", _seeded(2.0, 0.0)), PUBLISHED)
     assert _primary(shifted, "ConSERT-base").verdict == "not reproduced"
     assert _primary(shifted, "ConSERT-large").verdict == "reproduced"
     assert _gate(_results(tmp_path / "gate", _seeded(2.0, 0.0)), tmp_path, ONLY_CONSERT) == 1
@@ -152,12 +155,14 @@ def test_noise_cannot_buy_a_pass(tmp_path):
     """A row 3 points low whose 3 seeds spread 5x the declared SD (1.5): the interval at its own spread
     straddles the margin, but (1) the spread fails the spread test, 2 x 1.5^2 / (2 x 0.3)^2 = 12.5 beyond
     chi^2(2)'s 99 % point 9.21, and (2) at the declared SD its interval lies beyond the margin."""
-    comparison = compare(_results(tmp_path, _seeded(-3.0, 0.0, std=1.5, n=3)), PUBLISHED)
+    comparison = compare(COMPARED, _results(tmp_path, _seeded(-3.0, 0.0, std=1.5, n=3)), PUBLISHED)
     base = _primary(comparison, "ConSERT-base")
     assert base.verdict == "not reproduced" and "seed spread beyond 2x the declared SD" in base.reason
     assert "leans out" in base.reason
     # the same spread on a correct row: still refused, since a noise beyond twice the declared is evidence
-    noisy = _primary(compare(_results(tmp_path / "noisy", _seeded(0.0, 0.0, std=1.5, n=3)), PUBLISHED), "ConSERT-base")
+    noisy = _primary(
+        compare(COMPARED, _results(tmp_path / "noisy", _seeded(0.0, 0.0, std=1.5, n=3)), PUBLISHED), "ConSERT-base"
+    )
     assert noisy.verdict == "not reproduced" and "leans out" not in noisy.reason
 
 
@@ -165,7 +170,7 @@ def test_a_row_the_published_runs_noise_cannot_decide_is_labelled_and_kept_out_o
     """A declared SD of 1.0 against one published run: 1.6449 x 1.0 + 0.005 = 1.65 exceeds the 1-point margin
     even with infinitely many seeds of ours, so no run can show the row equivalent."""
     table = pd.DataFrame([_published_row("ConSERT-base", 0.1), _published_row("ConSERT-large", -0.1)])
-    comparison = compare(_results(tmp_path, table), PUBLISHED, seed_noise={"consert": 1.0})
+    comparison = compare(COMPARED, _results(tmp_path, table), PUBLISHED, seed_noise={"consert": 1.0})
     cell = _primary(comparison, "ConSERT-base")
     assert cell.verdict == "undecidable at its margin" and "fills the margin" in cell.reason
     assert _gate(_results(tmp_path / "gate", table), tmp_path, ONLY_CONSERT, "--seed-noise", "consert=1.0") == 0
@@ -173,7 +178,7 @@ def test_a_row_the_published_runs_noise_cannot_decide_is_labelled_and_kept_out_o
 
 def test_one_seed_with_a_wide_seed_sd_is_inconclusive(tmp_path, capsys):
     table = pd.DataFrame([_published_row("ConSERT-base", 0.1), _published_row("ConSERT-large", -0.1)])
-    comparison = compare(_results(tmp_path, table), PUBLISHED, seed_noise={"consert": 0.55})
+    comparison = compare(COMPARED, _results(tmp_path, table), PUBLISHED, seed_noise={"consert": 0.55})
     cell = _primary(comparison, "ConSERT-base")
     half = 1.6449 * 0.55 * np.sqrt(2) + 0.005  # 1.285: one seed against one published run
     assert (cell.diff_low, cell.diff_high) == pytest.approx((0.1 - half, 0.1 + half), abs=1e-4)
@@ -197,7 +202,7 @@ def test_a_shared_shift_fails_the_gate_while_every_cell_passes(tmp_path, capsys)
         _published_row("BERT-large-flow", 0.7),
     ]
     results = _results(tmp_path, pd.DataFrame(rows))
-    comparison = compare(results, PUBLISHED)
+    comparison = compare(COMPARED, results, PUBLISHED)
     primary = comparison[(comparison.role == "primary") & (comparison.status == "compared")]
     assert len(primary) == 4 and "not reproduced" not in set(primary.verdict)
     shift = comparison[comparison.role == "shared shift"].iloc[0]
@@ -218,7 +223,7 @@ def test_rows_outside_the_paper_do_not_widen_the_pool_of_the_paper_rows(tmp_path
     spread = {f"{c}_std": 0.2 for c in SETS} | {"n_seeds": 3}
     wide = {f"{c}_std": 2.0 for c in SETS} | {"n_seeds": 3, "base_model": "roberta-large"}
     table = pd.DataFrame([_published_row("ConSERT-base", 0.1, **spread), _published_row("ConSERT-large", 0.0, **wide)])
-    comparison = compare(_results(tmp_path, table), PUBLISHED)
+    comparison = compare(COMPARED, _results(tmp_path, table), PUBLISHED)
     base, large = _primary(comparison, "ConSERT-base"), _primary(comparison, "ConSERT-large")
     assert (base.sigma, base.sigma_df) == (0.3, np.inf) and large.sigma == pytest.approx(2.0)  # 0.2 < declared
     half = 1.6449 * 0.3 * np.sqrt(1 / 3 + 1) + 0.005  # 0.575
@@ -233,7 +238,7 @@ def test_a_row_that_repeats_another_run_is_neither_pooled_nor_averaged_twice(tmp
     batch96 = {"size": "base", "batch_size": 96, "Avg": 72.74 + 0.6, "best_step": 1530, **PAPER, "n_seeds": 3,
                "Avg_std": 0.5, "base_model": "bert-base-uncased"}  # fmt: skip
     pd.DataFrame([batch96]).to_csv(results / "table4_batch_size.csv", index=False)
-    comparison = compare(results, PUBLISHED)
+    comparison = compare(COMPARED, results, PUBLISHED)
     repeat = _primary(comparison, "96")
     assert repeat.same_run_as == "table2:ConSERT-base" and repeat.verdict in ("reproduced", "inconclusive")
     assert _primary(comparison, "ConSERT-base").sigma == pytest.approx(0.3)  # declared: the 0.5 is not pooled
@@ -274,7 +279,7 @@ def _stand_in_row(shift: float) -> dict:
 def test_the_stand_in_is_judged_against_its_own_published_scores(tmp_path, capsys):
     everything = [*ONLY_TABLE2_TRAINED, "table2:*"]
     results = _results(tmp_path / "good", pd.DataFrame([_stand_in_row(0.02)]))
-    comparison = compare(results, PUBLISHED)
+    comparison = compare(COMPARED, results, PUBLISHED)
     anchors = comparison[comparison.artifact == "stand_in_mteb"]
     assert sorted(anchors.column) == ["STS12", "STS13", "STS15", "STS16", "STSb"]
     assert anchors.comparable.all() and (anchors.verdict == "reproduced").all() and anchors.margin.eq(0.035).all()
@@ -287,8 +292,8 @@ def test_the_stand_in_is_judged_against_its_own_published_scores(tmp_path, capsy
     assert _gate(broken, tmp_path, everything, "--allow-stand-in") == 1
     assert "NOT REPRODUCED: stand_in_mteb all-MiniLM-L6-v2 (mean) STS12" in capsys.readouterr().out
     # data that is not SentEval's cannot be checked against MTEB's scores
-    unverified = compare(_results(tmp_path / "fixture", pd.DataFrame([_stand_in_row(0.0) | {"data_verified": False}])),
-                         PUBLISHED)  # fmt: skip
+    fixture = _results(tmp_path / "fixture", pd.DataFrame([_stand_in_row(0.0) | {"data_verified": False}]))
+    unverified = compare(COMPARED, fixture, PUBLISHED)
     assert not unverified[unverified.artifact == "stand_in_mteb"].comparable.any()
 
 
@@ -299,7 +304,7 @@ def test_untrained_rows_are_held_to_rounding_and_precision(tmp_path):
     off = {c: published[c] - 0.07 for c in SETS}  # a small pooling bug: twice the allowance
     for scores, verdict in ((near, "reproduced"), (off, "not reproduced")):
         table = pd.DataFrame([{**row, **scores}])
-        comparison = compare(_results(tmp_path / verdict.replace(" ", "-"), table), PUBLISHED)
+        comparison = compare(COMPARED, _results(tmp_path / verdict.replace(" ", "-"), table), PUBLISHED)
         cells = comparison[(comparison.row == "BERT-base") & (comparison.status == "compared")]
         assert len(cells) == 8 and (cells.verdict == verdict).all() and (cells.diff_low == cells.diff_high).all()
         assert cells.margin.eq(0.035).all() and cells.margin_source.str.startswith("untrained").all()
@@ -311,7 +316,7 @@ def test_a_published_mean_of_eight_runs_is_predicted_as_a_mean(tmp_path):
     scores = {c: sgopt[c] for c in SETS}
     spread = {f"{c}_std": 0.5 for c in scores}
     table = pd.DataFrame([{"method": "BERT-base-SG-OPT", "size": "base", **scores, **spread, "n_seeds": 4, **PAPER}])
-    comparison = compare(_results(tmp_path, table), PUBLISHED)
+    comparison = compare(COMPARED, _results(tmp_path, table), PUBLISHED)
     cells = comparison[(comparison.artifact == "sgopt_table1") & (comparison.status == "compared")]
     stsb = cells.set_index("column").loc["STSb"]
     # STS-B is SG-OPT's primary cell (its code evaluates STS-B only); 3 df from one row's 4 seeds
@@ -330,7 +335,7 @@ def test_best_k_is_reproduced_when_the_papers_k_is_among_the_near_best(tmp_path)
         results = tmp_path / name
         results.mkdir()
         curve(values).to_csv(results / "figure4_topk.csv", index=False)
-        comparison = compare(results, PUBLISHED)
+        comparison = compare(COMPARED, results, PUBLISHED)
         return comparison[comparison.row == "best k for BERT-base"].iloc[0]
 
     # 35 tokens removed is the authors' k = 34; the maximum at 36 tokens is only 0.01 higher
@@ -358,12 +363,12 @@ def test_a_renamed_or_absent_row_is_missing_not_skipped(tmp_path, capsys):
         ]
     )
     results = _results(tmp_path, renamed)
-    comparison = compare(results, PUBLISHED)
+    comparison = compare(COMPARED, results, PUBLISHED)
     missing = comparison[comparison.status == "missing"]
     assert "ConSERT-base" in set(missing.row) and (missing.column == "*").all()
     assert {"table3", "table4", "figure4_topk", "figure5_heatmap"} <= set(missing[missing.row == "*"].artifact)
     # declared rows are "not run", listed and never silently dropped; an undeclared one fails the gate
-    declared = compare(results, PUBLISHED, not_run=["table3:*"])
+    declared = compare(COMPARED, results, PUBLISHED, not_run=["table3:*"])
     assert (declared[declared.artifact == "table3"].status == "not run").all()
     assert _gate(results, tmp_path, ONLY_CONSERT) == 1
     out = capsys.readouterr()
@@ -412,11 +417,11 @@ def test_every_published_row_has_a_primary_rule():
     """Each compared published table: its artifact's primary column exists in the file (or every column is its
     own row, ``*``), and every published row paired for comparison has a value there or says why not (an
     unpublished row's ``source``). A table without an Avg (BERT-whitening's) once had no primary cell."""
-    from consert.verdict.compare import COMPARED_BLOCKS, ComparedRows
+    from consert.verdict.compare import ComparedRows
     from consert.verdict.decision import load_decision
 
     decision = load_decision(PUBLISHED)
-    for block in (b for b in COMPARED_BLOCKS if isinstance(b, ComparedRows)):
+    for block in (b for b in COMPARED if isinstance(b, ComparedRows)):
         published = pd.read_csv(PUBLISHED / block.published_file)
         primary = decision.primary_column(block.artifact)
         if primary == "*":
@@ -440,7 +445,7 @@ def test_whitening_is_gated_cell_by_cell(tmp_path, capsys):
         rows.append({"method": f"{published['method']} ({published['pooling']})", "size": "base", **scores,
                      **PAPER})  # fmt: skip
     results = _results(tmp_path, pd.DataFrame(rows))
-    comparison = compare(results, PUBLISHED)
+    comparison = compare(COMPARED, results, PUBLISHED)
     cells = comparison[(comparison.artifact == "whitening_table1") & (comparison.role == "primary")]
     assert len(cells) == 7 * len(whitening) and (cells.verdict == "not reproduced").all()
     not_run = [p for p in ONLY_CONSERT if not p.startswith("whitening")]
@@ -454,14 +459,14 @@ def test_a_missing_seed_is_missing_unless_declared_and_the_design_that_ran_has_i
     rows = [_published_row("ConSERT-base", 0.1, n_seeds=1), _published_row("ConSERT-large", 0.0, n_seeds=3,
                                                                            Avg_std=0.3)]  # fmt: skip
     results = _results(tmp_path, pd.DataFrame(rows))
-    comparison = compare(results, PUBLISHED, seeds={"table2:consert": 3})
+    comparison = compare(COMPARED, results, PUBLISHED, seeds={"table2:consert": 3})
     base = comparison[(comparison.row == "ConSERT-base") & (comparison.role == "primary")].iloc[0]
     assert base.status == "missing" and base.reason == "1 of 3 seeds ran (the config's design)"
     assert _primary(comparison, "ConSERT-large").status == "compared"
     assert _gate(results, tmp_path, ONLY_CONSERT, "--seeds", "table2:consert=3") == 1
     out = capsys.readouterr().out
     assert "power of this run's design (1 trained rows" in out or "1 trained rows compared" in out
-    declared = compare(results, PUBLISHED, not_run=["table2:ConSERT-base"], seeds={"table2:consert": 3})
+    declared = compare(COMPARED, results, PUBLISHED, not_run=["table2:ConSERT-base"], seeds={"table2:consert": 3})
     assert _primary(declared, "ConSERT-base").status == "compared"
     assert _gate(results, tmp_path, [*ONLY_CONSERT, "table2:ConSERT-base"], "--seeds", "table2:consert=3") == 0
     assert "power of this run's design (2 trained rows, 1000 simulated runs each): a correct run passes" in (
@@ -472,3 +477,45 @@ def test_a_missing_seed_is_missing_unless_declared_and_the_design_that_ran_has_i
         settings = tmp_path / "comparison_config.yaml"
         settings.write_text(ComparisonConfig(seeds={"table2:consert": 3}, not_run=not_run).to_yaml(), encoding="utf-8")
         assert _gate(results, tmp_path, (), "--config", str(settings)) == code
+
+
+def _declaring(artifact: str, judged) -> tuple:
+    """The comparison's blocks and one more: ConSERT-base's Table 2 row as ``artifact``'s, judged as ``judged`` says."""
+    from consert.verdict.compare import ComparedRows
+
+    block = ComparedRows(artifact, "consert_table2_unsup.csv", "table2_unsup.csv", lambda frame: frame.method,
+                         lambda _: [("ConSERT-base", "ConSERT-base", "base")], judged=judged)  # fmt: skip
+    return (*COMPARED, block)
+
+
+def test_a_block_that_declares_its_judgement_is_judged_by_it_and_refused_where_declared_twice(tmp_path):
+    """A block's own aggregate and noise kind decide its cells, with its margin from decision.yaml: 1.5 points off,
+    one run of declared SD 0.1 (flow's), the interval 1.5 +- 1.645 x 0.1 x sqrt(2) = [1.27, 1.73] is inside the
+    toy's margin of 2 (not Table 2's 1), read from the wmean column the block names. An aggregate or noise kind
+    nothing knows, a trained block without a margin and an artifact the published files declare too are refused."""
+    import shutil
+
+    from consert.verdict.decision import Judged
+
+    published = tmp_path / "published"
+    shutil.copytree(PUBLISHED, published)
+    decision = published / "decision.yaml"
+    toy_margin = '  toy:\n    margin: 2.0\n    reason: "a toy of the tests"\n'
+    decision.write_text(decision.read_text().replace("\n# A bias shared", toy_margin + "\n# A bias shared", 1))
+    row = _published_row("ConSERT-base", 0.0)
+    row["Avg_wmean"] = float(TABLE2.loc["ConSERT-base", "Avg"]) + 1.5  # Avg itself is the published value
+    results = _results(tmp_path, pd.DataFrame([row]))
+    blocks = _declaring("toy", Judged("wmean", "flow", "a toy of the tests"))
+    comparison = compare(blocks, results, published)
+    cell = comparison[(comparison.artifact == "toy") & (comparison.role == "primary")].iloc[0]
+    assert (cell["aggregate"], cell.noise, cell.margin, cell.delta) == ("wmean", "flow", 2.0, pytest.approx(1.5))
+    assert cell.sigma_source.startswith("declared (flow") and cell.verdict == "reproduced"
+    assert cell.diff_low == pytest.approx(1.5 - 1.6449 * 0.1 * np.sqrt(2), abs=0.02)
+    with pytest.raises(ValueError, match="unknown aggregate 'median'"):
+        compare(_declaring("toy", Judged("median", "flow", "")), results, published)
+    with pytest.raises(ValueError, match="unknown seed-noise kind 'nonesuch'"):
+        compare(_declaring("toy", Judged("all", "nonesuch", "")), results, published)
+    with pytest.raises(KeyError, match="declares no margin for 'toy'"):
+        compare(_declaring("toy", Judged("all", "consert", "")), results, PUBLISHED)
+    with pytest.raises(ValueError, match="table2: its aggregate is declared twice"):
+        compare(_declaring("table2", Judged("all", "consert", "")), results, published)

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from consert.paper.catalogue import COMPARED
 from consert.verdict.claim_checks import Tables, noise_kind
 from consert.verdict.compare import compare
 from consert.verdict.decision import MULTI_SUBSET, RowKinds, load_decision
@@ -22,7 +23,7 @@ def test_a_row_no_run_can_show_equivalent_still_fails_when_its_interval_lies_bey
     low: its interval at the declared SD, -4 +- (1.6449 x 1.0 x sqrt(2) + 0.005) = [-6.33, -1.67], lies wholly
     below -1: not reproduced, and the gate fails. 0.1 points off it stays undecidable and passes."""
     table = pd.DataFrame([_published_row("ConSERT-base", -4.0), _published_row("ConSERT-large", 0.1)])
-    comparison = compare(_results(tmp_path, table), PUBLISHED, seed_noise={"consert": 1.0})
+    comparison = compare(COMPARED, _results(tmp_path, table), PUBLISHED, seed_noise={"consert": 1.0})
     low = _primary(comparison, "ConSERT-base")
     assert low.verdict == "not reproduced" and "shown not equivalent" in low.reason
     assert abs(low.diff_high - (-4 + 1.6449 * np.sqrt(2) + 0.005)) < 1e-3
@@ -34,13 +35,17 @@ def test_seeds_that_do_not_spread_fail_the_gate(tmp_path):
     """A seed never applied gives identical seeds (spread 0): ``seeds identical``. The lower tail: 4 df s^2 /
     (0.5 x 0.3)^2 below chi^2(4)'s 0.0005 point, 0.0639 (a chi-square table), i.e. s < 0.15 sqrt(0.0639 / 4) =
     0.019: 0.015 is ``too tight``, 0.025 passes (each row is its own pool: one row a size)."""
-    identical = compare(_results(tmp_path / "same", _seeded(0.0, 0.0, std=0.0, n=3)), PUBLISHED)
+    identical = compare(COMPARED, _results(tmp_path / "same", _seeded(0.0, 0.0, std=0.0, n=3)), PUBLISHED)
     cell = _primary(identical, "ConSERT-base")
     assert cell.verdict == "not reproduced" and cell.reason.startswith("seeds identical")
     assert gate(identical)[0] == 1
-    tight = _primary(compare(_results(tmp_path / "tight", _seeded(0.0, 0.0, std=0.015)), PUBLISHED), "ConSERT-base")
+    tight = _primary(
+        compare(COMPARED, _results(tmp_path / "tight", _seeded(0.0, 0.0, std=0.015)), PUBLISHED), "ConSERT-base"
+    )
     assert tight.verdict == "not reproduced" and tight.reason.startswith("too tight")
-    fine = _primary(compare(_results(tmp_path / "fine", _seeded(0.0, 0.0, std=0.025)), PUBLISHED), "ConSERT-base")
+    fine = _primary(
+        compare(COMPARED, _results(tmp_path / "fine", _seeded(0.0, 0.0, std=0.025)), PUBLISHED), "ConSERT-base"
+    )
     assert fine.verdict == "reproduced" and not fine.reason
 
 
@@ -50,13 +55,13 @@ def test_a_table_that_lists_a_seed_twice_is_refused_where_it_is_read(tmp_path):
     table = _seeded(0.0, 0.0, n=3).assign(seeds=["1;1;2", "1;2;3"])
     results = _results(tmp_path, table)
     with pytest.raises(ValueError, match=r"table2_unsup.csv:2: seed 1 is listed twice \(seeds 1;1;2\)"):
-        compare(results, PUBLISHED)
+        compare(COMPARED, results, PUBLISHED)
     decision = load_decision(PUBLISHED)
     tables = Tables(results, decision, {"table2": "table2_unsup.csv"})
     with pytest.raises(ValueError, match="seed 1 is listed twice"):
         tables("table2")
     table.assign(seeds=["1;2;3", "1;2;3"]).to_csv(results / "table2_unsup.csv", index=False)
-    assert _primary(compare(results, PUBLISHED), "ConSERT-base").status == "compared"
+    assert _primary(compare(COMPARED, results, PUBLISHED), "ConSERT-base").status == "compared"
 
 
 def test_a_nan_cell_of_a_table_whose_every_set_is_primary_is_missing(tmp_path):
@@ -68,7 +73,7 @@ def test_a_nan_cell_of_a_table_whose_every_set_is_primary_is_missing(tmp_path):
         scores |= {f"{c}_wmean": scores.get(c, np.nan) for c in MULTI_SUBSET}
         rows.append({"method": f"{published['method']} ({published['pooling']})", "size": "base", **scores, **PAPER})
     rows[2]["STSb"] = np.nan
-    comparison = compare(_results(tmp_path, pd.DataFrame(rows)), PUBLISHED)
+    comparison = compare(COMPARED, _results(tmp_path, pd.DataFrame(rows)), PUBLISHED)
     missing = comparison[(comparison.artifact == "whitening_table1") & (comparison.status == "missing")]
     assert missing.column.tolist() == ["STSb"] and "no value for its primary cell (STSb)" in missing.reason.item()
     cells = comparison[(comparison.artifact == "whitening_table1") & (comparison.status == "compared")]
@@ -79,8 +84,8 @@ def test_a_nan_cell_of_a_table_whose_every_set_is_primary_is_missing(tmp_path):
 def test_a_missing_family_file_is_missing_when_the_config_trains_the_family(tmp_path):
     results = _results(tmp_path, _seeded(0.0, 0.0, n=3))
     family = lambda frame: frame[frame.artifact == "family"]  # noqa: E731
-    assert family(compare(results, PUBLISHED)).empty  # not trained: optional, nothing to say
-    trained = family(compare(results, PUBLISHED, seeds={"family:simcse": 3}))
+    assert family(compare(COMPARED, results, PUBLISHED)).empty  # not trained: optional, nothing to say
+    trained = family(compare(COMPARED, results, PUBLISHED, seeds={"family:simcse": 3}))
     assert trained.status.tolist() == ["missing"] and "contrastive_family.csv not found" in trained.reason.item()
 
 
@@ -88,8 +93,8 @@ def test_rows_of_another_setting_are_counted_in_the_gates_summary(tmp_path):
     """ConSERT-large 5 points low on unverified data: not comparable, outside the verdicts, but counted."""
     table = pd.DataFrame([_published_row("ConSERT-base", 0.0), _published_row("ConSERT-large", -5.0,
                                                                              data_verified=False)])  # fmt: skip
-    comparison = compare(_results(tmp_path, table), PUBLISHED, not_run=["table2:BERT*", "table2:Avg*", "table[34]*",
-                         "whitening*", "sgopt*", "figure*"])  # fmt: skip
+    not_run = ["table2:BERT*", "table2:Avg*", "table[34]*", "whitening*", "sgopt*", "figure*"]
+    comparison = compare(COMPARED, _results(tmp_path, table), PUBLISHED, not_run=not_run)
     large = _primary(comparison, "ConSERT-large")
     assert not large.comparable and "data_verified = False" in large.reason
     code, reason = gate(comparison)

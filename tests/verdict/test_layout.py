@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from consert.paper.catalogue import COMPARED
 from consert.verdict.decision import COMPARISON_COLUMNS
 from consert.verdict.layout import paper_layout
 from tests.conftest import PUBLISHED
@@ -33,7 +34,7 @@ def test_each_published_row_is_one_row_with_its_cells_side_by_side():
         _cell(artifact="table2", row="mine (yours)", column="Avg", role="yours", status="yours", reproduced=70.0),
         _cell(artifact="figure4_topk", row="best k", column="k", role="primary", status="compared"),
     ])  # fmt: skip
-    layout = paper_layout(comparison, PUBLISHED).set_index("row")
+    layout = paper_layout(comparison, COMPARED, PUBLISHED).set_index("row")
     assert list(layout.index) == ["ConSERT-base", "ConSERT-large"]
     base = layout.loc["ConSERT-base"]
     assert (base["Avg ours"], base["Avg sd"], base["Avg published"], base["Avg low"], base["Avg high"]) == (
@@ -44,4 +45,4 @@ def test_each_published_row_is_one_row_with_its_cells_side_by_side():
     assert (large.status, large.verdict, large.reason, large.primary) == ("not run", "not run", "declared", "")
     assert (large["STS12 published"], large["Avg published"]) == (70.69, 76.45) and pd.isna(large["Avg ours"])
     # without the published folder, the numbers of a row not run are not known
-    assert pd.isna(paper_layout(comparison).set_index("row").loc["ConSERT-large", "Avg published"])
+    assert pd.isna(paper_layout(comparison, COMPARED).set_index("row").loc["ConSERT-large", "Avg published"])

@@ -11,17 +11,14 @@ does a noise kind the verdict did not take from the record. The Architecture pag
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
 from tests.fixtures import write_senteval_tree
+from tests.workflow.extension import added_in_a_copy, in_copy, replace_once
 
 #: The toy's published row (invented numbers: a test fixture, not a paper's), Avg the mean of the 7 sets.
 TOY_ROW = "ToyCSE-BERT-base,a toy of the tests,70.00,80.00,75.00,80.00,78.00,77.00,70.00,75.71\n"
@@ -100,63 +97,30 @@ class ToyMargin(Contrastive):
 '''
 
 
-def _replace(path: Path, old: str, new: str) -> None:
-    """``path`` with the one occurrence of ``old`` replaced by ``new``."""
-    source = path.read_text(encoding="utf-8")
-    assert source.count(old) == 1, f"{path}: {old!r} occurs {source.count(old)} times"
-    path.write_text(source.replace(old, new), encoding="utf-8")
-
-
 def add_the_toy(copy: Path) -> None:
     """The toy's addition, as a contributor writes it: 4 code files (one new) and 1 data file."""
     train = copy / "consert" / "train"
     with (train / "methods.py").open("a", encoding="utf-8") as methods:  # its settings and its authors' recipe
         methods.write(SETTINGS_AND_RECIPE)
     modes = train / "modes.py"  # its record, among the modes
-    _replace(
+    replace_once(
         modes,
         "from consert.train.methods import",
         "from consert.train import methods\nfrom consert.train.methods import",
     )
-    _replace(modes, "\nSGOPT = TrainableMode(", RECORD + "\nSGOPT = TrainableMode(")
-    _replace(modes, "AUGCSE, SGOPT)", "AUGCSE, TOYCSE, SGOPT)")
+    replace_once(modes, "\nSGOPT = TrainableMode(", RECORD + "\nSGOPT = TrainableMode(")
+    replace_once(modes, "AUGCSE, SGOPT)", "AUGCSE, TOYCSE, SGOPT)")
     config = train / "config.py"  # its settings' field on the training config
-    _replace(
+    replace_once(
         config,
         "from consert.train.methods import AugCseSettings",
         "from consert.train.methods import AugCseSettings, ToySettings",
     )
     field = '    toycse: ToySettings = key("the toy\'s own settings (objective toy_margin): margin")\n'
-    _replace(config, "    weight_decay: float = key(", field + "    weight_decay: float = key(")
+    replace_once(config, "    weight_decay: float = key(", field + "    weight_decay: float = key(")
     (train / "objectives" / "toy.py").write_text(OBJECTIVE.lstrip(), encoding="utf-8")  # its loss
     with (copy / "results" / "published" / "contrastive_family.csv").open("a", encoding="utf-8") as published:
         published.write(TOY_ROW)  # its published row
-
-
-def project_copy(destination: Path) -> Path:
-    """The project's files (tracked and untracked, not ignored), copied to ``destination``."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.split("\n")
-    for name in filter(None, listed):
-        if (ROOT / name).is_file():
-            (destination / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, destination / name)
-    return destination
-
-
-def touched(original: Path, copy: Path) -> list[str]:
-    """The files of ``copy`` that are new or differ from ``original``'s."""
-    return sorted(
-        str(path.relative_to(copy))
-        for path in copy.rglob("*")
-        if path.is_file()
-        and "__pycache__" not in path.parts
-        and (
-            not (original / path.relative_to(copy)).is_file()
-            or (original / path.relative_to(copy)).read_bytes() != path.read_bytes()
-        )
-    )
 
 
 #: What runs in the copy, in a working folder of its own: the toy planned, carded, trained, tabled and judged.
@@ -169,8 +133,7 @@ import yaml
 
 from consert.cli import main as cli_main
 from consert.configs import read_yaml
-from consert.encode.models import PAPER_ENCODERS
-from consert.paper.artifacts import write_artifact
+from consert.paper.catalogue import write_artifact
 from consert.planner.paths import consert_eval, run_model, train_yaml
 from consert.paper.recipe_card import recipe_card
 from consert.planner.design import paper_design
@@ -179,8 +142,8 @@ from consert.planner.run_configs import consert_run_config, run_config_text
 from consert.planner.load import load_workflow_config
 from consert.registry import FAMILY
 from consert.train.model_card import CARD
-from consert.verdict.compare import compare
 from consert.verdict.decision import load_decision
+from tests.workflow.extension import fabricated_verdicts
 
 copy, data = Path(sys.argv[1]), sys.argv[2]
 config = read_yaml(copy / "config" / "test.yaml")
@@ -210,19 +173,8 @@ published = copy / "results" / "published"
 decision = load_decision(published)
 out["design"] = [(row.label, row.kind) for row in paper_design(typed, decision) if "Toy" in row.label]
 toy = pd.read_csv(published / "contrastive_family.csv").set_index("method").loc["ToyCSE-BERT-base"]
-for name, delta in (("inside", 0.0), ("outside", -3.0)):  # the row on the paper's encoder, as a GPU box writes it
-    rows = table[table.method == "ToyCSE-base"].copy()
-    for column in ("STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R", "Avg"):
-        rows[column] = float(toy[column]) + delta
-    rows = rows.assign(setting="paper setting (model as named)", model="bert-base-uncased", nli="",
-                       base_model="bert-base-uncased", base_weights=PAPER_ENCODERS["base"],
-                       base_weights_evidence="a fabricated row of the test", data_verified=True)
-    folder = Path(name) / "results"
-    folder.mkdir(parents=True)
-    rows.to_csv(folder / FAMILY.csv, index=False)
-    judged = compare(folder, published)
-    cell = judged[(judged.row == "ToyCSE-BERT-base") & (judged.role == "primary")].iloc[0]
-    out[name] = {"verdict": cell.verdict, "sigma_source": cell.sigma_source, "margin": float(cell.margin)}
+rows = table[table.method == "ToyCSE-base"]  # the row on the paper's encoder, as a GPU box writes it
+out |= fabricated_verdicts(rows, toy, FAMILY.csv, FAMILY.key, "ToyCSE-BERT-base", published)
 print(json.dumps(out))
 """
 
@@ -230,14 +182,7 @@ print(json.dumps(out))
 @pytest.fixture(scope="module")
 def toy_project(tmp_path_factory) -> tuple[Path, list[str]]:
     """A copy of the project with the toy added, and the files the addition touched."""
-    copy = project_copy(tmp_path_factory.mktemp("project"))
-    add_the_toy(copy)
-    return copy, touched(ROOT, copy)
-
-
-def _in_copy(copy: Path, *command: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(copy), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    return added_in_a_copy(tmp_path_factory.mktemp("project"), add_the_toy)
 
 
 def test_a_method_with_its_own_loss_and_settings_takes_four_code_files_and_one_data_file(toy_project):
@@ -253,7 +198,7 @@ def test_the_added_method_is_planned_trained_carded_tabled_and_judged_by_its_rec
     data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
     script = tmp_path / "toy_run.py"
     script.write_text(textwrap.dedent(SCRIPT))
-    result = _in_copy(copy, sys.executable, str(script), str(copy), str(data), cwd=tmp_path)
+    result = in_copy(copy, sys.executable, str(script), str(copy), str(data), cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
     assert out["planned"] == ["ConSERT-base", "ToyCSE-base"]
@@ -272,7 +217,7 @@ def test_the_added_method_is_planned_trained_carded_tabled_and_judged_by_its_rec
 def test_the_added_methods_jobs_are_in_the_dags_dry_run(toy_project, tmp_path):
     copy, _ = toy_project
     data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
-    result = _in_copy(
+    result = in_copy(
         copy,
         sys.executable,
         "-m",

@@ -24,6 +24,7 @@ from consert.paper.summary import primary_summary
 from consert.planner import paths
 from tests.conftest import PUBLISHED, ROOT
 from tests.fixtures import write_senteval_tree
+from tests.workflow.dag import job_counts, snakemake, snakemake_command
 
 ARTIFACTS = [
     "table1_datasets",
@@ -41,67 +42,7 @@ ARTIFACTS = [
 FIGURES = ["figure1_scatter", "figure4_topk", "figure5_heatmap", "figure6_fewshot", "figure7_temperature"]
 
 
-def snakemake_command(
-    workdir: Path, *args: str, resources: tuple[str, ...] = ("--cores", "2", "--resources", "gpu=2")
-) -> tuple[list[str], dict[str, str]]:
-    """The CI config's DAG in ``workdir`` (2 cores, two one-thread jobs at a time; ``resources`` replaces that), and
-    its environment."""
-    env = {
-        **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        "HF_HUB_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    }
-    command = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(workdir),
-        *args,  # before the options that take several values (--resources would swallow a target)
-        "--configfile",
-        str(ROOT / "config" / "test.yaml"),
-        *resources,
-    ]
-    return command, env
-
-
-def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    command, env = snakemake_command(workdir, *args)
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-    if check and result.returncode != 0:
-        raise AssertionError(
-            f"snakemake failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
-        )
-    return result
-
-
-@pytest.fixture(scope="module")
-def dag_run(tmp_path_factory):
-    """The test config's DAG, once a session; under ``$CONSERT_TEST_DAG`` (a folder: CI names one for both of
-    its pytest runs) once for all of them: a later session finds every output up to date and snakemake
-    reruns nothing, which it checks itself. The stdout kept is the run's that did the work."""
-    shared = os.environ.get("CONSERT_TEST_DAG")
-    workdir = Path(shared) if shared else tmp_path_factory.mktemp("dag")
-    data = workdir / "senteval"
-    if not data.exists():  # written once: a new tree would be newer than every output
-        write_senteval_tree(data, pairs_per_file=12)
-    result = snakemake(workdir, "--config", f"data_dir={data}")
-    stdout = workdir / "snakemake.stdout"
-    if not stdout.exists():
-        stdout.write_text(result.stdout)
-    return workdir, data
-
-
 YOUR_PAGE = ROOT / "docs" / "your-model.md"
-
-
-def _jobs_of(dry_run: str) -> dict[str, int]:
-    """``{rule: jobs}`` of a dry run's first job table."""
-    table = dry_run.split("Job stats:", 1)[1].split("total", 1)[0]
-    return {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", table, re.M)}
 
 
 @pytest.mark.slow
@@ -132,7 +73,7 @@ def test_a_model_of_yours_is_a_row_with_its_paired_differences_and_outside_every
     labels = [label.get_text() for label in figure.axes[0].get_yticklabels()]
     assert "table2: minilm-own (yours) - ConSERT-base" in labels
     result = _run_page_command([*_page_command("yours=[", workdir), "--quiet", "rules"])  # as the page writes it
-    jobs = _jobs_of(result.stdout)
+    jobs = job_counts(result.stdout)
     assert jobs == {"evaluate_yours": 1, "diagnostic_figure": 1, "paper_table": 1, "yours_paired": 1, "claims": 1,
                     "comparison": 1, "cost": 1, "comparison_forest": 1, "summary": 1, "all": 1}  # fmt: skip
     page = YOUR_PAGE.read_text()
@@ -166,8 +107,8 @@ def test_one_row_in_a_finished_run_is_its_verdict_and_a_third_seed_plans_only_wh
     workdir, data = dag_run
     page = YOUR_PAGE.read_text()
     finished = snakemake(workdir, ROW_TARGET, "-n", "--quiet", "rules", "--config", f"data_dir={data}")
-    assert _jobs_of(finished.stdout) == {"published_row": 1} and "run, 1 job (the verdict" in page
-    added = _jobs_of(snakemake(workdir, "-n", "--quiet", "rules", "--config", f"data_dir={data}", ROW_SEEDS).stdout)
+    assert job_counts(finished.stdout) == {"published_row": 1} and "run, 1 job (the verdict" in page
+    added = job_counts(snakemake(workdir, "-n", "--quiet", "rules", "--config", f"data_dir={data}", ROW_SEEDS).stdout)
     assert added["consert_train"] == 1 and added["paper_table"] == 2 and added["run_config"] == 1
     assert f"{sum(added.values())} jobs added to a finished run" in page
 
@@ -180,7 +121,7 @@ def test_the_pages_row_with_a_third_seed_runs_only_its_jobs_and_ends_with_its_ve
     words = [w for w in _page_command(ROW_SEEDS, tmp_path) if w != "-n"]
     result = _run_page_command([*words, "--cores", "2", "--resources", "gpu=2"])
     output = result.stdout + result.stderr  # a run prints its job table where its log goes
-    jobs = _jobs_of(output)
+    jobs = job_counts(output)
     assert jobs["consert_train"] + jobs["consert_train_keeping_vectors"] == 3 and jobs["published_row"] == 1
     assert f"plans {sum(jobs.values())} jobs for that row's target" in YOUR_PAGE.read_text()
     cells = pd.read_csv(tmp_path / ROW_TARGET)
@@ -196,12 +137,14 @@ def test_the_paper_layout_holds_the_comparisons_numbers(dag_run):
     """results/paper_tables.csv, read back against comparison.csv: every cell's ours, SD, published, difference,
     interval and verdict are the comparison's, and every published row of its tables is one row of it, a row not run
     (the test config trains no large model) with the paper's numbers (Table 2: ConSERT-large's Avg 76.45)."""
-    from consert.verdict.layout import CELL_PARTS, LAYOUT_ARTIFACTS
+    from consert.verdict.layout import CELL_PARTS
+
+    laid_out = ("table2", "whitening_table1", "sgopt_table1", "table3", "family")  # the tables of the 7 sets and Avg
 
     workdir, _ = dag_run
     comparison = pd.read_csv(workdir / "results" / "comparison.csv")
     layout = pd.read_csv(workdir / "results" / "paper_tables.csv")
-    rows = comparison[comparison.artifact.isin(LAYOUT_ARTIFACTS) & (comparison.status != "yours")]
+    rows = comparison[comparison.artifact.isin(laid_out) & (comparison.status != "yours")]
     assert len(layout) == len(rows.groupby(["artifact", "row"])) > 20
     large = layout.set_index(["artifact", "row"]).loc[("table2", "ConSERT-large")]
     assert (large.status, large["Avg published"]) == ("not run", 76.45) and pd.isna(large["Avg ours"])
@@ -307,6 +250,7 @@ def test_no_figure_of_the_run_draws_text_over_text(dag_run, tmp_path):
     """Every figure the run drew, redrawn from its table as the workflow draws it: no title, tick label,
     legend entry or annotation lands on another (tests/paper/text_extents.py)."""
     from consert.paper import figures
+    from consert.paper.catalogue import BY_KEY
     from consert.paper.marks import PublishedMarks
     from tests.paper.text_extents import overlapping_texts
 
@@ -318,7 +262,7 @@ def test_no_figure_of_the_run_draws_text_over_text(dag_run, tmp_path):
     assert {path.stem for path in (workdir / "figures").glob("*.png")} == {*drawn, "comparison_forest"}
     for stem, key in drawn.items():
         table = pd.read_csv(results / f"{stem}.csv", keep_default_na=False, na_values=[""])
-        figure = figures.DRAW[key](table, [tmp_path / f"{stem}.png"], marks, stamp=_stamp_of(workdir, stem))
+        figure = BY_KEY[key].draw(table, [tmp_path / f"{stem}.png"], marks, stamp=_stamp_of(workdir, stem))
         assert overlapping_texts(figure) == [], stem
     comparison = pd.read_csv(results / "comparison.csv", keep_default_na=False, na_values=[""])
     forest = figures.comparison_forest(
@@ -945,7 +889,7 @@ def test_each_figure_plots_the_data_of_its_csv(dag_run, tmp_path):
     """Redraw each figure from its CSV and read the plotted data back from the figure's artists."""
     import numpy as np
 
-    from consert.paper.figures import DRAW
+    from consert.paper.catalogue import BY_KEY
     from consert.paper.tables import heatmap_matrix
     from consert.planner.plan import AUGMENTATION_LABELS
 
@@ -954,7 +898,7 @@ def test_each_figure_plots_the_data_of_its_csv(dag_run, tmp_path):
 
     def draw(name: str):
         table = pd.read_csv(results / f"{name}.csv")
-        return table, DRAW[name.split("_")[0]](table, [tmp_path / f"{name}.png"])
+        return table, BY_KEY[name.split("_")[0]].draw(table, [tmp_path / f"{name}.png"])
 
     table, figure = draw("figure4_topk")
     for line, (_, curve) in zip(figure.axes[0].lines, table.groupby("model", sort=False), strict=False):
@@ -1228,6 +1172,7 @@ def test_one_table_decides_its_rows_as_all_does_and_says_provisional_when_others
     """Table 2's rows decided from the rows at hand: with every artifact present, exactly comparison.csv's Table 2
     rows and verdicts, not provisional; with only Table 2's file (the others not run), its rows still decided,
     labelled provisional, naming what did not run."""
+    from consert.paper.catalogue import COMPARED
     from consert.planner.comparison import ComparisonConfig
     from consert.verdict.compare import compare
     from consert.verdict.gate import rows_at_hand
@@ -1237,7 +1182,9 @@ def test_one_table_decides_its_rows_as_all_does_and_says_provisional_when_others
     settings = ComparisonConfig.read(results / "comparison_config.yaml")
 
     def table2(folder: Path) -> tuple[pd.DataFrame, str]:
-        table = compare(folder, PUBLISHED, settings.not_run, settings.margins, settings.seed_noise, settings.seeds)
+        table = compare(
+            COMPARED, folder, PUBLISHED, settings.not_run, settings.margins, settings.seed_noise, settings.seeds
+        )
         return rows_at_hand(table, ["table2:*"])
 
     rows, why = table2(results)

@@ -21,13 +21,12 @@ from consert.encode.models import MODELS_ON_DISK_ENV, model_input
 from consert.data.senteval import DataFormatError
 from baselines.flow_settings import FlowSettings
 from consert import registry
-from consert.paper import artifacts
+from consert.paper import artifacts, catalogue
 from consert.planner import paths
 from consert.configs import ConfigError
 from consert.planner.plan import flow_nli_run, plan_runs, unique_runs
 from consert.planner.comparison import ComparisonConfig
 from consert.planner.encoding import EncodingSettings
-from consert.verdict.compare import ARTIFACT_FILES
 from consert.planner.load import load_workflow_config, typed_overrides
 from consert.planner.run_configs import consert_run_config, consert_train_config, run_config_text, sgopt_run_config
 from consert.train.objectives import run_inputs
@@ -200,12 +199,12 @@ WORKFLOW_CONFIG = "results/workflow_config.yaml"
 #: One target per published row the config reproduces, {results/rows/ARTIFACT/ROW.csv: (artifact, published row)}
 #: (consert.paper.row_targets): only that row's jobs run before it, and it ends with the row's verdict.
 ROW_TARGETS = row_targets(CONFIG, Path(PUBLISHED))
-#: The artifacts this config builds, {file stem: key} (consert.registry): the paper's tables (the contrastive
+#: The artifacts this config builds, {file stem: key} (consert.paper.catalogue): the paper's tables (the contrastive
 #: family's only when the config trains it), its figures, and the harness's own figures beside them (what a
 #: reviewer reads when a number is off).
-TABLES = registry.stems("table", CONFIG)
-FIGURES = registry.stems("figure", CONFIG)
-DIAGNOSTIC_FIGURES = registry.stems("diagnostic", CONFIG)
+TABLES = catalogue.stems("table", CONFIG)
+FIGURES = catalogue.stems("figure", CONFIG)
+DIAGNOSTIC_FIGURES = catalogue.stems("diagnostic", CONFIG)
 #: Table 1: counted from the STS files.
 TABLE1 = f"results/{registry.TABLE1.csv}"
 #: The CSVs of the paper's tables and figures this config builds (what the claims, the cost and the summary read).
@@ -213,7 +212,7 @@ ARTIFACT_CSVS = [f"results/{stem}.csv" for stem in [*TABLES, *FIGURES]]
 
 
 def get_final_output():
-    """Every file the default target (`all`) asks for: each artifact this config builds (consert.registry),
+    """Every file the default target (`all`) asks for: each artifact this config builds (consert.paper.catalogue),
     with its drawing when it is a figure, then the comparison, the claims, the forest plot, the recipe card and the
     summary page."""
     drawn = [f"figures/{stem}.{ext}" for stem in [*FIGURES, *DIAGNOSTIC_FIGURES] for ext in ("png", "pdf")]
@@ -231,10 +230,10 @@ def get_final_output():
 
 
 #: The artifacts the comparison reads (those this config builds), and their CSVs.
-COMPARED_ARTIFACTS = [a for a in registry.ARTIFACTS if a.csv in ARTIFACT_FILES and a.runs_in(CONFIG)]
+COMPARED_ARTIFACTS = catalogue.compared_artifacts(CONFIG)
 COMPARED_TABLES = [f"results/{a.csv}" for a in COMPARED_ARTIFACTS]
 #: The evaluation files behind them: the forest plot's stamp names where and when they were computed.
-COMPARED_EVALUATIONS = artifacts.evaluation_inputs([a.key for a in COMPARED_ARTIFACTS], CONFIG)
+COMPARED_EVALUATIONS = catalogue.evaluation_inputs([a.key for a in COMPARED_ARTIFACTS], CONFIG)
 
 
 #: On a box with several GPUs each job that may use one claims a card of this pool (consert.gpu_pool): a job

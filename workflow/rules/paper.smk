@@ -7,13 +7,13 @@ localrules:
 
 rule paper_table:
     input:
-        lambda wc: artifacts.inputs(TABLES[wc.name], CONFIG),
+        lambda wc: catalogue.inputs(TABLES[wc.name], CONFIG),
     output:
         report("results/{name}.csv", caption="../report/tables.rst", category="Tables"),
     log:
         "logs/paper/{name}.log",
     wildcard_constraints:
-        name=registry.stem_pattern("table"),  # every declared table (consert.registry)
+        name=catalogue.stem_pattern("table"),  # every table of the catalogue (consert.paper.catalogue)
     params:
         artifact=lambda wc: TABLES[wc.name],
         published=PUBLISHED,
@@ -44,7 +44,7 @@ rule recipe:
 
 rule paper_figure:
     input:
-        lambda wc: artifacts.inputs(FIGURES[wc.name], CONFIG),
+        lambda wc: catalogue.inputs(FIGURES[wc.name], CONFIG),
     output:
         table="results/{name}.csv",
         png=report("figures/{name}.png", caption="../report/figures.rst", category="Figures"),
@@ -52,7 +52,7 @@ rule paper_figure:
     log:
         "logs/paper/{name}.log",
     wildcard_constraints:
-        name=registry.stem_pattern("figure"),  # every declared figure: figures/comparison_forest.png is not one
+        name=catalogue.stem_pattern("figure"),  # every figure of the catalogue: figures/comparison_forest.png is not one
     params:
         artifact=lambda wc: FIGURES[wc.name],
         published=PUBLISHED,
@@ -65,13 +65,13 @@ rule paper_figure:
 
 use rule paper_figure as diagnostic_figure with:
     input:
-        lambda wc: artifacts.inputs(DIAGNOSTIC_FIGURES[wc.name], CONFIG),
+        lambda wc: catalogue.inputs(DIAGNOSTIC_FIGURES[wc.name], CONFIG),
     output:
         table="results/{name}.csv",
         png=report("figures/{name}.png", caption="../report/diagnostics.rst", category="Diagnostics"),
         pdf="figures/{name}.pdf",
     wildcard_constraints:
-        name=registry.stem_pattern("diagnostic"),
+        name=catalogue.stem_pattern("diagnostic"),
     params:
         artifact=lambda wc: DIAGNOSTIC_FIGURES[wc.name],
         config=lambda wc: config_showing(DIAGNOSTIC_FIGURES[wc.name]),

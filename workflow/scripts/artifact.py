@@ -1,8 +1,8 @@
-"""Snakemake script: build one paper artifact (thin wrapper around consert.paper.artifacts.write_artifact)."""
+"""Snakemake script: build one paper artifact (thin wrapper around consert.paper.catalogue.write_artifact)."""
 
 import sys
 
-from consert.paper.artifacts import write_artifact
+from consert.paper.catalogue import write_artifact
 
 with open(snakemake.log[0], "w") as log:  # noqa: F821 - injected by Snakemake
     sys.stderr = log

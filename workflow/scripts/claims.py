@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 from consert.io import write_csv
-from consert.paper.artifacts import CSV_FILES
+from consert.paper.catalogue import CSV_FILES
 from consert.verdict.claims import CLAIMS_FILE, evaluate_claims, load_claims
 
 with open(snakemake.log[0], "w") as log:  # noqa: F821 - injected by Snakemake
