@@ -150,6 +150,12 @@ def compared_names(artifact: Artifact) -> list[str]:
     return list(dict.fromkeys(block.artifact for block in BY_KEY[artifact.key].compared if block.of_the_paper))
 
 
+def declaration(key: str) -> Artifact | None:
+    """The declaration of the artifact ``key``, or None where ``key`` is a compared block's name only
+    (``whitening_table1``, ``sgopt_table1``: rows of Table 2 judged against another paper's table)."""
+    return BY_KEY[key].declared if key in BY_KEY else None
+
+
 def record_of(block: ComparedBlock) -> PaperArtifact:
     """The record a compared block belongs to."""
     return next(record for record in CATALOGUE if block in record.compared)

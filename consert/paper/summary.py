@@ -296,7 +296,7 @@ def write_summary(results: str | Path, figures: str | Path, output: str | Path, 
     laid_out = set() if layout is None else set(layout.artifact)
     if layout is not None:  # the compared tables first, as the paper prints them: Table 2 on the first screen
         for artifact, rows in layout.groupby("artifact", sort=False):
-            own = catalogue.BY_KEY[artifact].declared if artifact in catalogue.BY_KEY else None
+            own = catalogue.declaration(artifact)
             yours = yours_rows(_read(folder / own.csv)) if own is not None else None
             parts.append(paper_table_html(artifact, rows, yours))
     claims = _read(folder / "claims.csv")

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from consert.paper.catalogue import BY_KEY
+from consert.paper.catalogue import declaration
 from consert.registry import FAMILY, TABLE2, TABLE3
 from consert.row_labels import YOURS
 from consert.verdict.decision import SCORE_COLUMNS
@@ -150,7 +150,7 @@ def yours_rows(table: pd.DataFrame | None) -> pd.DataFrame:
 def paper_table_html(artifact: str, rows: pd.DataFrame, yours: pd.DataFrame | None = None) -> str:
     """One compared table of the paper as a section: its heading, its setting line, the table (a column pair per
     set shown: ours ± SD, published; rows grouped as :data:`GROUPS`) and its grouped reasons."""
-    own = BY_KEY[artifact].declared if artifact in BY_KEY else None
+    own = declaration(artifact)
     title = TITLES.get(artifact) or (own.title if own is not None else artifact)
     table_id = own.stem if own is not None else artifact
     mine = yours if yours is not None else pd.DataFrame(columns=["row", "status"])

@@ -195,7 +195,7 @@ def context_of(
             raise ValueError(f"{block.artifact}: its compared blocks declare two judgements; declare one")
         declared[block.artifact] = judged
         context.aggregates[(block.artifact, "*")] = (judged.aggregate, judged.source)
-        context.kinds.rules.append((block.artifact, "*", judged.noise, str(judged.published_runs), ""))
+        context.kinds.declare(block.artifact, judged.noise, judged.published_runs)
     return context
 
 

@@ -199,7 +199,7 @@ class Judged:
         if self.published_runs < 1:
             raise ValueError(f"{artifact}: published_runs must be at least 1, got {self.published_runs}")
         if self.noise != UNTRAINED:
-            decision.margin(artifact)
+            decision.margin(artifact)  # raises, naming decision.yaml, where it declares none
 
 
 @dataclass(frozen=True)
@@ -281,6 +281,11 @@ class RowKinds:
         ]
         self.rules = family + list(zip(*columns, strict=True))
         self.path = published / ROW_KINDS_FILE
+
+    def declare(self, artifact: str, noise: str, published_runs: int) -> None:
+        """A rule for every row of ``artifact``, after the file's: a compared block's own noise kind
+        (:class:`Judged`)."""
+        self.rules.append((artifact, "*", noise, str(published_runs), ""))
 
     def of(self, artifact: str, row: str) -> tuple[str, int, str]:
         """(noise kind, published runs, the row it repeats or "") of a published row."""

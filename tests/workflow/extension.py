@@ -9,7 +9,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-#: The checkout the tests run from (the copies' original).
+#: The checkout the tests run from (the copies' original); not tests.conftest's, since the scripts run in a copy import
+#: this module without pytest, and conftest sets the test session's environment when imported.
 ROOT = Path(__file__).resolve().parents[2]
 
 
