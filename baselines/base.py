@@ -9,12 +9,11 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from consert.configs import Settings
 from consert.encode.cache import VectorCache
 from consert.encode.encoder import SentenceEncoder
 from consert.encode.pooling import Pooling
 from consert.provenance import EncoderIdentity
-
-from .flow_settings import FlowSettings
 
 
 @runtime_checkable
@@ -42,8 +41,9 @@ class BaselineOptions:
     whitening_k: int | None = None
     #: GloVe: the vector file in GloVe's text format (the offline 6B-50d stand-in when None).
     glove_path: str | Path | None = None
-    #: BERT-flow: how its flow is built and fitted (the authors' settings when None).
-    flow: FlowSettings | None = None
+    #: Its own settings, of its record's :attr:`~baselines.BaselineSpec.settings` class (BERT-flow's: how its flow
+    #: is built and fitted); its defaults when None.
+    settings: Settings | None = None
     #: Show progress bars while encoding and fitting.
     progress: bool = True
 

@@ -174,7 +174,7 @@ class FlowBaseline:
     def build(cls, vectors: CachedPooledVectors | None, options: BaselineOptions) -> FlowBaseline:
         """The registry's construction (:data:`baselines.BASELINE_SPECS`): the pooled vectors and the flow's
         settings (the authors' when None), with the default seed."""
-        return cls(vectors, options.flow, progress=options.progress)
+        return cls(vectors, options.settings, progress=options.progress)
 
     def _batch_vectors(self, texts: list[str]) -> torch.Tensor:
         if self.settings.encoder_dropout:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from consert.configs import Settings
 from consert.data.nli import load_nli
 from consert.data.senteval import STS_YEAR_SUBSETS, SentEvalData
 from consert.encode.cache import VectorCache
@@ -15,7 +16,6 @@ from consert.provenance import provenance
 
 from . import BASELINE_SPECS, baseline_spec
 from .base import BaselineOptions, CachedPooledVectors, SentenceEmbedder
-from .flow_settings import FlowSettings
 
 #: Key of a corpus shared by every task.
 EVERY_TASK = "*"
@@ -52,12 +52,18 @@ def build_baseline(
     glove_path: str | None = None,
     progress: bool = True,
     cache: VectorCache | None = None,
-    flow: FlowSettings | None = None,
+    settings: Settings | None = None,
 ) -> SentenceEmbedder:
     """A baseline by name, as its :data:`BASELINE_SPECS` record says: those that need an encoder share
     ``encoder``'s cached pooled vectors, taken from ``cache`` (a corpus encoded once by ``consert encode``)
-    when given; each reads its own settings of the rest."""
+    when given; each reads its own settings of the rest. ``settings`` are the record's own (an instance of its
+    :meth:`~baselines.BaselineSpec.settings_class`; its defaults when None); a baseline without a settings class
+    given some, or given another class's, is a one-line :class:`ValueError`."""
     spec = baseline_spec(name)
+    own = spec.settings_class()
+    if settings is not None and (own is None or not isinstance(settings, own)):
+        expected = f"{own.__name__} settings" if own else "no settings"
+        raise ValueError(f"baseline {name!r} takes {expected}, got {type(settings).__name__}")
     vectors = None
     if spec.needs_encoder:
         if encoder is None:
@@ -65,7 +71,9 @@ def build_baseline(
         vectors = CachedPooledVectors(encoder, pooling, progress=progress)
         if cache is not None:
             vectors.preload(cache)
-    options = BaselineOptions(whitening_k=whitening_k, glove_path=glove_path, flow=flow, progress=progress)
+    options = BaselineOptions(
+        whitening_k=whitening_k, glove_path=glove_path, settings=settings or (own() if own else None), progress=progress
+    )
     return spec.resolve().build(vectors, options)
 
 

@@ -36,6 +36,11 @@ def whitening(size: str, pooling: str, k: int | None) -> str:
     return f"BERT-{size}-whitening" + (f"-{k}" if k else "") + f" ({pooling})"
 
 
+def baseline(size: str, label: str) -> str:
+    """A baseline of a table (its record names the table: :func:`baselines.in_table`): ``BERT-base-ABTT``."""
+    return f"BERT-{size}-{label}"
+
+
 def sgopt(size: str) -> str:
     """SG-OPT's row: ``BERT-base-SG-OPT``."""
     return f"BERT-{size}-SG-OPT"

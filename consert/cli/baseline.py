@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from baselines import BASELINES, baseline_spec
+from baselines import BASELINES, BaselineSpec, baseline_spec
 from baselines.flow_settings import FlowSettings
 from consert.cli.arguments import add_encoder_arguments, add_repeatable_argument, add_vectors_argument, at_least
 from consert.cli.common import load_cache, load_encoder
+from consert.configs import ConfigError, Settings, keys_epilog, read_settings
 from consert.encode.pooling import PAPER_POOLING
 
 NAME = "baseline"
@@ -47,10 +48,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", default=None, metavar="FILE.csv")
     add_vectors_argument(parser)
     parser.add_argument(
+        "--settings",
         "--flow-config",
+        dest="settings_file",
         default=None,
-        metavar="FLOW.yaml",
-        help="flow: its settings as one YAML file (the workflow's results/flow_config.yaml); --flow-KEY overrides",
+        metavar="FILE.yaml",
+        help="the baseline's own settings as one YAML file (flow: the workflow's results/flow_config.yaml); "
+        "--set and --flow-KEY override it",
+    )
+    add_repeatable_argument(
+        parser, "--set", "KEY=VALUE", "one of the baseline's own settings (repeatable; --list-keys lists them)"
+    )
+    parser.add_argument(
+        "--list-keys", action="store_true", help="print the baseline's own settings with their defaults and help"
     )
     for name, setting in FlowSettings.model_fields.items():  # one flag per setting, with the setting's own help
         flag, help_text = f"--flow-{name.replace('_', '-')}", f"flow: {setting.description}"
@@ -72,11 +82,22 @@ def whitening_k(text: str) -> int | None:
     return None if text == "all" else at_least(1)(text)
 
 
-def flow_settings(args: argparse.Namespace) -> FlowSettings:
-    """The flow's settings: ``--flow-config``'s file (else the authors' defaults), then each ``--flow-KEY`` flag."""
-    settings = FlowSettings.read(args.flow_config) if args.flow_config else FlowSettings()
+def own_settings(spec: BaselineSpec, args: argparse.Namespace) -> Settings | None:
+    """The baseline's own settings (its record's class; None where it has none): ``--settings``' file (else the
+    class's defaults), then each ``--set KEY=VALUE``, then each ``--flow-KEY`` flag (BERT-flow's, of its settings
+    class). A file, ``--set`` or a flag given to a baseline that does not take it is a one-line
+    :class:`ConfigError`."""
+    own = spec.settings_class()
     flags = {name: getattr(args, f"flow_{name}") for name in FlowSettings.model_fields}
-    return settings.replace(**{name: value for name, value in flags.items() if value is not None})
+    flags = {name: value for name, value in flags.items() if value is not None}
+    if own is None and (args.settings_file or args.set):
+        raise ConfigError(f"baseline {spec.name}: takes no settings of its own (--settings, --set)")
+    if flags and own is not FlowSettings:
+        raise ConfigError(f"baseline {spec.name}: --flow-{next(iter(flags)).replace('_', '-')} is BERT-flow's setting")
+    if own is None:
+        return None
+    settings, _ = read_settings(own, args.settings_file, args.set)
+    return settings.replace(**flags) if flags else settings
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,8 +109,12 @@ def run(args: argparse.Namespace) -> int:
     from consert.io import write_csv
 
     spec = baseline_spec(args.name)
-    # a wrong flow setting stops before any work; a baseline that takes none ignores the flags
-    flow = flow_settings(args) if "flow" in spec.reads else None
+    if args.list_keys:
+        own = spec.settings_class()
+        where = f"--set KEY=VALUE; a workflow config's baselines.{spec.name}"
+        print(keys_epilog(own, f"{spec.name}'s settings ({where})") if own else f"{spec.name}: no settings of its own")
+        return 0
+    settings = own_settings(spec, args)  # a wrong setting stops before any work
     data = load_senteval(args.data)
     encoder = load_encoder(args) if spec.needs_encoder else None
     embedder = build_baseline(
@@ -99,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         whitening_k=args.k,
         glove_path=args.glove,
         cache=load_cache(args.vectors, encoder, data) if args.vectors else None,
-        flow=flow,
+        settings=settings,
     )
     fit_on = (args.fit_on or spec.fit_on[0]) if spec.fit_on else ""  # a method without parameters fits on nothing
     corpora = fit_corpora(args.name, data, fit_on, args.nli_file)

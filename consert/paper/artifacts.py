@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from baselines import in_table
 from consert import row_labels
 from consert.paper import tables
 from consert.planner.paths import (
@@ -88,6 +89,16 @@ def table2_sources(config: WorkflowConfig) -> list[ArtifactSource]:
                 ({"method": row_labels.sgopt(size), "size": size, "seed": seed}, sgopt_eval(size, seed), None)
             )
     return sources + planned_sources(config, TABLE2.key) + your_sources(config, TABLE2.key)
+
+
+def tabled_baseline_sources(config: WorkflowConfig, artifact: str) -> list[ArtifactSource]:
+    """The rows of the baselines whose record names ``artifact`` as their table (:func:`baselines.in_table`), one per
+    size of the config, each from the workflow's ``eval_baseline`` job."""
+    return [
+        ({"method": row_labels.baseline(size, spec.label), "size": size}, baseline_eval(size, spec.name), None)
+        for spec in in_table(artifact)
+        for size in config.models
+    ]
 
 
 def table3_sources(config: WorkflowConfig) -> list[ArtifactSource]:

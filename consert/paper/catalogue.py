@@ -74,6 +74,13 @@ class PaperArtifact:
         """Its declaration's key."""
         return self.declared.key
 
+    def sources_under(self, config: WorkflowConfig) -> list[ArtifactSource]:
+        """Its sources under ``config``: its own, then the rows of the baselines that name it as their table
+        (:func:`consert.paper.artifacts.tabled_baseline_sources`); none where it is not built from evaluations."""
+        if self.sources is None:
+            return []
+        return [*self.sources(config), *artifacts.tabled_baseline_sources(config, self.key)]
+
 
 def _planned(artifact: Artifact) -> Sources:
     """The sources of an artifact whose rows are the ConSERT runs the plan gives it."""
@@ -163,8 +170,7 @@ def record_of(block: ComparedBlock) -> PaperArtifact:
 
 def inputs(artifact: str, config: WorkflowConfig) -> list[str]:
     """The evaluation files an artifact is built from (the DAG's inputs)."""
-    sources = BY_KEY[artifact].sources
-    return [] if sources is None else list(dict.fromkeys(path for _, path, _ in sources(config)))
+    return list(dict.fromkeys(path for _, path, _ in BY_KEY[artifact].sources_under(config)))
 
 
 def evaluation_inputs(artifact_keys: list[str], config: WorkflowConfig) -> list[str]:
@@ -178,7 +184,7 @@ def build(artifact: str, config: WorkflowConfig, sources: list[ArtifactSource] |
     record = BY_KEY[artifact]
     if record.sources is None:
         raise ValueError(f"{artifact} is not built from evaluations")
-    sources = record.sources(config) if sources is None else sources
+    sources = record.sources_under(config) if sources is None else sources
     cache: dict[str, pd.DataFrame] = {}
 
     def read(path: str) -> pd.DataFrame:

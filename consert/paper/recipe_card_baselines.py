@@ -11,9 +11,11 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
+from baselines import TABLED, baseline_spec
 from baselines.flow_settings import FlowSettings
 from baselines.sgopt import SgOptConfig
 from consert.configs import Settings
+from consert.encode.pooling import PAPER_POOLING
 from consert.planner.plan import flow_nli_run
 from consert.train.modes import SGOPT
 from consert.train.notes import GRAPHED_DROPOUT_NOTE
@@ -110,6 +112,7 @@ def baseline_card_rows(config: WorkflowConfig) -> list[dict[str, Any]]:
     for size in config.models:
         rows.append(_flow_row(config, size))
         rows.extend(_whitening_rows(config, size))
+        rows.extend(_tabled_row(config, size, name) for name in TABLED)
     rows = [*rows, _sgopt_row(config), _glove_row(config), _topk_row()]
     precision = test_precision_difference(config.dtype)
     for row in rows:
@@ -193,6 +196,35 @@ def _whitening_rows(config: WorkflowConfig, size: str) -> list[dict[str, Any]]:
                 }
             )
     return rows
+
+
+#: What a baseline of a table is fitted on, by its record's first ``fit_on``.
+FIT_CORPORA = {
+    "task": TASK_CORPUS,
+    "sts": "the 89,192 unlabeled STS texts, once",
+    "nli": "both sentences of every NLI pair (SICK-E's training pairs offline)",
+}
+
+
+def _tabled_row(config: WorkflowConfig, size: str, name: str) -> dict[str, Any]:
+    """The row of a baseline of a table (its record names one) on the encoder of ``size``: its settings, its config
+    block's differences from their defaults (a settings class's defaults are its authors'), its class's summary."""
+    spec = baseline_spec(name)
+    own = spec.settings_class()
+    block = config.baselines.own_blocks().get(name, {})
+    settings = own.from_dict(block, source=f"baselines.{name}").model_dump() if own else {}
+    summary = (inspect.getdoc(spec.resolve()) or "").split("\n\n")[0].replace("\n", " ")
+    return {
+        "run": f"baseline-{name}-{size}",
+        "mode": spec.label,
+        "fit_corpus": FIT_CORPORA[spec.fit_on[0]] if spec.fit_on else "",
+        "pooling": PAPER_POOLING,
+        "method_settings": ", ".join(f"{key} = {value}" for key, value in settings.items()),
+        "aggregate": WMEAN,
+        "authors_source": spec.embedder,
+        "differs_from_authors": _differences(block, _defaults(own), config.setting, {}) if own else "",
+        "notes": summary,
+    }
 
 
 def _sgopt_row(config: WorkflowConfig) -> dict[str, Any]:

@@ -65,7 +65,7 @@ def row_sources(
     pairs = _pairs(block, published)
     if row not in pairs:
         return []
-    sources = catalogue.record_of(block).sources(config)
+    sources = catalogue.record_of(block).sources_under(config)
     labels = pd.DataFrame([labels for labels, _, _ in sources])
     chosen = block.reproduced_rows(labels)
     keys = block.reproduced_key(chosen).astype(str)

@@ -70,7 +70,12 @@ class FlowNliKeys(Keys):
 
 
 class BaselineKeys(Keys):
-    """The baselines' settings."""
+    """The baselines' settings. Any other key is the block of a baseline of a table (a record of baselines/__init__.py
+    naming its table), under its name: its own settings (`consert baseline NAME --list-keys`). A block for a name
+    without such a record stops the workflow at its start."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, dict[str, Any]] = Field(init=False)
 
     poolings: list[str] = Field(
         ["cls", "mean", "mean:-2,-1", "mean:0,-1", "mean:1,-1"],
@@ -105,6 +110,10 @@ class BaselineKeys(Keys):
         None, description="Path of glove.840B.300d.txt; null = the offline glove.6B 50d stand-in."
     )
     topk_max: Annotated[int, Field(ge=0)] = Field(50, description="Figure 4's largest k (top-k neighbours).")
+
+    def own_blocks(self) -> dict[str, dict[str, Any]]:
+        """The blocks of the baselines of a table, by baseline name (the keys beside the declared ones)."""
+        return dict(self.model_extra or {})
 
 
 class SweepKeys(Keys):

@@ -19,11 +19,12 @@ from typing import Any
 import jsonschema
 import pydantic
 
+from baselines import BASELINE_SPECS
 from baselines.flow_settings import FlowSettings
 from consert import registry
 from consert.configs import ConfigError, read_yaml, unknown_key_message
 from consert.encode.models import looks_like_a_path
-from consert.planner.keys import FamilyKeys, WorkflowConfig, json_schema, repeated_seed_fault
+from consert.planner.keys import BaselineKeys, FamilyKeys, WorkflowConfig, json_schema, repeated_seed_fault
 from consert.planner.plan import plan_runs, train_overrides, unique_runs
 from consert.planner.run_configs import sgopt_run_config
 from consert.train.config import TrainConfig, check_train_config
@@ -206,9 +207,9 @@ def check_training_keys(config: WorkflowConfig) -> None:
 
 
 def check_baseline_keys(config: WorkflowConfig) -> None:
-    """BERT-flow's and SG-OPT's blocks (``baselines.flow``, ``baselines.sgopt``), checked by their settings classes,
-    whose keys they are (each with its help text): the first fault is a one-line :class:`ConfigError` naming the
-    block."""
+    """BERT-flow's and SG-OPT's blocks (``baselines.flow``, ``baselines.sgopt``) and each baseline of a table's
+    (``baselines.<name>``), checked by their settings classes, whose keys they are (each with its help text): the
+    first fault is a one-line :class:`ConfigError` naming the block."""
     try:
         FlowSettings.of_workflow(config)
     except ConfigError as err:  # its message names the block as the settings' own file does, or not at all
@@ -219,3 +220,9 @@ def check_baseline_keys(config: WorkflowConfig) -> None:
             sgopt_run_config(size, config.sgopt_seeds[0], config)
         except ConfigError as err:
             raise ConfigError(f"config baselines.sgopt, run {err}") from None
+    for name, block in config.baselines.own_blocks().items():
+        spec = BASELINE_SPECS.get(name)
+        if spec is None or not spec.table or not spec.settings:  # a typo of a key, or a block nothing reads
+            tabled = [spec.name for spec in BASELINE_SPECS.values() if spec.table and spec.settings]
+            raise ConfigError(unknown_key_message(name, [*BaselineKeys.model_fields, *tabled], "config baselines"))
+        spec.settings_class().from_dict(block, source=f"config baselines.{name}")

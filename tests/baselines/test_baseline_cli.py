@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from baselines.flow_settings import FlowSettings
 from consert.cli import main
 
 PROVENANCE = ("model", "setting", "pooling", "data_sha256", "harness_commit", "packages", "timestamp")
@@ -117,13 +118,34 @@ def test_flow_reads_its_settings_from_one_file_and_a_flag_overrides_it(tiny_tree
     settings.write_text("levels: 2\ndepth: 1\nwidth: 8\nbatch_size: 4\nencoder_dropout: false\n")
     out = tmp_path / "flow.csv"
     argv = ["baseline", "flow", "--flow-config", str(settings), "--flow-depth", "2", "--data", str(tiny_tree)]
-    assert main([*argv, "--output", str(out)]) == 0
+    assert main([*argv, "--set", "width=16", "--set", "depth=3", "--output", str(out)]) == 0
     row = pd.read_csv(out).iloc[0]
-    assert (row.flow_levels, row.flow_depth, row.flow_width, row.flow_batch_size) == (2, 2, 8, 4)
+    # --set over the file, the flag over --set
+    assert (row.flow_levels, row.flow_depth, row.flow_width, row.flow_batch_size) == (2, 2, 16, 4)
     assert not row.flow_encoder_dropout and row.flow_lr == 1e-3  # a key the file leaves out keeps the authors'
     settings.write_text("level: 2\n")
     capsys.readouterr()
     assert main([*argv, "--output", str(out)]) == 2
     error = capsys.readouterr().err
-    assert "flow.yaml: unknown key `level` (did you mean `levels`?)" in error
+    assert "flow.yaml:1: unknown key `level` (did you mean `levels`?)" in error
     assert "Loading weights" not in error  # stopped before the model loads
+
+
+def test_a_baseline_refuses_settings_it_does_not_take_and_lists_its_own(tiny_tree, capsys):
+    """``--set``, ``--settings`` and BERT-flow's ``--flow-KEY`` reach only a baseline whose record has that settings
+    class; given to another, each stops in one line before any work. ``--list-keys`` prints the record's keys."""
+    for argv, fault in (
+        (["pooling", "--set", "k=2"], "baseline pooling: takes no settings of its own (--settings, --set)"),
+        (["whitening", "--flow-depth", "2"], "baseline whitening: --flow-depth is BERT-flow's setting"),
+        (["flow", "--set", "levels=0"], "--set: levels: expected a positive integer, got 0"),
+    ):
+        capsys.readouterr()
+        assert main(["baseline", *argv, "--data", str(tiny_tree)]) == 2, argv
+        error = capsys.readouterr().err
+        assert fault in error and len(error.strip().splitlines()) == 1 and "Loading weights" not in error, error
+    assert main(["baseline", "flow", "--list-keys"]) == 0
+    listed = capsys.readouterr().out
+    assert listed.startswith("flow's settings (--set KEY=VALUE; a workflow config's baselines.flow):")
+    assert {line.split()[0] for line in listed.splitlines()[1:]} == set(FlowSettings.model_fields)
+    assert main(["baseline", "glove", "--list-keys"]) == 0
+    assert capsys.readouterr().out.strip() == "glove: no settings of its own"

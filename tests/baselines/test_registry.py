@@ -50,8 +50,10 @@ SHOWN = {"whitening": {"whitening_k": 4}, "flow": {"flow_levels": 2, "flow_depth
 @pytest.mark.parametrize("name", BASELINES)
 def test_every_record_builds_an_embedder_of_its_class_that_fits_and_encodes(name, glove_file):
     spec = BASELINE_SPECS[name]
+    settings = TINY_FLOW if spec.settings_class() is FlowSettings else None
+    glove = str(glove_file)
     embedder = build_baseline(
-        name, _FakeEncoder(), pooling="mean", whitening_k=4, glove_path=str(glove_file), progress=False, flow=TINY_FLOW
+        name, _FakeEncoder(), pooling="mean", whitening_k=4, glove_path=glove, progress=False, settings=settings
     )
     assert type(embedder) is spec.resolve() and isinstance(embedder, SentenceEmbedder)
     assert (getattr(embedder, "vectors", None) is not None) == spec.needs_encoder  # glove's are word vectors
@@ -119,7 +121,36 @@ def test_fit_corpora_follow_the_records(tiny_tree):
             fit_corpora(name, data, outside)
 
 
-def test_importing_the_registry_imports_no_torch():
-    """``consert baseline`` offers ``BASELINES`` at startup: the records name their classes, they do not import them."""
-    code = "import sys, baselines; baselines.baseline_spec('flow'); assert 'torch' not in sys.modules, 'torch'"
+def test_importing_the_registry_and_the_settings_classes_imports_no_torch():
+    """``consert baseline`` offers ``BASELINES`` at startup and the workflow checks each settings block at its start:
+    the records name their classes, they do not import them, and a settings class's module imports no torch."""
+    code = (
+        "import sys, baselines; baselines.baseline_spec('flow'); assert 'torch' not in sys.modules, 'torch'; "
+        "[spec.settings_class() for spec in baselines.BASELINE_SPECS.values()]; assert 'torch' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_settings_reach_only_the_baseline_whose_class_they_are():
+    """A record's own settings are an instance of its settings class; another class's, or any for a baseline
+    without one, is refused in one line (a flow's settings handed to whitening would be silently ignored)."""
+    assert BASELINE_SPECS["flow"].settings_class() is FlowSettings
+    assert BASELINE_SPECS["pooling"].settings_class() is None
+    with pytest.raises(ValueError, match="^baseline 'pooling' takes no settings, got FlowSettings$"):
+        build_baseline("pooling", _FakeEncoder(), settings=TINY_FLOW)
+    embedder = build_baseline("flow", _FakeEncoder(), progress=False)
+    assert embedder.settings == FlowSettings()  # none given: its class's defaults, the authors'
+
+
+def test_a_baseline_of_a_table_is_declared_with_its_label_and_reads_the_encoders_vectors():
+    """The workflow's ``eval_baseline`` rule reads a model's vector cache and names its row by the record's label;
+    its output file must not be one of the paper's baselines' (``poolings``, ``flow``, ``whitening-*``)."""
+    from baselines import TABLED, BaselineSpec
+
+    for spec in map(baseline_spec, TABLED):
+        assert spec.label and spec.needs_encoder, spec.name
+        assert spec.name not in ("poolings", "flow") and not spec.name.startswith("whitening-"), spec.name
+    with pytest.raises(ValueError, match="^baseline 'x': a table's baseline has a label and reads the encoder's"):
+        BaselineSpec("x", "baselines.pooling:PoolingBaseline", table="table2")
+    with pytest.raises(ValueError, match="^baseline 'x': a table's baseline has a label"):
+        BaselineSpec("x", "baselines.glove:GloveBaseline", needs_encoder=False, table="table2", label="X")

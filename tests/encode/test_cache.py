@@ -40,7 +40,8 @@ def test_baselines_from_the_cache_never_run_the_model(tiny_tree, encoder):
     handle = encoder.model.register_forward_hook(lambda *args: calls.append(1))
     try:
         for name in ("pooling", "whitening", "flow"):
-            embedder = build_baseline(name, encoder, cache=cache, progress=False, flow=SMALL_FLOW)
+            settings = SMALL_FLOW if name == "flow" else None
+            embedder = build_baseline(name, encoder, cache=cache, progress=False, settings=settings)
             frame = evaluate_baseline(embedder, data, fit_corpora(name, data))
             assert frame.spearman.notna().all()
     finally:
@@ -92,7 +93,7 @@ def test_a_partial_cache_leaves_only_the_missing_texts_to_encode(tiny_tree, enco
         lambda module, args, kwargs, output: encoded.append(kwargs["input_ids"].shape[0]), with_kwargs=True
     )
     try:
-        embedder = build_baseline("flow", encoder, cache=cache, progress=False, flow=SMALL_FLOW)
+        embedder = build_baseline("flow", encoder, cache=cache, progress=False, settings=SMALL_FLOW)
         evaluate_baseline(embedder, data, fit_corpora("flow", data))
     finally:
         handle.remove()

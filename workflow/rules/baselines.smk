@@ -120,6 +120,31 @@ use rule eval_flow as eval_flow_nli with:
         pooling=FLOW_POOLING,
 
 
+rule eval_baseline:
+    """A baseline whose record names a table (baselines/__init__.py), on each model's corpus cache, with its settings
+    from the config's block under its name."""
+    input:
+        senteval=DATA,
+        encoding=ENCODING_CONFIG,
+        vectors=paths.vector_cache("{size}"),
+    output:
+        paths.baseline_eval("{size}", "{name}"),
+    wildcard_constraints:
+        name=TABLED_BASELINES,
+    log:
+        "logs/baselines/{size}/{name}.log",
+    benchmark:
+        "benchmarks/baselines/{size}/{name}.tsv"
+    params:
+        model=lambda wc: CONFIG.models[wc.size],
+        settings=baseline_settings,
+    threads: THREADS
+    conda:
+        "../envs/consert.yaml"
+    shell:
+        consert_shell("baseline {wildcards.name:q} --model {params.model:q} --vectors {input.vectors:q} {params.settings}")
+
+
 rule eval_glove:
     input:
         senteval=DATA,

@@ -2,6 +2,7 @@
 rules' input functions. What the workflow starts and stops around its jobs (the device check, MPS, the job server)
 is consert.workflow_hooks, called from the Snakefile's onstart, onsuccess and onerror."""
 
+import json
 import os
 import re
 import shlex
@@ -19,6 +20,7 @@ from consert.train.execution import COMPILE_MIN_STEPS
 from consert.data.inputs import blocking, file_input, lines, missing_message, unique
 from consert.encode.models import MODELS_ON_DISK_ENV, model_input
 from consert.data.senteval import DataFormatError
+from baselines import TABLED
 from baselines.flow_settings import FlowSettings
 from consert import registry
 from consert.paper import artifacts, catalogue
@@ -277,6 +279,18 @@ def consert_shell(arguments, encoder=True, gpu_job=False):
     and the encoding settings (its input `encoding`)."""
     env, settings = (device_env(gpu_job), " --encoding-config {input.encoding:q}") if encoder else ("", "")
     return env + harness_command(f"{arguments} --data {{input.senteval:q}}{settings} --output {{output:q}} > {{log:q}} 2>&1")
+
+
+#: The names eval_baseline's wildcard takes: the baselines whose record names a table (a pattern that matches nothing
+#: where none does).
+TABLED_BASELINES = "|".join(map(re.escape, TABLED)) or "(?!)"
+
+
+def baseline_settings(wildcards):
+    """The `--set KEY=VALUE` words of a baseline of a table: its config block (`baselines.<name>`), checked at the
+    workflow's start, quoted for the shell."""
+    block = CONFIG.baselines.own_blocks().get(wildcards.name, {})
+    return shlex.join(f"--set={key}={json.dumps(value)}" for key, value in block.items())  # JSON is YAML
 
 
 def run_config_yaml(wildcards):
