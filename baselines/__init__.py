@@ -32,9 +32,6 @@ class BaselineSpec:
     #: ``sts``: one fit on the 89,192 unlabeled STS texts; ``nli``: one fit on NLI sentences (BERT-whitening's
     #: "NLI" variant).
     fit_on: tuple[str, ...] = ()
-    #: The :class:`~baselines.base.BaselineOptions` fields it is built with besides the pooled vectors, so the
-    #: command line reads (and checks) only the settings the baseline uses.
-    reads: tuple[str, ...] = ()
     #: How many times a ``task`` fit sees each text of an STS12-16 year set. BERT-flow's STS12-16
     #: "train+dev+test" is one file (full.txt) given as train, dev and test: it fits on every sentence three
     #: times in its one epoch.
@@ -75,17 +72,21 @@ BASELINE_SPECS: dict[str, BaselineSpec] = {
     for spec in (
         BaselineSpec("pooling", "baselines.pooling:PoolingBaseline"),
         BaselineSpec(
-            "whitening", "baselines.whitening:WhiteningBaseline", fit_on=("task", "nli"), reads=("whitening_k",)
+            "whitening",
+            "baselines.whitening:WhiteningBaseline",
+            fit_on=("task", "nli"),
+            settings="baselines.whitening:WhiteningSettings",
         ),
         BaselineSpec(
             "flow",
             "baselines.flow:FlowBaseline",
             fit_on=("task", "sts"),
-            reads=("settings",),
             year_passes=3,
             settings="baselines.flow_settings:FlowSettings",
         ),
-        BaselineSpec("glove", "baselines.glove:GloveBaseline", needs_encoder=False, reads=("glove_path",)),
+        BaselineSpec(
+            "glove", "baselines.glove:GloveBaseline", needs_encoder=False, settings="baselines.glove:GloveSettings"
+        ),
     )
 }
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -34,15 +33,11 @@ class SentenceEmbedder(Protocol):
 
 @dataclass(frozen=True)
 class BaselineOptions:
-    """The settings a baseline is built with, one object for all of them: every class's ``build(vectors,
-    options)`` takes it and reads its own (its :attr:`baselines.BaselineSpec.reads`)."""
+    """What a baseline is built with besides the encoder's pooled vectors: every class's ``build(vectors, options)``
+    takes it."""
 
-    #: Whitening: keep the top k dimensions (all when None).
-    whitening_k: int | None = None
-    #: GloVe: the vector file in GloVe's text format (the offline 6B-50d stand-in when None).
-    glove_path: str | Path | None = None
-    #: Its own settings, of its record's :attr:`~baselines.BaselineSpec.settings` class (BERT-flow's: how its flow
-    #: is built and fitted); its defaults when None.
+    #: Its own settings, of its record's :attr:`~baselines.BaselineSpec.settings` class (whitening's k, GloVe's
+    #: file, BERT-flow's flow); None for a baseline without settings.
     settings: Settings | None = None
     #: Show progress bars while encoding and fitting.
     progress: bool = True

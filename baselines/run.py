@@ -48,15 +48,13 @@ def build_baseline(
     name: str,
     encoder: SentenceEncoder | None = None,
     pooling: str = "mean:-2,-1",
-    whitening_k: int | None = None,
-    glove_path: str | None = None,
     progress: bool = True,
     cache: VectorCache | None = None,
     settings: Settings | None = None,
 ) -> SentenceEmbedder:
     """A baseline by name, as its :data:`BASELINE_SPECS` record says: those that need an encoder share
     ``encoder``'s cached pooled vectors, taken from ``cache`` (a corpus encoded once by ``consert encode``)
-    when given; each reads its own settings of the rest. ``settings`` are the record's own (an instance of its
+    when given. ``settings`` are the record's own (an instance of its
     :meth:`~baselines.BaselineSpec.settings_class`; its defaults when None); a baseline without a settings class
     given some, or given another class's, is a one-line :class:`ValueError`."""
     spec = baseline_spec(name)
@@ -71,9 +69,7 @@ def build_baseline(
         vectors = CachedPooledVectors(encoder, pooling, progress=progress)
         if cache is not None:
             vectors.preload(cache)
-    options = BaselineOptions(
-        whitening_k=whitening_k, glove_path=glove_path, settings=settings or (own() if own else None), progress=progress
-    )
+    options = BaselineOptions(settings=settings or (own() if own else None), progress=progress)
     return spec.resolve().build(vectors, options)
 
 

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.linalg
 
-from .base import BaselineOptions, CachedPooledVectors
+from consert.configs import AtLeastOne, Settings, key
+
+if TYPE_CHECKING:  # for annotations only: .base imports the encoder (torch), and the command line reads the settings
+    from .base import BaselineOptions, CachedPooledVectors
+
+
+class WhiteningSettings(Settings):
+    """BERT-whitening's one setting (the command line's ``--k``; the workflow gives each row its own)."""
+
+    k: AtLeastOne | None = key("top principal directions kept; null keeps all (the authors' rows: all and 256)", None)
 
 
 def principal_axes(covariance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -19,6 +28,8 @@ def principal_axes(covariance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     try:
         u, s, _ = np.linalg.svd(covariance)
     except np.linalg.LinAlgError:
+        import scipy.linalg
+
         u, s, _ = scipy.linalg.svd(covariance, lapack_driver="gesvd")
     return u, s
 
@@ -59,8 +70,8 @@ class WhiteningBaseline:
 
     @classmethod
     def build(cls, vectors: CachedPooledVectors | None, options: BaselineOptions) -> WhiteningBaseline:
-        """The registry's construction (:data:`baselines.BASELINE_SPECS`): the pooled vectors and ``whitening_k``."""
-        return cls(vectors, options.whitening_k)
+        """The registry's construction (:data:`baselines.BASELINE_SPECS`): the pooled vectors and its settings' k."""
+        return cls(vectors, options.settings.k)
 
     def fit(self, texts: Sequence[str]) -> WhiteningBaseline:
         self.transform = WhiteningTransform.fit(self.vectors(list(texts)), self.k)

@@ -6,6 +6,8 @@ import argparse
 
 from baselines import BASELINES, BaselineSpec, baseline_spec
 from baselines.flow_settings import FlowSettings
+from baselines.glove import GloveSettings
+from baselines.whitening import WhiteningSettings
 from consert.cli.arguments import add_encoder_arguments, add_repeatable_argument, add_vectors_argument, at_least
 from consert.cli.common import load_cache, load_encoder
 from consert.configs import ConfigError, Settings, keys_epilog, read_settings
@@ -40,7 +42,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--glove",
-        type=glove_file,
         default=None,
         metavar="FILE",
         help=f"GloVe text file, or {OFFLINE_GLOVE} (the default: glove.6B 50d from PyPI, a stand-in)",
@@ -72,32 +73,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_encoder_arguments(parser)
 
 
-def glove_file(text: str) -> str | None:
-    """An argparse type: a GloVe text file, or ``offline`` (None: the PyPI stand-in)."""
-    return None if text == OFFLINE_GLOVE else text
+#: ``--k``'s word for every dimension (whitening's ``k: null``).
+ALL_DIMENSIONS = "all"
 
 
-def whitening_k(text: str) -> int | None:
-    """An argparse type: ``all`` (None: every dimension) or an integer of at least 1."""
-    return None if text == "all" else at_least(1)(text)
+def whitening_k(text: str) -> int | str:
+    """An argparse type: ``all`` (every dimension) or an integer of at least 1."""
+    return ALL_DIMENSIONS if text == ALL_DIMENSIONS else at_least(1)(text)
+
+
+def setting_flags(args: argparse.Namespace) -> list[tuple[type[Settings], str, str, object]]:
+    """Each flag given that sets one baseline's setting, as ``(its settings class, key, flag, value)``: ``--k``
+    (whitening's k; ``all``: null), ``--glove`` (GloVe's file; ``offline``: null, the stand-in) and each
+    ``--flow-KEY``."""
+    given: list[tuple[type[Settings], str, str, object]] = []
+    if args.k is not None:
+        given.append((WhiteningSettings, "k", "--k", None if args.k == ALL_DIMENSIONS else args.k))
+    if args.glove is not None:
+        given.append((GloveSettings, "path", "--glove", None if args.glove == OFFLINE_GLOVE else args.glove))
+    for name in FlowSettings.model_fields:
+        if getattr(args, f"flow_{name}") is not None:
+            given.append((FlowSettings, name, f"--flow-{name.replace('_', '-')}", getattr(args, f"flow_{name}")))
+    return given
 
 
 def own_settings(spec: BaselineSpec, args: argparse.Namespace) -> Settings | None:
     """The baseline's own settings (its record's class; None where it has none): ``--settings``' file (else the
-    class's defaults), then each ``--set KEY=VALUE``, then each ``--flow-KEY`` flag (BERT-flow's, of its settings
-    class). A file, ``--set`` or a flag given to a baseline that does not take it is a one-line
-    :class:`ConfigError`."""
+    class's defaults), then each ``--set KEY=VALUE``, then each flag of one of its settings (:func:`setting_flags`).
+    A file, ``--set`` or a flag given to a baseline that does not take it is a one-line :class:`ConfigError`."""
     own = spec.settings_class()
-    flags = {name: getattr(args, f"flow_{name}") for name in FlowSettings.model_fields}
-    flags = {name: value for name, value in flags.items() if value is not None}
     if own is None and (args.settings_file or args.set):
         raise ConfigError(f"baseline {spec.name}: takes no settings of its own (--settings, --set)")
-    if flags and own is not FlowSettings:
-        raise ConfigError(f"baseline {spec.name}: --flow-{next(iter(flags)).replace('_', '-')} is BERT-flow's setting")
+    flags = setting_flags(args)
+    for owner, _, flag, _ in flags:
+        if owner is not own:
+            raise ConfigError(f"baseline {spec.name}: {flag} is a setting of another baseline")
     if own is None:
         return None
     settings, _ = read_settings(own, args.settings_file, args.set)
-    return settings.replace(**flags) if flags else settings
+    return settings.replace(**{key: value for _, key, _, value in flags}) if flags else settings
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     spec = baseline_spec(args.name)
     if args.list_keys:
         own = spec.settings_class()
-        where = f"--set KEY=VALUE; a workflow config's baselines.{spec.name}"
+        where = "--set KEY=VALUE" + (f"; a workflow config's baselines.{spec.name}" if spec.table else "")
         print(keys_epilog(own, f"{spec.name}'s settings ({where})") if own else f"{spec.name}: no settings of its own")
         return 0
     settings = own_settings(spec, args)  # a wrong setting stops before any work
@@ -121,8 +135,6 @@ def run(args: argparse.Namespace) -> int:
         args.name,
         encoder,
         pooling=args.pooling,
-        whitening_k=args.k,
-        glove_path=args.glove,
         cache=load_cache(args.vectors, encoder, data) if args.vectors else None,
         settings=settings,
     )

@@ -136,7 +136,8 @@ def test_a_baseline_refuses_settings_it_does_not_take_and_lists_its_own(tiny_tre
     class; given to another, each stops in one line before any work. ``--list-keys`` prints the record's keys."""
     for argv, fault in (
         (["pooling", "--set", "k=2"], "baseline pooling: takes no settings of its own (--settings, --set)"),
-        (["whitening", "--flow-depth", "2"], "baseline whitening: --flow-depth is BERT-flow's setting"),
+        (["whitening", "--flow-depth", "2"], "baseline whitening: --flow-depth is a setting of another baseline"),
+        (["flow", "--k", "4"], "baseline flow: --k is a setting of another baseline"),
         (["flow", "--set", "levels=0"], "--set: levels: expected a positive integer, got 0"),
     ):
         capsys.readouterr()
@@ -145,7 +146,7 @@ def test_a_baseline_refuses_settings_it_does_not_take_and_lists_its_own(tiny_tre
         assert fault in error and len(error.strip().splitlines()) == 1 and "Loading weights" not in error, error
     assert main(["baseline", "flow", "--list-keys"]) == 0
     listed = capsys.readouterr().out
-    assert listed.startswith("flow's settings (--set KEY=VALUE; a workflow config's baselines.flow):")
+    assert listed.startswith("flow's settings (--set KEY=VALUE):")
     assert {line.split()[0] for line in listed.splitlines()[1:]} == set(FlowSettings.model_fields)
-    assert main(["baseline", "glove", "--list-keys"]) == 0
-    assert capsys.readouterr().out.strip() == "glove: no settings of its own"
+    assert main(["baseline", "pooling", "--list-keys"]) == 0
+    assert capsys.readouterr().out.strip() == "pooling: no settings of its own"

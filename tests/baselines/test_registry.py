@@ -3,7 +3,6 @@ encoder, what it is fitted on, BERT-flow's passes over the year sets) is what bu
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import sys
 import zlib
@@ -13,9 +12,11 @@ import numpy as np
 import pytest
 
 from baselines import BASELINE_SPECS, BASELINES, baseline_spec
-from baselines.base import BaselineOptions, SentenceEmbedder
+from baselines.base import SentenceEmbedder
 from baselines.flow_settings import FlowSettings
+from baselines.glove import GloveSettings
 from baselines.run import EVERY_TASK, build_baseline, fit_corpora
+from baselines.whitening import WhiteningSettings
 from tests.conftest import ROOT
 
 #: Pooled vectors of the fake encoder: 8 dimensions (a two-level flow halves them once).
@@ -43,18 +44,15 @@ def glove_file(tmp_path):
     return path
 
 
-#: What each baseline's own settings (its ``reads``) show in its provenance, as ``build_baseline`` is given them below.
+#: What each baseline's own settings show in its provenance, as ``build_baseline`` is given them below.
 SHOWN = {"whitening": {"whitening_k": 4}, "flow": {"flow_levels": 2, "flow_depth": 1}, "glove": {"model": "glove.txt"}}
 
 
 @pytest.mark.parametrize("name", BASELINES)
 def test_every_record_builds_an_embedder_of_its_class_that_fits_and_encodes(name, glove_file):
     spec = BASELINE_SPECS[name]
-    settings = TINY_FLOW if spec.settings_class() is FlowSettings else None
-    glove = str(glove_file)
-    embedder = build_baseline(
-        name, _FakeEncoder(), pooling="mean", whitening_k=4, glove_path=glove, progress=False, settings=settings
-    )
+    settings = {"whitening": WhiteningSettings(k=4), "flow": TINY_FLOW, "glove": GloveSettings(path=str(glove_file))}
+    embedder = build_baseline(name, _FakeEncoder(), pooling="mean", progress=False, settings=settings.get(name))
     assert type(embedder) is spec.resolve() and isinstance(embedder, SentenceEmbedder)
     assert (getattr(embedder, "vectors", None) is not None) == spec.needs_encoder  # glove's are word vectors
     vectors = embedder.fit(TEXTS).encode(["a man plays guitar 3", "the cat sleeps 5", "nothing known"])
@@ -65,10 +63,9 @@ def test_every_record_builds_an_embedder_of_its_class_that_fits_and_encodes(name
 
 
 def test_records_are_consistent():
-    assert set(SHOWN) == {name for name, spec in BASELINE_SPECS.items() if spec.reads}
-    options = {field.name for field in dataclasses.fields(BaselineOptions)}
+    assert set(SHOWN) == {name for name, spec in BASELINE_SPECS.items() if spec.settings}
     for name, spec in BASELINE_SPECS.items():
-        assert spec.name == name and set(spec.reads) <= options, name
+        assert spec.name == name, name
         assert set(spec.fit_on) <= {"task", "sts", "nli"} and spec.year_passes >= 1, name
         assert callable(getattr(spec.resolve(), "build", None)), name
     assert {name: spec.resolve().__name__ for name, spec in BASELINE_SPECS.items()} == {

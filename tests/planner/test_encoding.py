@@ -95,13 +95,26 @@ def test_a_fault_in_the_file_is_one_line_naming_the_flag_and_the_key(tmp_path, c
     assert "max_length: expected at least 8, got 4" in capsys.readouterr().err
 
 
+def _own_settings(argv: list[str]):
+    """The settings ``consert baseline`` builds its baseline with from ``argv``."""
+    from baselines import baseline_spec
+    from consert.cli.baseline import own_settings
+
+    args = _parsed(argv)
+    return own_settings(baseline_spec(args.name), args)
+
+
 def test_glove_reads_a_file_or_the_offline_stand_in():
-    assert _parsed(["baseline", "glove", "--glove", "glove.840B.300d.txt"]).glove == "glove.840B.300d.txt"
-    assert _parsed(["baseline", "glove", "--glove", "offline"]).glove is None  # the PyPI stand-in
-    assert _parsed(["baseline", "glove"]).glove is None
+    assert _own_settings(["baseline", "glove", "--glove", "glove.840B.300d.txt"]).path == "glove.840B.300d.txt"
+    assert _own_settings(["baseline", "glove", "--glove", "offline"]).path is None  # the PyPI stand-in
+    assert _own_settings(["baseline", "glove"]).path is None
 
 
-def test_whitening_keeps_all_dimensions_or_k_of_them():
-    assert _parsed(["baseline", "whitening", "--k", "all"]).k is None
-    assert _parsed(["baseline", "whitening", "--k", "16"]).k == 16
-    assert _parsed(["baseline", "whitening"]).k is None
+def test_whitening_keeps_all_dimensions_or_k_of_them(tmp_path):
+    assert _own_settings(["baseline", "whitening", "--k", "all"]).k is None
+    assert _own_settings(["baseline", "whitening", "--k", "16"]).k == 16
+    assert _own_settings(["baseline", "whitening"]).k is None
+    settings = tmp_path / "whitening.yaml"
+    settings.write_text("k: 256\n")
+    assert _own_settings(["baseline", "whitening", "--settings", str(settings)]).k == 256
+    assert _own_settings(["baseline", "whitening", "--settings", str(settings), "--k", "all"]).k is None  # flag wins

@@ -85,8 +85,8 @@ RECORD = """        BaselineSpec(
 def add_the_toy(copy: Path) -> None:
     """The toy's addition, as a contributor writes it: its module and its record."""
     (copy / "baselines" / "abtt.py").write_text(MODULE, encoding="utf-8")
-    glove = 'BaselineSpec("glove", "baselines.glove:GloveBaseline", needs_encoder=False, reads=("glove_path",)),\n'
-    replace_once(copy / "baselines" / "__init__.py", glove, glove + RECORD)
+    last = "        ),\n    )\n}\n"  # the end of the last record and of the records
+    replace_once(copy / "baselines" / "__init__.py", last, "        ),\n" + RECORD + "    )\n}\n")
 
 
 @pytest.fixture(scope="module")
