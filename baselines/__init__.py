@@ -50,6 +50,8 @@ class BaselineSpec:
     def __post_init__(self) -> None:
         if self.table and not (self.label and self.needs_encoder):
             raise ValueError(f"baseline {self.name!r}: a table's baseline has a label and reads the encoder's vectors")
+        if self.table and self.fit_on[:1] == ("nli",):  # eval_baseline passes no NLI files: SICK-E would stand in
+            raise ValueError(f"baseline {self.name!r}: a table's baseline is fitted on a task's pairs or the STS texts")
 
     def resolve(self) -> type:
         """The class :attr:`embedder` names (importing its module: torch, for some)."""

@@ -151,3 +151,6 @@ def test_a_baseline_of_a_table_is_declared_with_its_label_and_reads_the_encoders
         BaselineSpec("x", "baselines.pooling:PoolingBaseline", table="table2")
     with pytest.raises(ValueError, match="^baseline 'x': a table's baseline has a label"):
         BaselineSpec("x", "baselines.glove:GloveBaseline", needs_encoder=False, table="table2", label="X")
+    # the workflow's eval_baseline passes no NLI files: a per-default NLI fit would silently fit on SICK-E
+    with pytest.raises(ValueError, match="^baseline 'x': a table's baseline is fitted on a task's pairs or the STS"):
+        BaselineSpec("x", "baselines.whitening:WhiteningBaseline", fit_on=("nli", "task"), table="table2", label="X")

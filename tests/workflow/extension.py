@@ -61,6 +61,34 @@ def added_in_a_copy(destination: Path, add: Callable[[Path], None]) -> tuple[Pat
     return copy, touched(ROOT, copy)
 
 
+def copy_snakemake(copy: Path, workdir: Path, *args: str, config: Path | None = None) -> tuple[list[str], dict]:
+    """The test config's Snakemake command in ``workdir`` (:func:`tests.workflow.dag.snakemake_command`) with the
+    copy's Snakefile and config (``config``: another file in its place), and its environment."""
+    from tests.workflow.dag import snakemake_command  # here: the scripts run in a copy import this module alone
+
+    command, env = snakemake_command(workdir, *args)
+    command[command.index(str(ROOT / "Snakefile"))] = str(copy / "Snakefile")
+    command[command.index(str(ROOT / "config" / "test.yaml"))] = str(config or copy / "config" / "test.yaml")
+    return command, env
+
+
+def on_finished_dag(
+    copy: Path, dag_run: tuple[Path, Path], tmp_path: Path, removed: tuple[str, ...] = ()
+) -> tuple[Path, subprocess.CompletedProcess]:
+    """Snakemake run with the copy's code on a copy of the finished test DAG (``dag_run``'s; the shared one is left
+    as it was), each of its ``results/`` files named in ``removed`` deleted first; the copy's folder and the run.
+    The copy's checkout lives elsewhere, so the paths among its jobs' inputs differ from the finished DAG's: only the
+    files' times decide what reruns. ``removed`` stands for what a checkout's default triggers (changed inputs,
+    params) would rerun that times alone do not."""
+    workdir, data = dag_run
+    finished = tmp_path / "dag"
+    shutil.copytree(workdir, finished, symlinks=True)
+    for name in removed:
+        (finished / "results" / name).unlink()
+    command, env = copy_snakemake(copy, finished, "--rerun-triggers", "mtime", "--config", f"data_dir={data}")
+    return finished, in_copy(copy, *command, cwd=tmp_path, env=env)
+
+
 def fabricated_verdicts(rows, published_row, csv: str, artifact: str, row: str, published: Path) -> dict[str, dict]:
     """The primary verdict of ``artifact``'s published ``row`` when the reproduced ``rows`` (a frame, as the toy's
     table holds them) are rewritten as one run on the paper's encoder with the published scores (``inside``) and 3

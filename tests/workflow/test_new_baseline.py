@@ -11,7 +11,6 @@ Architecture page's "How to add" names these files.
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -20,10 +19,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.conftest import ROOT
 from tests.fixtures import write_senteval_tree
-from tests.workflow.dag import job_counts, snakemake_command
-from tests.workflow.extension import added_in_a_copy, in_copy, replace_once
+from tests.workflow.dag import job_counts
+from tests.workflow.extension import added_in_a_copy, copy_snakemake, in_copy, on_finished_dag, replace_once
 
 MODULE = '''"""All-but-the-top (Mu and Viswanath, ICLR 2018): pooled vectors less their mean and their projections on
 the top principal directions of the fitted texts' vectors (a toy of the tests)."""
@@ -132,10 +130,8 @@ def test_its_config_block_reaches_its_job_and_a_mistyped_one_stops_the_workflow(
     data = write_senteval_tree(tmp_path / "senteval", pairs_per_file=12)
 
     def dry_run(config: Path):
-        command, env = snakemake_command(tmp_path / "dag", "-n", "-p", "--config", f"data_dir={data}")
-        command[command.index(str(ROOT / "Snakefile"))] = str(copy / "Snakefile")
-        command[command.index(str(ROOT / "config" / "test.yaml"))] = str(config)
         (tmp_path / "dag").mkdir(exist_ok=True)
+        command, env = copy_snakemake(copy, tmp_path / "dag", "-n", "-p", "--config", f"data_dir={data}", config=config)
         return in_copy(copy, *command, cwd=tmp_path, env={**env, "CONSERT_ALLOW_UNVERIFIED_DATA": "1"})
 
     planned = dry_run(_config_with(copy, tmp_path, {"abtt": {"components": 2}}))
@@ -153,19 +149,9 @@ def test_its_config_block_reaches_its_job_and_a_mistyped_one_stops_the_workflow(
 @pytest.mark.slow
 def test_the_added_baseline_runs_on_the_finished_dag_and_joins_its_table(toy_project, dag_run, tmp_path):
     copy, _ = toy_project
-    workdir, data = dag_run
-    finished = tmp_path / "dag"  # a copy: the shared DAG is left as it was
-    shutil.copytree(workdir, finished, symlinks=True)
-    # the copy's checkout lives elsewhere, so its jobs' input paths differ from the finished DAG's: only the files'
-    # times decide what reruns (tests/workflow/test_new_table.py). In a checkout, the default triggers rerun Table 2
-    # (its inputs changed: its new row's evaluation) and the card (its params name the toy); here their files are
-    # removed, and the times decide the rest
-    for made in ("table2_unsup.csv", "recipe.csv"):
-        (finished / "results" / made).unlink()
-    command, env = snakemake_command(finished, "--rerun-triggers", "mtime", "--config", f"data_dir={data}")
-    command[command.index(str(ROOT / "Snakefile"))] = str(copy / "Snakefile")
-    command[command.index(str(ROOT / "config" / "test.yaml"))] = str(copy / "config" / "test.yaml")
-    result = in_copy(copy, *command, cwd=tmp_path, env=env)
+    # in a checkout, the default triggers rerun Table 2 (its inputs changed: its new row's evaluation) and the card
+    # (its params name the toy)
+    finished, result = on_finished_dag(copy, dag_run, tmp_path, removed=("table2_unsup.csv", "recipe.csv"))
     assert result.returncode == 0, result.stderr[-3000:]
     assert job_counts(result.stdout + result.stderr) == {  # from the corpus cache: nothing encodes or trains
         "eval_baseline": 1, "paper_table": 1, "recipe": 1, "claims": 1, "comparison": 1, "cost": 1,

@@ -12,7 +12,6 @@ Architecture page's "How to add" names these files.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -20,9 +19,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import ROOT
-from tests.workflow.dag import job_counts, snakemake_command
-from tests.workflow.extension import added_in_a_copy, in_copy, replace_once
+from tests.workflow.dag import job_counts
+from tests.workflow.extension import added_in_a_copy, in_copy, on_finished_dag, replace_once
 
 #: The toy's published row (invented numbers: a fixture of the tests, not a paper's), Avg the mean of the 7 sets.
 PUBLISHED_CSV = (
@@ -115,15 +113,7 @@ def test_a_table_from_runs_that_exist_takes_two_files_and_its_published_csv(toy_
 @pytest.mark.slow
 def test_the_added_table_is_built_from_the_finished_dag_compared_shown_and_judged(toy_project, dag_run, tmp_path):
     copy, _ = toy_project
-    workdir, data = dag_run
-    finished = tmp_path / "dag"  # a copy: the shared DAG is left as it was
-    shutil.copytree(workdir, finished, symlinks=True)
-    # the copy's checkout lives elsewhere, so the paths among its jobs' inputs differ from the finished DAG's: only
-    # the files' times decide what reruns, as they do when the contributor edits their own checkout
-    command, env = snakemake_command(finished, "--rerun-triggers", "mtime", "--config", f"data_dir={data}")
-    command[command.index(str(ROOT / "Snakefile"))] = str(copy / "Snakefile")
-    command[command.index(str(ROOT / "config" / "test.yaml"))] = str(copy / "config" / "test.yaml")
-    result = in_copy(copy, *command, cwd=tmp_path, env=env)
+    finished, result = on_finished_dag(copy, dag_run, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "results/table5_toy.csv" in result.stdout + result.stderr
     assert job_counts(result.stdout + result.stderr) == {  # its table, and the jobs that read every table; no training
