@@ -17,13 +17,14 @@ files and whose compared block pairs its published rows with its rows, judged as
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from baselines import BASELINE_SPECS, BaselineSpec
 from consert.paper import artifacts, figures
 from consert.paper.artifacts import ArtifactSource, Reader
 from consert.paper.marks import PublishedMarks
@@ -114,6 +115,22 @@ ARTIFACTS = tuple(record.declared for record in CATALOGUE)
 COMPARED: tuple[ComparedBlock, ...] = tuple(block for record in CATALOGUE for block in record.compared)
 #: Each artifact's CSV under the results folder, by key.
 CSV_FILES = {artifact.key: artifact.csv for artifact in ARTIFACTS}
+
+
+def check_baseline_tables(specs: Iterable[BaselineSpec]) -> None:
+    """Each baseline record that names a table names a score table of the catalogue (its rows are scores of the 7
+    sets): a mistyped key would leave the baseline unplanned without a fault. A one-line :class:`ValueError`."""
+    tables = {
+        record.key for record in CATALOGUE if record.declared.kind == "table" and record.build is artifacts.score_rows
+    }
+    for spec in specs:
+        if spec.table and spec.table not in tables:
+            raise ValueError(
+                f"baseline {spec.name!r}: table {spec.table!r} is not a score table ({', '.join(sorted(tables))})"
+            )
+
+
+check_baseline_tables(BASELINE_SPECS.values())
 
 
 def _check_kind(kind: str) -> None:

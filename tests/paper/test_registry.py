@@ -169,3 +169,16 @@ def test_each_kinds_rule_pattern_matches_exactly_its_declared_stems(monkeypatch)
     assert re.fullmatch(catalogue.stem_pattern("table"), "table5_dropout")
     with pytest.raises(ValueError, match="unknown artifact kind"):
         catalogue.stem_pattern("tables")
+
+
+def test_a_baseline_naming_a_table_that_is_not_a_score_table_is_refused():
+    """A baseline record's ``table`` is checked when the catalogue loads: a mistyped key (or a figure's) would leave the
+    baseline unplanned, its rows nowhere, without a fault."""
+    from baselines import BaselineSpec
+    from consert.paper.catalogue import check_baseline_tables
+
+    abtt = {"embedder": "baselines.pooling:PoolingBaseline", "label": "ABTT"}
+    check_baseline_tables([BaselineSpec("abtt", table="table2", **abtt), BaselineSpec("pooling", "x:Y")])
+    for table in ("tabel2", "figure7_temperature", "diagnostics"):
+        with pytest.raises(ValueError, match=f"^baseline 'abtt': table '{table}' is not a score table \\(family, "):
+            check_baseline_tables([BaselineSpec("abtt", table=table, **abtt)])
