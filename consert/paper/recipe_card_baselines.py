@@ -214,7 +214,7 @@ def _tabled_row(config: WorkflowConfig, size: str, name: str) -> dict[str, Any]:
         "run": f"baseline-{name}-{size}",
         "mode": spec.label,
         "fit_corpus": FIT_CORPORA[spec.fit_on[0]] if spec.fit_on else "",
-        "pooling": PAPER_POOLING,
+        "pooling": PAPER_POOLING,  # the workflow's eval_baseline passes it
         "method_settings": ", ".join(f"{key} = {value}" for key, value in settings.items()),
         "aggregate": WMEAN,
         "authors_source": spec.embedder,

@@ -137,12 +137,16 @@ rule eval_baseline:
         "benchmarks/baselines/{size}/{name}.tsv"
     params:
         model=lambda wc: CONFIG.models[wc.size],
+        pooling=PAPER_POOLING,  # ConSERT's, as the recipe card says
         settings=baseline_settings,
     threads: THREADS
     conda:
         "../envs/consert.yaml"
     shell:
-        consert_shell("baseline {wildcards.name:q} --model {params.model:q} --vectors {input.vectors:q} {params.settings}")
+        consert_shell(
+            "baseline {wildcards.name:q} --model {params.model:q} --pooling {params.pooling:q} --vectors {input.vectors:q} "
+            "{params.settings}"
+        )
 
 
 rule eval_glove:

@@ -19,6 +19,7 @@ from consert.bench.dag_cost import planned_run_steps
 from consert.train.execution import COMPILE_MIN_STEPS
 from consert.data.inputs import blocking, file_input, lines, missing_message, unique
 from consert.encode.models import MODELS_ON_DISK_ENV, model_input
+from consert.encode.pooling import PAPER_POOLING
 from consert.data.senteval import DataFormatError
 from baselines import TABLED
 from baselines.flow_settings import FlowSettings
