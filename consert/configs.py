@@ -50,6 +50,8 @@ Positive = Annotated[float, Field(gt=0)]
 #: (ConSERT's, the family's), SG-OPT's tau and Figure 7's sweep.
 Temperature = Positive
 AtLeastOne = Annotated[int, Field(ge=1)]
+#: A share of positions, dimensions or steps.
+Ratio = Annotated[float, Field(ge=0, lt=1)]
 #: A switch: ``on`` or ``off`` (``true``/``false``, and YAML's ``on``/``off`` read as booleans, normalised to them).
 OnOff = Annotated[Literal["on", "off"], BeforeValidator(_switch)]
 #: A switch with an ``auto`` position (the harness decides from the run): ``auto``, ``on`` or ``off``, as :data:`OnOff`.

@@ -85,8 +85,3 @@ FIGURE7 = Artifact(
 )
 DIAGNOSTICS = Artifact("diagnostics", "diagnostics", "diagnostic", "Representation diagnostics")
 CURVES = Artifact("curves", "training_curves", "diagnostic", "Training curves")
-
-#: The artifacts whose rows are ConSERT's training runs (the sweeps and the tables the plan fills).
-SWEEPS = (TABLE4, FIGURE5, FIGURE6, FIGURE7)
-#: The artifacts whose rows carry a seed spread: the score tables.
-SCORED = (TABLE2, TABLE3, TABLE4, FAMILY, FIGURE5, FIGURE6, FIGURE7)

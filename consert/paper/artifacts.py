@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from baselines import in_table
-from consert import row_labels
+from consert import row_labels, sweeps
 from consert.paper import tables
 from consert.planner.paths import (
     baseline_eval,
@@ -30,8 +30,8 @@ from consert.planner.paths import (
     your_eval,
     your_label,
 )
-from consert.planner.plan import AUGMENTATION_LABELS, FLOW_NLI, PlannedRun, RunSpec, plan_runs
-from consert.registry import FAMILY, FIGURE5, FIGURE6, FIGURE7, TABLE2, TABLE3, TABLE4, Artifact
+from consert.planner.plan import FLOW_NLI, PlannedRun, RunSpec, plan_runs
+from consert.registry import FAMILY, TABLE2, TABLE3, Artifact
 from consert.row_labels import YOURS
 
 if TYPE_CHECKING:
@@ -125,17 +125,16 @@ def family_sources(config: WorkflowConfig) -> list[ArtifactSource]:
 
 
 def diagnostics_sources(config: WorkflowConfig) -> list[ArtifactSource]:
-    """Every evaluated model: Table 2's and 3's rows, the family's, and every sweep run (named by
-    :data:`consert.paper.representation.SWEEP_NAMES`)."""
-    from consert.paper.representation import SWEEP_NAMES
-
+    """Every evaluated model: Table 2's and 3's rows, the family's, and every sweep run (named by its axis's
+    :attr:`consert.sweeps.SweepAxis.setting`)."""
     sources = table2_sources(config) + table3_sources(config)
     if config.family.methods:
         sources += family_sources(config)
     for planned in plan_runs(config):
-        if planned.artifact in SWEEP_NAMES:
-            labels = {"method": SWEEP_NAMES[planned.artifact](planned.labels), "size": planned.spec.size}
-            sources.append(({**labels, "seed": planned.spec.seed}, consert_eval(planned.spec.run_id), None))
+        if axis := sweeps.BY_ARTIFACT.get(planned.artifact):
+            method = row_labels.consert(planned.spec.size, axis.setting.format(**planned.labels))
+            labels = {"method": method, "size": planned.spec.size, "seed": planned.spec.seed}
+            sources.append((labels, consert_eval(planned.spec.run_id), None))
     return sources
 
 
@@ -157,16 +156,13 @@ def prediction_sources(config: WorkflowConfig) -> list[ArtifactSource]:
     ]
 
 
-#: The curves figure's panels: which planned runs each draws.
+#: The curves figure's panels: which planned runs each draws (a sweep's: its axis's panel).
 CURVE_GROUPS = {
     TABLE2.key: "Table 2",
     FLOW_NLI: "Table 3",
     TABLE3.key: "Table 3",
     FAMILY.key: "contrastive family",
-    TABLE4.key: "Table 4",
-    FIGURE5.key: "Figure 5",
-    FIGURE6.key: "Figure 6",
-    FIGURE7.key: "Figure 7",
+    **{axis.declared.key: axis.panel for axis in sweeps.AXES},
 }
 
 
@@ -207,7 +203,7 @@ def heatmap_rows(declared: Artifact, sources: list[ArtifactSource], read: Reader
     """Figure 5's score table, each augmentation also by the name the paper prints."""
     table = score_rows(declared, sources, read)
     return table.assign(
-        view1_label=table.view1.map(AUGMENTATION_LABELS), view2_label=table.view2.map(AUGMENTATION_LABELS)
+        view1_label=table.view1.map(sweeps.AUGMENTATION_LABELS), view2_label=table.view2.map(sweeps.AUGMENTATION_LABELS)
     )
 
 

@@ -11,7 +11,9 @@ registry's constants.
 Adding a table from runs that exist takes this file and its published CSV (and, when its rows are trained, its
 margin in ``decision.yaml``): a record whose declaration names its file, whose sources are the runs' evaluation
 files and whose compared block pairs its published rows with its rows, judged as it declares
-(:class:`consert.verdict.decision.Judged`). ``tests/workflow/test_new_table.py`` adds one that way.
+(:class:`consert.verdict.decision.Judged`). ``tests/workflow/test_new_table.py`` adds one that way. A sweep
+declared in :mod:`consert.sweeps` without a record here gets one: its planned runs' rows, drawn as a curve over its
+values when it is a figure.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,6 +47,7 @@ from consert.registry import (
     TABLE4,
     Artifact,
 )
+from consert.sweeps import AXES, SweepAxis
 from consert.verdict import compare as compared
 from consert.verdict.compare import ComparedBlock
 
@@ -88,9 +92,8 @@ def _planned(artifact: Artifact) -> Sources:
     return lambda config: artifacts.planned_sources(config, artifact.key)
 
 
-#: Every artifact, tables before figures (the order of the workflow's targets, of the cost table and of the
-#: comparison's blocks).
-CATALOGUE: tuple[PaperArtifact, ...] = (
+#: The artifacts with records of their own, tables before figures.
+_OWN: tuple[PaperArtifact, ...] = (
     PaperArtifact(TABLE1),
     PaperArtifact(TABLE2, artifacts.table2_sources, compared=compared.TABLE2_COMPARED),
     PaperArtifact(TABLE3, artifacts.table3_sources, compared=compared.TABLE3_COMPARED),
@@ -108,6 +111,30 @@ CATALOGUE: tuple[PaperArtifact, ...] = (
     PaperArtifact(CURVES, artifacts.curve_sources, artifacts.curve_rows, figures.training_curves),
     PaperArtifact(DIAGNOSTICS, artifacts.diagnostics_sources, artifacts.diagnostic_rows, figures.diagnostics),
 )
+
+
+def _swept(axis: SweepAxis) -> PaperArtifact:
+    """The record of a sweep declared without one above: its planned runs' rows, drawn as a curve over its values
+    (:func:`consert.paper.figures.sweep_curve`) when it is a figure."""
+    if axis.declared.kind not in ("table", "figure"):
+        raise ValueError(f"sweep {axis.declared.key}: kind {axis.declared.kind!r}; a sweep is a table or a figure")
+    draw = partial(figures.sweep_curve, x=axis.column, title=axis.declared.title) if axis.declared.drawn else None
+    return PaperArtifact(axis.declared, _planned(axis.declared), draw=draw)
+
+
+def _with_sweeps(records: tuple[PaperArtifact, ...]) -> tuple[PaperArtifact, ...]:
+    """``records`` with a record for each sweep that has none, after the last record of its kind."""
+    placed = list(records)
+    for axis in AXES:
+        if axis.declared not in {record.declared for record in placed}:
+            last = max(i for i, record in enumerate(placed) if record.declared.kind == axis.declared.kind)
+            placed.insert(last + 1, _swept(axis))
+    return tuple(placed)
+
+
+#: Every artifact, tables before figures (the order of the workflow's targets, of the cost table and of the
+#: comparison's blocks): the records above and every other sweep's (:data:`consert.sweeps.AXES`).
+CATALOGUE = _with_sweeps(_OWN)
 BY_KEY = {record.key: record for record in CATALOGUE}
 #: Every declaration, in the catalogue's order.
 ARTIFACTS = tuple(record.declared for record in CATALOGUE)

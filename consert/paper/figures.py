@@ -23,8 +23,8 @@ from consert.data.senteval import DATASETS, FIGURE_TASK  # noqa: E402
 from consert.io import atomic_path  # noqa: E402
 from consert.paper.marks import PublishedMarks
 from consert.paper.tables import heatmap_matrix
-from consert.planner.plan import AUGMENTATION_LABELS  # noqa: E402
 from consert.row_labels import YOURS
+from consert.sweeps import AUGMENTATION_LABELS
 
 #: Inches between a figure's lowest text and its stamp.
 STAMP_GAP = 0.08
@@ -194,6 +194,25 @@ def figure7(
         axis.legend(fontsize=7)
     _log_ticks(axis, sorted(set(table.temperature)))
     return _finish(figure, axis, table, paths, stamp, xlabel="temperature tau", title="Figure 7: temperature")
+
+
+def sweep_curve(
+    table: pd.DataFrame,
+    paths: Sequence[str | Path],
+    marks: PublishedMarks | None = None,
+    *,
+    stamp: str = "",
+    x: str,
+    title: str,
+) -> plt.Figure:
+    """Average Spearman vs a sweep's value ``x`` (a line per mode where the table has several): the drawing of a
+    sweep declared without one of its own (:data:`consert.sweeps.AXES`; nothing published is drawn)."""
+    hue = "mode" if "mode" in table and table["mode"].nunique() > 1 else None
+    figure, axis = plt.subplots(figsize=(6, 4))
+    sns.lineplot(data=table.sort_values(x), x=x, y="Avg", hue=hue, marker="o", ax=axis)
+    if hue is None:
+        _seed_band(axis, table, x)
+    return _finish(figure, axis, table, paths, stamp, xlabel=x, title=title)
 
 
 def diagnostics(

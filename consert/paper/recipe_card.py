@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from consert import sweeps
 from consert.paper.recipe_card_baselines import (
     MEASURED_PRECISION,
     UNEXPLAINED,
@@ -69,13 +70,6 @@ COMPARED_KEYS = (
     "max_length",
     "seed",
 )
-#: Which sweep a key belongs to, and the run-spec field that marks a run as that sweep's point.
-SWEEP_OF = {
-    "views": ("views", "Figure 5 augmentation pair"),
-    "temperature": ("temperature", "Figure 7 temperature"),
-    "batch_size": ("batch_size", "Table 4 batch size"),
-    "n_texts": ("n_texts", "Figure 6 few-shot size"),
-}
 DEV_SET_NOTE = (
     "SentEval's STSBenchmark/sts-dev.csv (Moses-tokenized, like every set here); the authors read the same "
     "1,500 pairs from sbert.net's raw stsbenchmark.tsv.gz"
@@ -210,9 +204,9 @@ def _reason(key: str, spec: RunSpec, setting: str) -> str:
         return MODES[spec.mode].seed_note
     if key in ("text_augmentations", "spacy_model") and any(word in setting for word in ("offline", "test")):
         return "the parser-based augmentations need a spaCy model with a parser, which cannot be installed offline"
-    sweep = SWEEP_OF.get("views" if key in EMBEDDING_AUGMENTATIONS else key)
-    if sweep and getattr(spec, sweep[0]) is not None:
-        return f"{sweep[1]} (a sweep point)"
+    for swept, _ in spec.overrides:  # a sweep's point: its key, or a rate of the views it sweeps
+        if key == swept or (swept == "views" and key in EMBEDDING_AUGMENTATIONS):
+            return f"{sweeps.BY_FIELD[swept].point} (a sweep point)"
     if any(word in setting for word in ("offline", "test")):
         return "short CPU runs of the offline/test config"
     return UNEXPLAINED

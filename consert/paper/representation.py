@@ -7,7 +7,6 @@ them per method, averages seeds, and sets each row beside untrained BERT's value
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -15,15 +14,7 @@ import pandas as pd
 from consert import row_labels
 from consert.evaluate.diagnostics import DIAGNOSTIC_COLUMNS
 from consert.io import text_column
-from consert.registry import FIGURE5, FIGURE6, FIGURE7, TABLE4
 
-#: How a sweep's planned run is named in the diagnostics table (its artifact has no ``method`` label).
-SWEEP_NAMES: dict[str, Callable[[dict[str, Any]], str]] = {
-    TABLE4.key: lambda labels: row_labels.consert(labels["size"], f"batch {labels['batch_size']}"),
-    FIGURE5.key: lambda labels: row_labels.consert(labels["size"], f"{labels['view1']}+{labels['view2']}"),
-    FIGURE6.key: lambda labels: row_labels.consert(labels["size"], f"{labels['mode']} n={labels['n_texts']}"),
-    FIGURE7.key: lambda labels: row_labels.consert(labels["size"], f"tau={labels['temperature']:g}"),
-}
 #: The label columns of a diagnostics row.
 LABELS = ("method", "size", "mode", "dataset", "pooling", "setting")
 

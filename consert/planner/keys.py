@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import GenerateJsonSchema
 
-from consert.configs import AtLeastOne, Positive, Temperature
+from consert import sweeps
+from consert.configs import AtLeastOne, Positive
 
 #: A training stage a config sets keys for (``stages``, ``size_stages``): the name of one of ConSERT's stage records
 #: (consert/train/modes.py), which the schema lists (:func:`json_schema`'s ``stages``).
@@ -116,8 +117,8 @@ class BaselineKeys(Keys):
         return dict(self.model_extra or {})
 
 
-class SweepKeys(Keys):
-    """Table 4 and Figures 5-7."""
+class _SweepBlock(Keys):
+    """Table 4, Figures 5-7 and every other sweep of consert/sweeps.py: a list each, by default the paper's."""
 
     sizes: list[str] = Field(description="Model size labels (keys of models) that the sweeps run on.")
     seeds: Seeds | None = Field(
@@ -130,12 +131,18 @@ class SweepKeys(Keys):
         description="Figure 5: train every ordered augmentation pair (the paper), or each unordered pair once and show "
         "it in both cells (fewer runs; rows say trained_as).",
     )
-    augmentations: list[Literal["none", "shuffle", "token_cutoff", "feature_cutoff", "dropout"]] = Field(
-        description="Figure 5's augmentations; every pair of them is a cell."
-    )
-    temperatures: list[Temperature] = Field(description="Figure 7's temperatures.")
-    batch_sizes: list[AtLeastOne] = Field(description="Table 4's batch sizes.")
-    few_shot: list[AtLeastOne | None] = Field(description="Numbers of unlabeled texts; null = all.")
+
+
+#: The ``sweeps:`` block: :class:`_SweepBlock`'s keys and each sweep axis's list, under its record's key.
+SweepKeys = create_model(
+    "SweepKeys",
+    __base__=_SweepBlock,
+    __doc__=_SweepBlock.__doc__,
+    **{
+        axis.key: (list[axis.value_type], Field(list(axis.default), description=axis.description))
+        for axis in sweeps.AXES
+    },
+)
 
 
 class FamilyKeys(Keys):
@@ -349,7 +356,8 @@ class WorkflowConfig(Keys):
         BaselineKeys(), title="poolings, whitening dimensions, BERT-flow, SG-OPT, GloVe and top-k settings"
     )
     sweeps: SweepKeys = Field(
-        title="Table 4 and Figures 5-7: sizes, seeds, batch sizes, augmentation pairs, few-shot sizes, temperatures"
+        title="the sweeps of `consert/sweeps.py` (Table 4, Figures 5-7): sizes, seeds, and each sweep's values, by "
+        "default the paper's"
     )
     family: FamilyKeys = Field(
         FamilyKeys(),

@@ -12,48 +12,33 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from consert import registry, row_labels
+from consert import registry, row_labels, sweeps
 from consert.train.modes import FLOW_NLI_BLOCK, METHOD_KEYS_BLOCK, MODES, published_in, stage_defaults
 from consert.train.recipes import COMMON
 
 if TYPE_CHECKING:
     from consert.planner.keys import WorkflowConfig
 
-AUGMENTATION_LABELS = {
-    "none": "None",
-    "shuffle": "Shuffle",
-    "token_cutoff": "Token Cutoff",
-    "feature_cutoff": "Feature Cutoff",
-    "dropout": "Dropout",
-}
-
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One training run: model size, mode (what it trains), and what differs from the mode's defaults."""
+    """One training run: model size, mode (what it trains), the training keys its sweep sets, and its seed.
+
+    ``overrides`` are ``(training key, value)`` pairs, each the key of a sweep axis (:data:`consert.sweeps.AXES`),
+    its value checked by the axis's type when the config was read; they differ from the mode's defaults.
+    """
 
     size: str
     mode: str = "unsup"  # a ConSERT stage, a method of the contrastive family, or bertflow-nli (TrainConfig.mode)
-    views: tuple[str, str] | None = None
-    temperature: float | None = None
-    batch_size: int | None = None
-    n_texts: int | None = None
+    overrides: tuple[tuple[str, Any], ...] = ()
     seed: int = 1
 
     @property
     def run_id(self) -> str:
-        """A readable, unique name: ``base-unsup-seed1``, ``base-unsup-none+dropout-seed1``, ..."""
-        parts = [self.size, self.mode]
-        if self.views is not None:
-            parts.append("+".join(self.views))
-        if self.temperature is not None:
-            parts.append(f"tau{self.temperature:g}")
-        if self.batch_size is not None:
-            parts.append(f"bs{self.batch_size}")
-        if self.n_texts is not None:
-            parts.append(f"n{self.n_texts}")
-        parts.append(f"seed{self.seed}")
-        return "-".join(parts)
+        """A readable, unique name: ``base-unsup-seed1``, ``base-unsup-none+dropout-seed1``,
+        ``base-unsup-tau0.05-seed1`` (each override written by its axis's tag)."""
+        tags = [sweeps.BY_FIELD[key].tag.format(value) for key, value in self.overrides]
+        return "-".join([self.size, self.mode, *tags, f"seed{self.seed}"])
 
     @property
     def stage1(self) -> RunSpec | None:
@@ -74,14 +59,14 @@ class PlannedRun:
 def _normalise(spec: RunSpec, config: WorkflowConfig) -> RunSpec:
     """Drop overrides equal to the unsupervised stage's values so identical experiments get identical ids."""
     defaults = {**COMMON, **stage_defaults("unsup"), **config.stage_keys("unsup", spec.size)}
-    changes: dict[str, Any] = {}
-    if spec.views is not None and tuple(spec.views) == tuple(defaults["views"]):
-        changes["views"] = None
-    if spec.temperature is not None and spec.temperature == defaults["temperature"]:
-        changes["temperature"] = None
-    if spec.batch_size is not None and spec.batch_size == defaults["batch_size"]:
-        changes["batch_size"] = None
-    return replace(spec, **changes)
+
+    def same(value: Any, default: Any) -> bool:  # a config's list (views) equals the run's tuple
+        return (tuple(value) if isinstance(value, list | tuple) else value) == (
+            tuple(default) if isinstance(default, list | tuple) else default
+        )
+
+    kept = tuple((key, value) for key, value in spec.overrides if not same(value, defaults.get(key)))
+    return replace(spec, overrides=kept)
 
 
 #: The planned runs BERT-flow (NLI) fits its flow on: a panel of the training curves, not an artifact.
@@ -95,7 +80,7 @@ def flow_nli_run(config: WorkflowConfig, size: str, seed: int) -> RunSpec:
 
 def plan_runs(config: WorkflowConfig) -> list[PlannedRun]:
     """Every (artifact, labels, run) the config asks for; ``unique_runs`` dedups them."""
-    sweeps, family = config.sweeps, config.family
+    family = config.family
     planned: list[PlannedRun] = []
 
     def add(artifact: str, labels: dict[str, Any], spec: RunSpec) -> None:
@@ -123,44 +108,12 @@ def plan_runs(config: WorkflowConfig) -> list[PlannedRun]:
                 if seeded(label, seed):
                     add(registry.FAMILY.key, {"method": label, "size": size}, RunSpec(size, method, seed=seed))
     for seed in config.sweep_seeds:
-        for size in sweeps.sizes:
-            for batch_size in sweeps.batch_sizes:
-                labels = {"size": size, "batch_size": batch_size}
-                add(registry.TABLE4.key, labels, RunSpec(size, batch_size=batch_size, seed=seed))
-            for first, second, views in heatmap_cells(sweeps.augmentations, sweeps.heatmap):
-                add(
-                    registry.FIGURE5.key,
-                    {"size": size, "view1": first, "view2": second, "trained_as": "+".join(views)},
-                    RunSpec(size, views=views, seed=seed),
-                )
-            for n in sweeps.few_shot:
-                for mode in ("unsup", "joint-unsup"):
-                    add(
-                        registry.FIGURE6.key,
-                        {"size": size, "mode": mode, "n_texts": n or "all"},
-                        RunSpec(size, mode, n_texts=n, seed=seed),
-                    )
-            for tau in sweeps.temperatures:
-                add(registry.FIGURE7.key, {"size": size, "temperature": tau}, RunSpec(size, temperature=tau, seed=seed))
+        for size in config.sweeps.sizes:
+            for axis in sweeps.AXES:
+                for mode, labels, value in axis.points(getattr(config.sweeps, axis.key), config.sweeps.heatmap):
+                    spec = RunSpec(size, mode, axis.override(value), seed)
+                    add(axis.declared.key, {"size": size, **labels}, spec)
     return planned
-
-
-def heatmap_cells(augmentations: list[str], mode: str = "ordered") -> list[tuple[str, str, tuple[str, str]]]:
-    """Figure 5's cells as ``(view1, view2, views trained)``.
-
-    ``ordered`` trains every ordered pair (the paper's 5 x 5). ``unordered`` trains each pair once,
-    (A, B) with A first in ``augmentations``, and shows that run in the (B, A) cell as well: NT-Xent
-    treats its two views alike, so the two cells differ only by the random draw. It is the offline
-    config's way to a full matrix with fewer runs; ``trained_as`` tells the cells apart.
-    """
-    if mode not in ("ordered", "unordered"):
-        raise ValueError(f"sweeps.heatmap: expected 'ordered' or 'unordered', got {mode!r}")
-    cells = []
-    for i, first in enumerate(augmentations):
-        for j, second in enumerate(augmentations):
-            mirrored = mode == "unordered" and j < i
-            cells.append((first, second, (second, first) if mirrored else (first, second)))
-    return cells
 
 
 def unique_runs(planned: list[PlannedRun]) -> dict[str, RunSpec]:
@@ -201,12 +154,6 @@ def train_overrides(spec: RunSpec, config: WorkflowConfig, runs_dir: str = "runs
     )
     if spec.stage1 is not None:
         values["stage1_model"] = f"{runs_dir}/{spec.stage1.run_id}/model"
-    if spec.views is not None:
-        values["views"] = list(spec.views)
-    if spec.temperature is not None:
-        values["temperature"] = spec.temperature
-    if spec.batch_size is not None:
-        values["batch_size"] = spec.batch_size
-    if spec.n_texts is not None:
-        values["n_texts"] = spec.n_texts
+    for key, value in spec.overrides:  # the run's sweep, as the training config takes it (views: a list)
+        values[key] = list(value) if isinstance(value, tuple) else value
     return values

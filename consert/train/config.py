@@ -24,6 +24,7 @@ from consert.configs import (
     ConfigError,
     OnOff,
     Positive,
+    Ratio,
     Settings,
     Temperature,
     key,
@@ -63,8 +64,6 @@ CLASSIFIER_FEATURES = tuple(FEATURES)
 MIN_MAX_LENGTH = 8
 #: Tokens per text, [CLS] and [SEP] included.
 Tokens = Annotated[int, Field(ge=MIN_MAX_LENGTH)]
-#: A share of positions, dimensions or steps.
-Ratio = Annotated[float, Field(ge=0, lt=1)]
 
 
 class TrainConfig(Settings):

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from consert import registry
+from consert import registry, sweeps
 from consert.data.senteval import DATASETS
 from consert.row_labels import YOURS
 from consert.verdict.cells import read_seeded_table
@@ -82,7 +82,7 @@ def _describe(cell: dict[str, Any]) -> str:
 
 
 #: The kind of seed noise of a claim's cell when it names none: by artifact, or by the method's name.
-SWEEP_ARTIFACTS = tuple(artifact.key for artifact in registry.SWEEPS)
+SWEEP_ARTIFACTS = tuple(artifact.key for artifact in sweeps.SWEEPS)
 
 
 def noise_kind(cell: dict[str, Any], kinds: RowKinds | None = None) -> str:
@@ -152,7 +152,7 @@ class Tables:
         """The seed SD of ``column`` pooled over the rows of every artifact of ``kind`` at model ``size`` that ran
         2+ seeds, and its degrees of freedom (0: none)."""
         squares, df = 0.0, 0
-        for artifact in (scored.key for scored in registry.SCORED):
+        for artifact in (scored.key for scored in sweeps.SCORED):
             table = self(artifact)
             if table is None or f"{column}_std" not in table or "n_seeds" not in table:
                 continue

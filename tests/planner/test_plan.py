@@ -27,9 +27,11 @@ def test_paper_config_plans_every_run_once():
     # temperature 10 - 1, batch 5 - 1, few-shot 6 x 2 - 2 (all = tables; N = 1 upsampled as main.py)
     assert config.seeds == [1, 2, 3] and config.sweeps.seeds == [1]
     assert len(runs) == 3 * (2 * 6 + 2) + 24 + 9 + 4 + 10
-    assert runs["base-unsup-n1-seed1"].n_texts == runs["base-joint-unsup-n1-seed1"].n_texts == 1
+    assert runs["base-unsup-n1-seed1"].overrides == runs["base-joint-unsup-n1-seed1"].overrides == (("n_texts", 1),)
     assert "base-unsup-seed1" in runs and "large-joint-unsup-seed1" in runs
-    assert runs["base-unsup-none+dropout-seed1"].views == ("none", "dropout")
+    assert runs["base-unsup-none+dropout-seed1"].overrides == (("views", ("none", "dropout")),)
+    assert runs["base-unsup-tau0.05-seed1"].overrides == (("temperature", 0.05),)
+    assert runs["base-unsup-bs16-seed1"].overrides == (("batch_size", 16),)
 
 
 def test_shared_experiments_have_one_id():
@@ -42,7 +44,7 @@ def test_shared_experiments_have_one_id():
 
 def test_two_stage_runs_start_from_the_nli_run():
     config = _config("config.yaml")
-    spec = RunSpec("base", "joint-unsup", n_texts=100)
+    spec = RunSpec("base", "joint-unsup", (("n_texts", 100),))
     assert spec.stage1 == RunSpec("base", "joint")
     values = train_overrides(spec, config)
     assert values["stage1_model"] == "runs/base-joint-seed1/model" and values["mode"] == "joint-unsup"
@@ -66,14 +68,13 @@ def test_seeds_multiply_runs():
 def test_the_sweeps_run_their_own_seeds():
     config = _config("config.yaml")
     runs = unique_runs(plan_runs(config)).values()
-    sweeps = {spec.seed for spec in runs if spec.temperature is not None or spec.batch_size is not None}
-    sweeps |= {spec.seed for spec in runs if spec.views is not None or spec.n_texts is not None}
+    sweeps = {spec.seed for spec in runs if spec.overrides}
     primary = {spec.seed for spec in runs if spec.mode in ("sup", "joint", "simcse")}
     assert sweeps == {1} and primary == {1, 2, 3}
 
 
 def test_unordered_heatmap_trains_each_pair_once_and_fills_both_cells():
-    from consert.planner.plan import heatmap_cells
+    from consert.sweeps import heatmap_cells
 
     augmentations = ["none", "shuffle", "feature_cutoff"]
     cells = heatmap_cells(augmentations, "unordered")

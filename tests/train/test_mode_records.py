@@ -20,7 +20,7 @@ RECORD_FILES = {"consert/train/modes.py", "consert/train/methods.py"}
 #: Python literals of several mode names that are a paper artifact's own layout, not a list of the modes: each
 #: with why (file, the names it holds).
 PAPER_LAYOUTS = {
-    ("consert/planner/plan.py", ("unsup", "joint-unsup")): "Figure 6's two curves: few-shot from BERT and from joint",
+    ("consert/sweeps.py", ("unsup", "joint-unsup")): "Figure 6's two curves: few-shot from BERT and from joint",
 }
 
 

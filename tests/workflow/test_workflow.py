@@ -891,7 +891,7 @@ def test_each_figure_plots_the_data_of_its_csv(dag_run, tmp_path):
 
     from consert.paper.catalogue import BY_KEY
     from consert.paper.tables import heatmap_matrix
-    from consert.planner.plan import AUGMENTATION_LABELS
+    from consert.sweeps import AUGMENTATION_LABELS
 
     workdir, _ = dag_run
     results = workdir / "results"
