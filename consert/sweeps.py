@@ -5,8 +5,8 @@ The planner plans every axis from its record (:func:`consert.planner.plan.plan_r
 block takes one list per axis under the record's ``key`` (:class:`consert.planner.keys.SweepKeys`, with the record's
 default where a config lists none), and the catalogue gives an axis without a record of its own a table of its
 runs, drawn as a curve over its values when it is a figure (:mod:`consert.paper.catalogue`). Adding a sweep that
-needs new runs takes this file alone when it sets a training key that exists (the config's schema and key table are
-then regenerated: ``python scripts/config_keys.py``); ``tests/workflow/test_new_sweep.py`` adds one that way.
+needs new runs takes this file alone when it sets a training key that exists (the config's schema is then
+regenerated: ``python scripts/config_keys.py``); ``tests/workflow/test_new_sweep.py`` adds one that way.
 """
 
 from __future__ import annotations

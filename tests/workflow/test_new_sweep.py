@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from tests.workflow.dag import job_counts
-from tests.workflow.extension import added_in_a_copy, in_copy, on_finished_dag, replace_once
+from tests.workflow.extension import ROOT, added_in_a_copy, in_copy, on_finished_dag, replace_once, touched
 
 #: The toy's declaration and its axis, as a contributor writes them.
 DECLARATION = """
@@ -65,6 +65,22 @@ def toy_project(tmp_path_factory) -> tuple[Path, list[str]]:
 def test_a_sweep_that_needs_new_runs_takes_one_file(toy_project):
     _, files = toy_project
     assert files == ["consert/sweeps.py"]
+
+
+def test_its_config_key_enters_the_generated_schema_by_the_keys_script(tmp_path):
+    """``scripts/config_keys.py`` is the one step after the edit: it rewrites the schema alone (config/README.md's
+    table lists the blocks, not their keys), the toy's list there with its default; the schema's test then passes."""
+    copy, _ = added_in_a_copy(tmp_path / "project", add_the_toy)
+    done = in_copy(copy, sys.executable, "scripts/config_keys.py", cwd=copy)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert touched(ROOT, copy) == ["consert/sweeps.py", "workflow/schemas/config.schema.yaml"]
+    schema = yaml.safe_load((copy / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    listed = schema["properties"]["sweeps"]["properties"]["feature_cutoffs"]
+    assert listed["default"] == [0.05, 0.3] and listed["items"] == {
+        "minimum": 0,
+        "exclusiveMaximum": 1,
+        "type": "number",
+    }
 
 
 #: Each config file named on the command line loaded as the workflow loads it at its start: the toy's planned runs
