@@ -23,11 +23,6 @@ def consert_train_config(run_id: str, spec: RunSpec, config: WorkflowConfig) -> 
     return TrainConfig.from_dict(values, source=run_id)
 
 
-def consert_run_config(run_id: str, spec: RunSpec, config: WorkflowConfig) -> dict[str, Any]:
-    """The resolved ``TrainConfig`` of a run of ConSERT's loop as plain data (its file's)."""
-    return consert_train_config(run_id, spec, config).to_dict()
-
-
 def sgopt_run_config(size: str, seed: int, config: WorkflowConfig) -> dict[str, Any]:
     """The resolved SG-OPT config of one seed of ``size`` (its ``data`` beside its settings' keys)."""
     values = {

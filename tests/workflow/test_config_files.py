@@ -311,20 +311,25 @@ def test_on_off_switches_from_the_workflows_blocks_and_its_command_line_resolve_
     """YAML 1.1 reads `packed: on` as true; at 03ef47f every run refused it ("expected one of 'on' or 'off', got
     True"). From the `train` and `stages` blocks and from --config alike, each run's resolved file says on/off."""
     from consert.planner.load import typed_overrides
-    from consert.planner.run_configs import consert_run_config
+    from consert.planner.run_configs import consert_train_config
 
     config = yaml.safe_load((CONFIG / "offline.yaml").read_text())
     config["train"] = {**config.get("train", {}), "packed": True, "compile": False}  # `packed: on`, `compile: off`
     config["stages"] = {**config.get("stages", {}), "unsup": {**config.get("stages", {}).get("unsup", {}),
                                                               "cuda_graphs": False}}  # fmt: skip
     typed = load_workflow_config(config)
-    runs = {run_id: consert_run_config(run_id, spec, typed) for run_id, spec in plan_runs_by_id(typed).items()}
+    runs = {
+        run_id: consert_train_config(run_id, spec, typed).to_dict() for run_id, spec in plan_runs_by_id(typed).items()
+    }
     unsup = next(values for values in runs.values() if values["mode"] == "unsup")
     assert (unsup["packed"], unsup["compile"], unsup["cuda_graphs"]) == ("on", "off", "off")
     assert {values["packed"] for values in runs.values() if values["mode"] in ("unsup", "sup", "joint")} == {"on"}
     override = {"train": {"packed": "on", "cuda_graphs": "true"}}  # snakemake --config "train={packed: on, ...}"
     typed = load_workflow_config(typed_overrides({**config, **override}, override))
-    runs = {spec.mode: consert_run_config(run_id, spec, typed) for run_id, spec in plan_runs_by_id(typed).items()}
+    runs = {
+        spec.mode: consert_train_config(run_id, spec, typed).to_dict()
+        for run_id, spec in plan_runs_by_id(typed).items()
+    }
     assert (runs["unsup"]["packed"], runs["unsup"]["cuda_graphs"]) == ("on", "off")  # its stage's block over train's
     assert (runs["sup"]["packed"], runs["sup"]["cuda_graphs"]) == ("on", "on")
 

@@ -138,7 +138,7 @@ from consert.planner.paths import consert_eval, run_model, train_yaml
 from consert.paper.recipe_card import recipe_card
 from consert.planner.design import paper_design
 from consert.planner.plan import plan_runs, unique_runs
-from consert.planner.run_configs import consert_run_config, run_config_text
+from consert.planner.run_configs import consert_train_config, run_config_text
 from consert.planner.load import load_workflow_config
 from consert.registry import FAMILY
 from consert.train.model_card import CARD
@@ -161,7 +161,7 @@ card = recipe_card(typed).set_index("run").loc[toy_run]
 out["card"] = {key: str(card[key]) for key in ("loss", "notes", "authors_source", "differs_from_authors")}
 for run_id, spec in unique_runs(planned).items():
     Path(train_yaml(run_id)).parent.mkdir(parents=True, exist_ok=True)
-    Path(train_yaml(run_id)).write_text(run_config_text(consert_run_config(run_id, spec, typed)))
+    Path(train_yaml(run_id)).write_text(run_config_text(consert_train_config(run_id, spec, typed).to_dict()))
     assert cli_main(["train", "--config", train_yaml(run_id), "--evaluate", consert_eval(run_id)]) == 0
 trained = yaml.safe_load(Path(train_yaml(toy_run)).read_text())
 out["trained"] = {"mode": trained["mode"], "objective": trained["objective"], "toycse": trained["toycse"]}

@@ -31,7 +31,7 @@ from consert.planner.plan import flow_nli_run, plan_runs, unique_runs
 from consert.planner.comparison import ComparisonConfig
 from consert.planner.encoding import EncodingSettings
 from consert.planner.load import load_workflow_config, typed_overrides
-from consert.planner.run_configs import consert_run_config, consert_train_config, run_config_text, sgopt_run_config
+from consert.planner.run_configs import consert_train_config, run_config_text, sgopt_run_config
 from consert.train.objectives import run_inputs
 from consert.planner.paths import your_eval
 from consert.paper.yours import paired_inputs
@@ -295,10 +295,10 @@ def baseline_settings(wildcards):
 
 
 def run_config_yaml(wildcards):
-    """The resolved config of a training run as YAML text: ConSERT and its family's, BERT-flow's BERT-NLI,
-    or SG-OPT's."""
+    """The resolved config of a training run as YAML text: ConSERT and its family's, BERT-flow's BERT-NLI (the
+    TrainConfig built once, TRAIN_CONFIGS), or SG-OPT's."""
     if wildcards.run in RUNS:
-        return run_config_text(consert_run_config(wildcards.run, RUNS[wildcards.run], CONFIG))
+        return run_config_text(TRAIN_CONFIGS[wildcards.run].to_dict())
     size, seed = SGOPT_RUNS[wildcards.run]
     return run_config_text(sgopt_run_config(size, seed, CONFIG))
 
