@@ -189,6 +189,35 @@ def curve_sources(config: WorkflowConfig) -> list[ArtifactSource]:
 Reader = Callable[[str], pd.DataFrame]
 
 
+def _recorded(value: Any) -> Any:
+    """A label or an evaluation file's cell as one comparable value: a number as a float, else its text."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def check_recorded(declared: Artifact, sources: list[ArtifactSource], read: Reader) -> None:
+    """Each row's labels agree with what its evaluation file records of its run: its seed (where the file records
+    one), and a sweep's value (where the file records the axis's training key, as ``temperature``). A file left from
+    another run (a stale or copied evaluation) would otherwise join the row the plan names without a fault: a
+    one-line :class:`ValueError` naming the file."""
+    axis = sweeps.BY_ARTIFACT.get(declared.key)
+    for labels, path, _ in sources:
+        frame = read(path)
+        expected = {"seed": labels.get("seed")}
+        if axis is not None:
+            expected[axis.field] = labels[axis.column]
+        for column, label in expected.items():
+            held = frame[column].dropna().unique() if label is not None and column in frame.columns else []
+            if len(held) and {_recorded(value) for value in held} != {_recorded(label)}:
+                found = ", ".join(str(value) for value in held)
+                raise ValueError(
+                    f"{path}: {column} {found}, but its row of {declared.key} is {column} {label}: the file is "
+                    "another run's; remove it and rerun its job"
+                )
+
+
 def score_rows(declared: Artifact, sources: list[ArtifactSource], read: Reader) -> pd.DataFrame:
     """A score table: a row per label set of ``sources``, its scores averaged over seeds, labelled by the
     artifact's ``label_columns`` (its ``extra_columns`` averaged beside them)."""

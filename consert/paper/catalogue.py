@@ -236,6 +236,7 @@ def build(artifact: str, config: WorkflowConfig, sources: list[ArtifactSource] |
             cache[path] = pd.read_csv(path)
         return cache[path]
 
+    artifacts.check_recorded(record.declared, sources, read)
     return record.build(record.declared, sources, read)
 
 

@@ -39,3 +39,27 @@ def test_heatmap_matrix_orders_rows_and_columns():
     figure5 = pd.DataFrame({"view1": ["a", "a", "b", "b"], "view2": ["a", "b", "a", "b"], "Avg": [1.0, 2.0, 3.0, 4.0]})
     matrix = heatmap_matrix(figure5, ["b", "a"])
     assert matrix.values.tolist() == [[4.0, 3.0], [2.0, 1.0]]
+
+
+def test_a_row_whose_evaluation_records_another_run_is_refused_naming_the_file():
+    """The labels a row is built under (its seed, a sweep's value) must be what its evaluation file records of its
+    run: a file of another run joined to the row is a one-line fault, not a silently mislabelled row."""
+    from consert.paper.artifacts import check_recorded
+    from consert.registry import FIGURE6, FIGURE7, TABLE2
+
+    files = {
+        "tau0.5.csv": _evaluation(60.0, seed=1, temperature=0.5),
+        "tau0.1.csv": _evaluation(60.0, seed=1, temperature=0.1),
+        "all.csv": _evaluation(60.0, seed=1, n_texts="all"),
+        "unrecorded.csv": _evaluation(60.0),  # an older file without the columns: nothing to compare
+    }
+    read = files.__getitem__
+    check_recorded(FIGURE7, [({"size": "base", "temperature": 0.5, "seed": 1}, "tau0.5.csv", None)], read)
+    check_recorded(FIGURE6, [({"size": "base", "mode": "unsup", "n_texts": "all", "seed": 1}, "all.csv", None)], read)
+    check_recorded(FIGURE7, [({"size": "base", "temperature": 0.5, "seed": 1}, "unrecorded.csv", None)], read)
+    with pytest.raises(
+        ValueError, match=r"^tau0\.1\.csv: temperature 0\.1, but its row of figure7 is temperature 0\.5"
+    ):
+        check_recorded(FIGURE7, [({"size": "base", "temperature": 0.5, "seed": 1}, "tau0.1.csv", None)], read)
+    with pytest.raises(ValueError, match=r"^tau0\.5\.csv: seed 1, but its row of table2 is seed 2: the file is"):
+        check_recorded(TABLE2, [({"method": "ConSERT-base", "size": "base", "seed": 2}, "tau0.5.csv", None)], read)
