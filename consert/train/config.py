@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, create_model, model_validator
 
 from consert.configs import (
     AtLeastOne,
@@ -37,7 +37,6 @@ from consert.encode.pooling import POOLER, Pooling
 from consert.encode.precision import DTYPE_CHOICES
 from consert.train.augment import check_augmentation
 from consert.train.losses import CONTRASTIVE_LOSSES, FEATURES, PROJECTION_HEADS
-from consert.train.methods import AugCseSettings
 from consert.train.modes import MODES, consert_stage_keys, loop_modes, stage_defaults, sub_configs
 from consert.train.resume import check_every
 
@@ -66,8 +65,8 @@ MIN_MAX_LENGTH = 8
 Tokens = Annotated[int, Field(ge=MIN_MAX_LENGTH)]
 
 
-class TrainConfig(Settings):
-    """Everything that decides a ConSERT training run."""
+class _RunKeys(Settings):
+    """The training config's keys before the methods' own settings (:class:`TrainConfig`'s first part)."""
 
     model: str = key("the encoder to start from: a hub id or a local folder", STAND_IN_MODEL)
     output_dir: str = key(
@@ -98,10 +97,29 @@ class TrainConfig(Settings):
     contrastive_weight: float = key("cl_rate: times the sum of both directions' NT-Xent, even when alone", ge=0)
     loss: Literal[LOSSES] = key('"nt_xent" (ConSERT), "infonce" (SimCSE), "infonce_symmetric" (AugCSE)')
     projection: Literal[PROJECTIONS] = key('training-only head: "mlp" (SimCSE\'s Linear + Tanh), "bn_mlp" (AugCSE\'s)')
-    augcse: AugCseSettings = key(
-        "AugCSE's own settings (objective augcse), a mapping over the stage's: discriminator_weight, "
-        "discriminator_dropout, text_augmentations, spacy_model"
-    )
+
+
+def _settings_help(name: str, settings: type[Settings]) -> str:
+    """The help of a method's own settings key: whose they are, and their keys."""
+    method = MODES[name]
+    keys = ", ".join(settings.model_fields)
+    return f"{method.label}'s own settings (objective {method.recipe['objective']}), a mapping over the stage's: {keys}"
+
+
+#: The methods' own settings, one key each under the method's name, from their records (``TrainableMode.settings``):
+#: a method with settings needs no field written here.
+_WithMethodSettings = create_model(
+    "_WithMethodSettings",
+    __base__=_RunKeys,
+    __module__=__name__,
+    **{name: (settings, key(_settings_help(name, settings))) for name, settings in sub_configs().items()},
+)
+
+
+class TrainConfig(_WithMethodSettings):
+    """Everything that decides a ConSERT training run; a method's own settings are a key of it under the method's
+    name, from the method's record."""
+
     weight_decay: float = key("AdamW's weight decay (not on biases and LayerNorm weights)", ge=0)
     adam_eps: float = key("AdamW's epsilon", gt=0)
     adam_bias_correction: bool = key("ConSERT: transformers.AdamW(correct_bias=False)")
