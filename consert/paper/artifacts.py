@@ -206,8 +206,8 @@ def check_recorded(declared: Artifact, sources: list[ArtifactSource], read: Read
     for labels, path, _ in sources:
         frame = read(path)
         expected = {"seed": labels.get("seed")}
-        if axis is not None:
-            expected[axis.field] = labels[axis.column]
+        if axis is not None:  # a planned run's row (another row of the table, a baseline's, has no value)
+            expected[axis.field] = labels.get(axis.column)
         for column, label in expected.items():
             held = frame[column].dropna().unique() if label is not None and column in frame.columns else []
             if len(held) and {_recorded(value) for value in held} != {_recorded(label)}:

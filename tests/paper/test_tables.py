@@ -57,6 +57,7 @@ def test_a_row_whose_evaluation_records_another_run_is_refused_naming_the_file()
     check_recorded(FIGURE7, [({"size": "base", "temperature": 0.5, "seed": 1}, "tau0.5.csv", None)], read)
     check_recorded(FIGURE6, [({"size": "base", "mode": "unsup", "n_texts": "all", "seed": 1}, "all.csv", None)], read)
     check_recorded(FIGURE7, [({"size": "base", "temperature": 0.5, "seed": 1}, "unrecorded.csv", None)], read)
+    check_recorded(FIGURE7, [({"method": "BERT-base-ABTT", "size": "base"}, "tau0.1.csv", None)], read)  # no value
     with pytest.raises(
         ValueError, match=r"^tau0\.1\.csv: temperature 0\.1, but its row of figure7 is temperature 0\.5"
     ):
