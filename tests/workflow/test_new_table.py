@@ -69,8 +69,8 @@ def add_the_toy(copy: Path) -> None:
                  "from consert.verdict.compare import ComparedBlock\n" + IMPORTS)  # fmt: skip
     replace_once(
         catalogue,
-        "\n#: Every artifact, tables before figures",
-        DECLARATION + "#: Every artifact, tables before figures",
+        "\n#: The artifacts with records of their own",
+        DECLARATION + "#: The artifacts with records of their own",
     )
     replace_once(catalogue, "    PaperArtifact(FIGURE1,", RECORD + "    PaperArtifact(FIGURE1,")
     published = copy / "results" / "published"
