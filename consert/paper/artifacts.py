@@ -206,12 +206,13 @@ def check_recorded(declared: Artifact, sources: list[ArtifactSource], read: Read
     for labels, path, _ in sources:
         frame = read(path)
         expected = {"seed": labels.get("seed")}
-        if axis is not None:  # a planned run's row (another row of the table, a baseline's, has no value)
-            expected[axis.field] = labels.get(axis.column)
+        value = labels.get(axis.column) if axis is not None else None  # a baseline's row of the table has none
+        if value is not None and value != axis.unset:  # a null value is the mode's own, which the label names not
+            expected[axis.field] = value
         for column, label in expected.items():
             held = frame[column].dropna().unique() if label is not None and column in frame.columns else []
-            if len(held) and {_recorded(value) for value in held} != {_recorded(label)}:
-                found = ", ".join(str(value) for value in held)
+            if len(held) and {_recorded(cell) for cell in held} != {_recorded(label)}:
+                found = ", ".join(str(cell) for cell in held)
                 raise ValueError(
                     f"{path}: {column} {found}, but its row of {declared.key} is {column} {label}: the file is "
                     "another run's; remove it and rerun its job"

@@ -52,12 +52,17 @@ def test_a_row_whose_evaluation_records_another_run_is_refused_naming_the_file()
         "tau0.1.csv": _evaluation(60.0, seed=1, temperature=0.1),
         "all.csv": _evaluation(60.0, seed=1, n_texts="all"),
         "unrecorded.csv": _evaluation(60.0),  # an older file without the columns: nothing to compare
+        "every_text.csv": _evaluation(60.0, seed=1, n_texts=89192),  # a file that records the mode's own count
     }
     read = files.__getitem__
     check_recorded(FIGURE7, [({"size": "base", "temperature": 0.5, "seed": 1}, "tau0.5.csv", None)], read)
     check_recorded(FIGURE6, [({"size": "base", "mode": "unsup", "n_texts": "all", "seed": 1}, "all.csv", None)], read)
     check_recorded(FIGURE7, [({"size": "base", "temperature": 0.5, "seed": 1}, "unrecorded.csv", None)], read)
     check_recorded(FIGURE7, [({"method": "BERT-base-ABTT", "size": "base"}, "tau0.1.csv", None)], read)  # no value
+    # a null value (labelled by the axis's ``unset``) is the mode's own, whatever the file records of it
+    check_recorded(
+        FIGURE6, [({"size": "base", "mode": "unsup", "n_texts": "all", "seed": 1}, "tau0.1.csv", None)], read
+    )
     with pytest.raises(
         ValueError, match=r"^tau0\.1\.csv: temperature 0\.1, but its row of figure7 is temperature 0\.5"
     ):
