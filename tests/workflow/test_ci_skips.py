@@ -101,17 +101,6 @@ def test_ci_runs_the_readmes_two_quickstart_commands_as_written_in_their_order_b
     assert at[0] < at[1] < next(i for i, line in enumerate(lines) if "pytest -m slow" in line)
 
 
-def test_cis_two_slow_runs_at_once_hold_every_slow_test_once():
-    """.ci/run's slow suite is two pytest runs at once: the one file the first names is the file the second ignores,
-    and it exists (a misspelt one would be a run of nothing beside a run of everything)."""
-    script = (ROOT / ".ci" / "run").read_text()
-    runs = [line for line in script.splitlines() if line.startswith("python -m pytest -m slow")]
-    assert len(runs) == 2, runs
-    named = re.findall(r"\btests/\S+\.py\b", runs[0])
-    assert len(named) == 1 and (ROOT / named[0]).is_file(), runs[0]
-    assert re.findall(r"\btests/\S+\.py\b", runs[1]) == named and f"--ignore={named[0]}" in runs[1], runs[1]
-
-
 def test_ci_times_sums_each_test_files_seconds(tmp_path):
     """scripts/ci_times.py: a file's seconds are its tests' (classes and parametrizations included), longest first."""
     report = tmp_path / "report.xml"
