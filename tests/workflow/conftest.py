@@ -15,7 +15,8 @@ from tests.workflow.dag import snakemake
 def dag_run(tmp_path_factory):
     """The test config's DAG, once a session; under ``$CONSERT_TEST_DAG`` (a folder: CI names one for both of
     its pytest runs) once for all of them: a later session finds every output up to date and snakemake
-    reruns nothing, which it checks itself. The stdout kept is the run's that did the work."""
+    reruns nothing, which it checks itself. The stdout kept is the run's that did the work; a later session that
+    redoes jobs leaves its output in ``snakemake.rerun.stdout`` (``.ci/run`` prints its reasons)."""
     shared = os.environ.get("CONSERT_TEST_DAG")
     workdir = Path(shared) if shared else tmp_path_factory.mktemp("dag")
     data = workdir / "senteval"
@@ -26,6 +27,5 @@ def dag_run(tmp_path_factory):
     if not stdout.exists():
         stdout.write_text(result.stdout)
     elif "Nothing to be done" not in result.stdout + result.stderr:
-        # an earlier session's outputs redone: time CI spends twice (.ci/run prints the reasons)
         (workdir / "snakemake.rerun.stdout").write_text(result.stdout + result.stderr)
     return workdir, data
